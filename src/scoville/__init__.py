@@ -1,0 +1,3 @@
+"""scoville: measure, predict and compare LLM inference frontiers."""
+
+__version__ = "0.1.0"

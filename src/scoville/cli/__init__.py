@@ -1,0 +1,55 @@
+"""The ``scoville`` command: a thin Typer app; each command group lives in its own module.
+
+Commands parse options, call the library and print. Errors a user can cause
+(``UserError``) end in one red line naming what went wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from scoville.errors import UserError
+
+app = typer.Typer(
+    name="scoville",
+    help="Measure, predict and compare LLM inference latency-throughput-energy frontiers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err_console = Console(stderr=True)
+
+
+def _register() -> None:
+    # Imported here so `scoville --help` stays fast and each group owns its module.
+    from scoville.cli import runs_cmd
+
+    for module in (runs_cmd,):
+        module.register(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except UserError as e:
+        err_console.print(f"[bold red]error:[/] {e}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]: everything recorded so far is kept on disk")
+        sys.exit(130)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except Exception as e:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if isinstance(e, click.exceptions.Abort):
+            err_console.print("[yellow]aborted[/]")
+            sys.exit(130)
+        raise

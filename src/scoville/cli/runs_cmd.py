@@ -1,0 +1,103 @@
+"""Run catalog commands: ls, show, sql, recompute."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scoville.metrics import recompute
+from scoville.results.catalog import query, resolve_run
+from scoville.results.store import read_manifest, read_point_metrics
+
+console = Console()
+RunsRoot = Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")]
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+def points_table(title: str, rows: list[dict], columns: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, header_style="bold")
+    for _, header in columns:
+        table.add_column(header, justify="right")
+    for r in rows:
+        table.add_row(*[_fmt(r.get(key)) for key, _ in columns])
+    return table
+
+
+POINT_COLUMNS = [
+    ("label", "point"),
+    ("num_ok", "ok"),
+    ("num_errors", "err"),
+    ("ttft_s_median", "TTFT p50 s"),
+    ("tpot_s_median", "TPOT p50 s"),
+    ("interactivity", "tok/s/user"),
+    ("e2e_s_median", "E2E p50 s"),
+    ("output_throughput", "out tok/s"),
+    ("total_throughput_per_accelerator", "tot tok/s/acc"),
+    ("total_throughput_per_kw", "tot tok/s/kW"),
+]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("ls")
+    def ls_cmd(runs: RunsRoot = Path("runs"), json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+        """List the runs under --runs."""
+        cols, rows = query(runs, "SELECT run_id, source, status, hardware, accelerators, model, workload, "
+                                 "power_source, points FROM runs ORDER BY run_id")
+        if json_out:
+            print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2))
+            return
+        table = Table(header_style="bold")
+        for c in cols:
+            table.add_column(c)
+        for r in rows:
+            table.add_row(*[_fmt(v) for v in r])
+        console.print(table if rows else f"no runs under {runs}/")
+
+    @app.command("show")
+    def show_cmd(run: str, runs: RunsRoot = Path("runs"),
+                 json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+        """Show one run's manifest summary and per-point metrics."""
+        run_dir = resolve_run(runs, run)
+        manifest = read_manifest(run_dir)
+        rows = read_point_metrics(run_dir)
+        if json_out:
+            print(json.dumps({"manifest": manifest, "points": rows}, indent=2, default=str))
+            return
+        system, model, power = manifest.get("system", {}), manifest.get("model", {}), manifest.get("power", {})
+        console.print(f"[bold]{manifest.get('run_id')}[/] {manifest.get('source')} · {manifest.get('status')} · "
+                      f"{system.get('hardware')} ×{system.get('accelerators')} · {model.get('name')} "
+                      f"({model.get('precision')}) · workload {(manifest.get('workload') or {}).get('name')}")
+        console.print(f"power: {power.get('source')} ({power.get('boundary')} boundary)")
+        console.print(points_table("load points", rows, POINT_COLUMNS))
+
+    @app.command("sql")
+    def sql_cmd(statement: str, runs: RunsRoot = Path("runs"),
+                json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+        """Plain SQL over the catalog: tables runs, points, requests, power."""
+        cols, rows = query(runs, statement)
+        if json_out:
+            print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
+            return
+        table = Table(header_style="bold")
+        for c in cols:
+            table.add_column(c)
+        for r in rows:
+            table.add_row(*[_fmt(v) for v in r])
+        console.print(table)
+
+    @app.command("recompute")
+    def recompute_cmd(run: str, runs: RunsRoot = Path("runs")) -> None:
+        """Rebuild every metric of a run from its raw request and power records."""
+        run_dir = resolve_run(runs, run)
+        rows = recompute(run_dir)
+        console.print(points_table(f"{run_dir.name}: recomputed", rows, POINT_COLUMNS))

@@ -1,0 +1,139 @@
+"""Load plans: how hard to push, independent of what is sent or who sends it.
+
+A plan is a list of load points. A point is either closed loop (``concurrency``
+requests in flight, a new one sent when one finishes) or open loop (arrivals at
+``rate`` requests/s, Poisson when ``burstiness`` is 1, gamma otherwise, as
+vLLM's benchmark does). Each point is bounded by a request count and/or a
+duration, and its first ``warmup_requests`` are sent but excluded from metrics.
+"""
+
+from __future__ import annotations
+
+from scoville.errors import UserError
+
+from typing import Any
+
+import msgspec
+import numpy as np
+
+
+class LoadError(UserError, ValueError):
+    """A load plan the user asked for cannot be built; message is user-facing."""
+
+
+class LoadPoint(msgspec.Struct, kw_only=True, frozen=True):
+    index: int
+    concurrency: int | None = None
+    rate: float | None = None
+    burstiness: float = 1.0
+    num_requests: int = 0
+    warmup_requests: int = 0
+    duration_s: float | None = None
+
+    @property
+    def mode(self) -> str:
+        return "rate" if self.rate is not None else "concurrency"
+
+    @property
+    def total_requests(self) -> int:
+        return self.num_requests + self.warmup_requests
+
+    def label(self) -> str:
+        if self.rate is not None:
+            return f"rate={self.rate:g}/s"
+        return f"c={self.concurrency}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self)
+
+
+def parse_int_list(text: str) -> list[int]:
+    """``"1,2,4"`` or ``"1-64"`` (doubling) into a list of ints."""
+    text = text.strip()
+    try:
+        if "-" in text and "," not in text:
+            lo, hi = (int(x) for x in text.split("-", 1))
+            if lo < 1 or hi < lo:
+                raise ValueError
+            out, c = [], lo
+            while c <= hi:
+                out.append(c)
+                c *= 2
+            return out
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise LoadError(f"cannot read {text!r} as a list of positive integers; use e.g. 1,2,4,8 or 1-64") from None
+    if not values or min(values) < 1:
+        raise LoadError(f"{text!r}: values must be positive integers, e.g. 1,2,4,8")
+    return values
+
+
+def parse_float_list(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise LoadError(f"cannot read {text!r} as a list of rates; use e.g. 0.5,1,2") from None
+    if not values or min(values) <= 0:
+        raise LoadError(f"{text!r}: request rates must be positive numbers of requests per second")
+    return values
+
+
+def concurrency_sweep(
+    concurrencies: list[int],
+    *,
+    num_requests: int | None = None,
+    warmup_requests: int | None = None,
+    duration_s: float | None = None,
+    requests_per_concurrency: int = 10,
+    warmup_per_concurrency: int = 2,
+) -> list[LoadPoint]:
+    """Closed-loop sweep; by default InferenceX's 10·C measured after 2·C warm-up."""
+    points = []
+    for i, c in enumerate(concurrencies):
+        n = num_requests if num_requests is not None else requests_per_concurrency * c
+        w = warmup_requests if warmup_requests is not None else warmup_per_concurrency * c
+        if n < 1 and duration_s is None:
+            raise LoadError("each point needs --num-requests >= 1 or a --duration")
+        points.append(LoadPoint(index=i, concurrency=c, num_requests=n, warmup_requests=w, duration_s=duration_s))
+    return points
+
+
+def rate_sweep(
+    rates: list[float],
+    *,
+    num_requests: int,
+    warmup_requests: int = 0,
+    burstiness: float = 1.0,
+    duration_s: float | None = None,
+    max_concurrency: int | None = None,
+) -> list[LoadPoint]:
+    """Open-loop sweep at the given arrival rates (requests/s)."""
+    if burstiness <= 0:
+        raise LoadError("--burstiness must be > 0 (1 = Poisson, <1 burstier, >1 smoother)")
+    return [
+        LoadPoint(
+            index=i,
+            rate=r,
+            burstiness=burstiness,
+            concurrency=max_concurrency,
+            num_requests=num_requests,
+            warmup_requests=warmup_requests,
+            duration_s=duration_s,
+        )
+        for i, r in enumerate(rates)
+    ]
+
+
+def arrival_offsets(point: LoadPoint, count: int, seed: int) -> np.ndarray:
+    """Send times (s from point start) for an open-loop point.
+
+    Gamma inter-arrival gaps with shape ``burstiness`` and mean ``1/rate``;
+    shape 1 is exactly Poisson. Seeded per point so a rerun sends at the same times.
+    """
+    if point.rate is None:
+        raise LoadError("arrival offsets exist only for rate points")
+    rng = np.random.default_rng([seed, point.index])
+    shape = point.burstiness
+    gaps = rng.gamma(shape, 1.0 / (point.rate * shape), size=count)
+    gaps[0] = 0.0
+    return np.cumsum(gaps)

@@ -1,0 +1,263 @@
+"""Per-request records -> per-point metrics, exactly as DESIGN.md defines them.
+
+This is the only place metrics are computed, for measured and simulated runs
+alike (so a simulated GB300 and a measured H200 can never disagree on what
+"TPOT" means). Everything is vectorised over Arrow columns: a simulated sweep
+has millions of token timestamps.
+
+Two modes (recorded in each metrics row as ``compat``):
+
+* ``inferencex`` — the public dashboard's method: window from the first measured
+  request sent to the last measured request finished; interactivity = 1 /
+  median TPOT; ITL = gaps between successive chunks.
+* ``clean`` — a steady-state window that excludes ramp-up and drain (from the
+  moment the last of the first C measured requests was sent to the moment the
+  first of the last C finished, C = concurrency), counting only tokens that
+  arrived inside it; per-token ITL (a chunk of k tokens adds its gap and k-1
+  zero gaps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from scoville.results.store import read_manifest, read_power, read_requests, write_point_metrics
+
+COMPAT_MODES = ("inferencex", "clean")
+PERCENTILES = {"median": 50, "p90": 90, "p99": 99}
+
+
+@dataclass(frozen=True)
+class PointContext:
+    """What metrics need beyond the records: system size, power and price."""
+
+    accelerators: int = 1
+    power_source: str = "rated"        # rated | all-in | nvml | csv | model | none
+    power_boundary: str = "chip"       # chip | board | node | rack
+    watts_per_accelerator: float | None = None  # for rated / all-in
+    cost_per_accelerator_hour: float | None = None
+    concurrency: int | None = None
+    compat: str = "inferencex"
+    slo: dict[str, float] = field(default_factory=dict)  # ttft_s, tpot_s, e2e_s maxima
+
+
+def summarize(values: np.ndarray, prefix: str) -> dict[str, float | None]:
+    """mean, median, p90, p99 of a distribution (None when empty)."""
+    values = values[np.isfinite(values)] if values.size else values
+    out: dict[str, float | None] = {f"{prefix}_mean": float(values.mean()) if values.size else None}
+    for name, q in PERCENTILES.items():
+        out[f"{prefix}_{name}"] = float(np.percentile(values, q)) if values.size else None
+    return out
+
+
+def mean_power_w(power: pa.Table, t_start: float, t_end: float) -> tuple[float | None, float | None]:
+    """Mean total power (W) and energy (J) over [t_start, t_end] by the trapezoid rule.
+
+    Each device is integrated separately on its own samples (clipped to the
+    window, with values at the edges interpolated) and the devices are summed.
+    """
+    if power.num_rows == 0 or t_end <= t_start:
+        return None, None
+    t_all = power.column("t").to_numpy()
+    w_all = power.column("watts").to_numpy()
+    devices = power.column("device").to_pylist()
+    energy = 0.0
+    for dev in sorted(set(devices)):
+        mask = np.array([d == dev for d in devices])
+        t, w = t_all[mask], w_all[mask]
+        order = np.argsort(t)
+        t, w = t[order], w[order]
+        if t.size < 2 or t[-1] < t_start or t[0] > t_end:
+            continue
+        inner = (t > t_start) & (t < t_end)
+        tt = np.concatenate([[t_start], t[inner], [t_end]])
+        ww = np.concatenate([[np.interp(t_start, t, w)], w[inner], [np.interp(t_end, t, w)]])
+        energy += float(np.trapezoid(ww, tt))
+    return energy / (t_end - t_start), energy
+
+
+def _chunk_gaps(times: pa.ChunkedArray | pa.Array, counts: pa.ChunkedArray | pa.Array, per_token: bool) -> np.ndarray:
+    """Gaps between successive chunk arrivals within each request (vectorised)."""
+    times = times.combine_chunks() if isinstance(times, pa.ChunkedArray) else times
+    counts = counts.combine_chunks() if isinstance(counts, pa.ChunkedArray) else counts
+    flat_t = pc.list_flatten(times).to_numpy(zero_copy_only=False)
+    if flat_t.size < 2:
+        return np.empty(0)
+    offsets = times.offsets.to_numpy()
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(lengths.size), lengths)
+    gaps = np.diff(flat_t)
+    same = owner[1:] == owner[:-1]
+    gaps = gaps[same]
+    if not per_token:
+        return gaps
+    flat_c = pc.list_flatten(counts).to_numpy(zero_copy_only=False)[1:][same]
+    extra = np.maximum(flat_c - 1, 0).sum()
+    return np.concatenate([gaps, np.zeros(int(extra))])
+
+
+def _window(t_sent: np.ndarray, t_done: np.ndarray, concurrency: int | None, compat: str) -> tuple[float, float]:
+    t_start, t_end = float(t_sent.min()), float(t_done.max())
+    if compat != "clean" or not concurrency or t_sent.size <= 2 * concurrency:
+        return t_start, t_end
+    c = concurrency
+    steady_start = float(np.sort(t_sent)[c - 1])
+    steady_end = float(np.sort(t_done)[-c])
+    if steady_end <= steady_start:
+        return t_start, t_end
+    return steady_start, steady_end
+
+
+def _tokens_in_window(table: pa.Table, t_start: float, t_end: float) -> tuple[float, float]:
+    """Output tokens that arrived inside the window, and input tokens whose first token did."""
+    times = table.column("token_times").combine_chunks()
+    counts = table.column("token_counts").combine_chunks()
+    flat_t = pc.list_flatten(times).to_numpy(zero_copy_only=False)
+    flat_c = pc.list_flatten(counts).to_numpy(zero_copy_only=False)
+    inside = (flat_t >= t_start) & (flat_t <= t_end)
+    out_tokens = float(flat_c[inside].sum())
+    first = table.column("t_first_token").to_numpy(zero_copy_only=False).astype(float)
+    inp = table.column("input_tokens").to_numpy(zero_copy_only=False).astype(float)
+    in_mask = (first >= t_start) & (first <= t_end)
+    return out_tokens, float(inp[in_mask].sum())
+
+
+def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None = None) -> dict[str, Any]:
+    """All metrics of one load point from its request records (warm-up excluded)."""
+    if ctx.compat not in COMPAT_MODES:
+        raise ValueError(f"unknown compat mode {ctx.compat!r}; use one of {COMPAT_MODES}")
+    measured = requests.filter(pc.invert(requests.column("warmup")))
+    ok_mask = measured.column("ok")
+    ok = measured.filter(ok_mask)
+    row: dict[str, Any] = {
+        "compat": ctx.compat,
+        "num_requests": measured.num_rows,
+        "num_ok": ok.num_rows,
+        "num_errors": measured.num_rows - ok.num_rows,
+        "accelerators": ctx.accelerators,
+        "power_source": ctx.power_source,
+        "power_boundary": ctx.power_boundary,
+    }
+    if ok.num_rows == 0:
+        return row
+
+    def col(name: str) -> np.ndarray:
+        return ok.column(name).to_numpy(zero_copy_only=False).astype(float)
+
+    t_sent, t_first, t_done = col("t_sent"), col("t_first_token"), col("t_done")
+    out_tok, in_tok = col("output_tokens"), col("input_tokens")
+    ttft = t_first - t_sent
+    e2e = t_done - t_sent
+    multi = out_tok > 1
+    tpot = np.where(multi, (t_done - t_first) / np.maximum(out_tok - 1, 1), np.nan)[multi]
+    per_token = ctx.compat == "clean"
+    itl = _chunk_gaps(ok.column("token_times"), ok.column("token_counts"), per_token)
+
+    row.update(summarize(ttft, "ttft_s"))
+    row.update(summarize(tpot, "tpot_s"))
+    row.update(summarize(itl, "itl_s"))
+    row.update(summarize(e2e, "e2e_s"))
+    with np.errstate(divide="ignore"):
+        row.update(summarize(1.0 / tpot[tpot > 0], "tok_s_user"))
+    median_tpot = row["tpot_s_median"]
+    row["interactivity"] = 1.0 / median_tpot if median_tpot else None
+    row["interactivity_estimator"] = "1/median(TPOT)"
+    cached = ok.column("cached_tokens").to_numpy(zero_copy_only=False)
+    cached = np.where(np.isnan(cached.astype(float)), 0.0, cached.astype(float))
+    row["cached_tokens"] = float(cached.sum())
+    row["cache_hit_rate"] = float(cached.sum() / in_tok.sum()) if in_tok.sum() else None
+
+    t_start, t_end = _window(t_sent, t_done, ctx.concurrency, ctx.compat)
+    window = t_end - t_start
+    if ctx.compat == "clean" and (t_start, t_end) != (float(t_sent.min()), float(t_done.max())):
+        out_sum, in_sum = _tokens_in_window(ok, t_start, t_end)
+    else:
+        out_sum, in_sum = float(out_tok.sum()), float(in_tok.sum())
+    row.update(window_start_s=t_start, window_end_s=t_end, window_s=window)
+    if window <= 0:
+        return row
+    row["request_throughput"] = ok.num_rows / (float(t_done.max()) - float(t_sent.min()) or window)
+    row["output_throughput"] = out_sum / window
+    row["total_throughput"] = (out_sum + in_sum) / window
+    n_acc = max(ctx.accelerators, 1)
+    row["output_throughput_per_accelerator"] = row["output_throughput"] / n_acc
+    row["total_throughput_per_accelerator"] = row["total_throughput"] / n_acc
+
+    watts = None
+    if ctx.power_source in ("rated", "all-in", "model") and ctx.watts_per_accelerator:
+        watts = ctx.watts_per_accelerator * n_acc
+    elif power is not None and power.num_rows:
+        watts, energy = mean_power_w(power, t_start, t_end)
+        row["energy_j"] = energy
+    row["power_w"] = watts
+    if watts:
+        kw = watts / 1000.0
+        row["output_throughput_per_kw"] = row["output_throughput"] / kw
+        row["total_throughput_per_kw"] = row["total_throughput"] / kw
+        row["joules_per_output_token"] = watts / row["output_throughput"] if row["output_throughput"] else None
+    if ctx.cost_per_accelerator_hour:
+        dollars_per_hour = ctx.cost_per_accelerator_hour * n_acc
+        row["usd_per_mtok_total"] = dollars_per_hour / (row["total_throughput"] * 3600 / 1e6)
+        row["usd_per_mtok_output"] = dollars_per_hour / (row["output_throughput"] * 3600 / 1e6)
+    if ctx.slo:
+        good = np.ones(ok.num_rows, dtype=bool)
+        if "ttft_s" in ctx.slo:
+            good &= ttft <= ctx.slo["ttft_s"]
+        if "tpot_s" in ctx.slo:
+            per_req_tpot = np.where(multi, (t_done - t_first) / np.maximum(out_tok - 1, 1), 0.0)
+            good &= per_req_tpot <= ctx.slo["tpot_s"]
+        if "e2e_s" in ctx.slo:
+            good &= e2e <= ctx.slo["e2e_s"]
+        row["goodput"] = float(good.sum()) / window
+        row["slo_attainment"] = float(good.mean())
+    return row
+
+
+def context_from_manifest(manifest: dict[str, Any], point: dict[str, Any]) -> PointContext:
+    """PointContext of one load point, from what the manifest recorded."""
+    system = manifest.get("system", {})
+    power = manifest.get("power", {})
+    return PointContext(
+        accelerators=int(system.get("accelerators") or 1),
+        power_source=power.get("source", "none"),
+        power_boundary=power.get("boundary", system.get("power_boundary", "chip")),
+        watts_per_accelerator=power.get("watts_per_accelerator"),
+        cost_per_accelerator_hour=system.get("cost_per_accelerator_hour"),
+        concurrency=point.get("concurrency"),
+        compat=manifest.get("compat", "inferencex"),
+        slo=manifest.get("slo") or {},
+    )
+
+
+def run_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """Metrics of every load point of a run, rebuilt from its raw records and power samples."""
+    manifest = read_manifest(run_dir)
+    requests = read_requests(run_dir)
+    power = read_power(run_dir)
+    points = manifest.get("load_plan", {}).get("points", [])
+    rows = []
+    for point in points:
+        idx = point["index"]
+        subset = requests.filter(pc.equal(requests.column("point"), idx))
+        if subset.num_rows == 0:
+            continue
+        row = {"point": idx, "label": point.get("label"), "concurrency": point.get("concurrency"),
+               "rate": point.get("rate")}
+        row.update(point_metrics(subset, context_from_manifest(manifest, point), power))
+        if "config" in point:
+            row["config"] = point["config"]
+        rows.append(row)
+    return rows
+
+
+def recompute(run_dir: Path) -> list[dict[str, Any]]:
+    """Rebuild points.parquet from raw records (``scoville recompute``)."""
+    rows = run_metrics(run_dir)
+    write_point_metrics(run_dir, rows)
+    return rows

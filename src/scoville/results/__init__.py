@@ -1,0 +1,1 @@
+"""Run schema, crash-safe run directories, manifests and the run catalog."""

@@ -1,0 +1,77 @@
+"""Manifest provenance: everything needed to recompute and judge a run, no secrets."""
+
+from __future__ import annotations
+
+import platform
+import re
+import socket
+import sys
+from importlib import metadata
+from typing import Any
+
+import scoville
+
+_SECRET_KEYS = re.compile(
+    r"^(api[_-]?key|authorization|password|secret|bearer|token|\w*_(secret|password)|\w*access_token|hf_token)$", re.I
+)
+_PACKAGES = ("aiohttp", "numpy", "pyarrow", "duckdb", "msgspec", "uvloop", "ray", "nvidia-ml-py")
+
+
+def scrub(value: Any) -> Any:
+    """Drop secret-looking keys anywhere in a nested structure (API keys never reach disk)."""
+    if isinstance(value, dict):
+        return {k: ("<redacted>" if _SECRET_KEYS.search(str(k)) and v else scrub(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v) for v in value]
+    return value
+
+
+def environment() -> dict[str, Any]:
+    versions = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "packages": versions,
+    }
+
+
+def base_manifest(
+    *,
+    source: str,
+    target: dict[str, Any],
+    system: dict[str, Any],
+    model: dict[str, Any],
+    serving: dict[str, Any],
+    workload: dict[str, Any],
+    load_plan: dict[str, Any],
+    power: dict[str, Any],
+    compat: str = "inferencex",
+    slo: dict[str, float] | None = None,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """The manifest fields of DESIGN.md; ``source`` is "measured" or "simulated"."""
+    if source not in ("measured", "simulated"):
+        raise ValueError(f"source must be 'measured' or 'simulated', not {source!r}")
+    return scrub(
+        {
+            "scoville_version": scoville.__version__,
+            "source": source,
+            "target": target,
+            "system": system,
+            "model": model,
+            "serving": serving,
+            "workload": workload,
+            "load_plan": load_plan,
+            "power": power,
+            "compat": compat,
+            "slo": slo or {},
+            "environment": environment(),
+            "command": command or sys.argv,
+        }
+    )

@@ -1,0 +1,1 @@
+"""What is sent: synthetic scenarios, sessions and traces, all as Session lists."""

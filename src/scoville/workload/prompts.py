@@ -1,0 +1,35 @@
+"""Deterministic prompt tokens from a RequestSpec.
+
+Tokens are derived from the spec alone (block hashes, then a per-request seed),
+so the same spec always yields the same prompt, two requests sharing leading
+block hashes share exactly those leading tokens, and nothing has to be stored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scoville.workload.spec import RequestSpec
+
+# Stay clear of special tokens at both ends of typical vocabularies.
+_LOW = 1000
+
+
+def _token_range(vocab_size: int) -> tuple[int, int]:
+    high = max(_LOW + 1, vocab_size - 1000)
+    return _LOW, high
+
+
+def block_tokens(block_hash: int, block_size: int, vocab_size: int) -> np.ndarray:
+    lo, hi = _token_range(vocab_size)
+    return np.random.default_rng([0xB10C, block_hash & 0xFFFFFFFFFFFF]).integers(lo, hi, size=block_size)
+
+
+def prompt_token_ids(spec: RequestSpec, vocab_size: int = 32000) -> list[int]:
+    """The prompt of ``spec`` as exactly ``spec.input_tokens`` token ids."""
+    lo, hi = _token_range(vocab_size)
+    parts = [block_tokens(h, spec.block_size, vocab_size) for h in spec.block_hashes]
+    prefix = np.concatenate(parts)[: spec.input_tokens] if parts else np.empty(0, dtype=np.int64)
+    rest = spec.input_tokens - len(prefix)
+    tail = np.random.default_rng([0x7A11, spec.prompt_seed]).integers(lo, hi, size=max(rest, 0))
+    return np.concatenate([prefix, tail]).astype(np.int64).tolist()
