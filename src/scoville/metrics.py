@@ -19,6 +19,7 @@ Two modes (recorded in each metrics row as ``compat``):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -250,8 +251,8 @@ def run_metrics(run_dir: Path) -> list[dict[str, Any]]:
         row = {"point": idx, "label": point.get("label"), "concurrency": point.get("concurrency"),
                "rate": point.get("rate")}
         row.update(point_metrics(subset, context_from_manifest(manifest, point), power))
-        if "config" in point:
-            row["config"] = point["config"]
+        if "config" in point:  # the simulator's winning configuration of this point
+            row["config"] = json.dumps(point["config"], sort_keys=True)
         rows.append(row)
     return rows
 
