@@ -1,0 +1,208 @@
+"""Accelerator/system catalog: datasheet figures in YAML files, no code per system.
+
+A simulator that must predict hardware nobody has profiled can only start from
+the datasheet, so every figure here is a *peak* with its unit and source in the
+YAML file, and what fraction of the peak real kernels reach lives apart, in a
+handful of per-*family* efficiency factors (``data/hardware/families.yaml``),
+fitted once on public reference points and overridable per file. Users add a
+system by writing one YAML file (``load_hardware("my_chip.yaml")``).
+
+Units (fixed, so a YAML never has to say them twice):
+
+* ``flops_tflops``: dense tensor TFLOPS (10^12 FLOP/s) per accelerator, no sparsity, per precision key
+  (``fp4`` = NVFP4/MXFP4, ``fp8``, ``int8``, ``bf16``, ``fp16``).
+* ``hbm_capacity_gb``: usable capacity in decimal GB (10^9 bytes) as the driver reports it
+  (nvidia-smi MiB x 1.048576 / 1000), not the marketing figure; ``hbm_bandwidth_tbps`` in TB/s (10^12 B/s).
+* ``scaleup_bandwidth_gbps`` / ``scaleout_bandwidth_gbps``: GB/s (10^9 *bytes*/s), *unidirectional*, per
+  accelerator (NVLink 5 = 900; a 400 Gbit/s NIC = 50).
+* latencies in microseconds; powers in watts per accelerator; cost in $ per accelerator-hour.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from scoville.errors import UserError
+
+# Efficiency keys understood by the cost model; anything else in a YAML is a typo and is rejected.
+EFFICIENCY_KEYS = {
+    "compute": "achievable fraction of dense peak FLOPS in large GEMMs",
+    "memory": "achievable fraction of HBM bandwidth in streaming kernels (weights, KV)",
+    "attention_compute": "achievable fraction of peak FLOPS inside attention kernels (MLA decode, prefill)",
+    "scaleup": "achievable fraction of scale-up link bandwidth in collectives",
+    "scaleout": "achievable fraction of scale-out NIC bandwidth",
+    "step_overhead_us": "fixed time per forward step (scheduler, launch, sampling), microseconds",
+    "layer_overhead_us": "fixed time per layer per step (kernel launches not hidden by graphs), microseconds",
+    "moe_imbalance": "routing skew: max-rank load = mean x (1 + moe_imbalance x sqrt(ep / tokens_per_expert))",
+}
+
+
+class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One accelerator as a serving system sees it (per GPU/package, not per superchip or rack)."""
+
+    name: str
+    display_name: str
+    vendor: str
+    family: str
+    flops_tflops: dict[str, float]
+    hbm_capacity_gb: float
+    hbm_bandwidth_tbps: float
+    scaleup_bandwidth_gbps: float
+    scaleup_domain: int
+    scaleout_bandwidth_gbps: float
+    rated_watts: float
+    scaleup_latency_us: float = 3.0
+    scaleout_latency_us: float = 10.0
+    all_in_watts: float | None = None
+    measured_watts: float | None = None
+    idle_watts: float | None = None
+    runtime_reserve_gb: float = 3.9
+    cost_per_hour: dict[str, float] = {}
+    efficiency: dict[str, float] = {}
+    preliminary: bool = False
+    notes: str = ""
+    sources: list[str] = []
+
+    def __post_init__(self) -> None:
+        positive = {
+            "hbm_capacity_gb": self.hbm_capacity_gb,
+            "hbm_bandwidth_tbps": self.hbm_bandwidth_tbps,
+            "scaleup_bandwidth_gbps": self.scaleup_bandwidth_gbps,
+            "scaleout_bandwidth_gbps": self.scaleout_bandwidth_gbps,
+            "rated_watts": self.rated_watts,
+            "scaleup_domain": self.scaleup_domain,
+        }
+        for field, value in positive.items():
+            if not value > 0:
+                raise ValueError(f"{field} must be > 0, got {value}")
+        for key, value in self.flops_tflops.items():
+            if not value > 0:
+                raise ValueError(f"flops_tflops.{key} must be > 0, got {value}")
+        if not self.flops_tflops:
+            raise ValueError("flops_tflops needs at least one precision, e.g. {bf16: 989}")
+        for key in self.efficiency:
+            if key not in EFFICIENCY_KEYS:
+                raise ValueError(f"efficiency.{key} is not a known factor (known: {', '.join(EFFICIENCY_KEYS)})")
+
+    # -- derived figures the cost model uses -------------------------------------------------
+    @property
+    def hbm_bytes(self) -> float:
+        return self.hbm_capacity_gb * 1e9
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        return self.hbm_bandwidth_tbps * 1e12
+
+    def peak_flops(self, precision: str) -> float:
+        """Dense peak FLOP/s for a precision; falls back to the nearest wider format the chip has.
+
+        A chip without FP4 tensor cores (Hopper) runs FP4 weights by upcasting to FP8/BF16, so that
+        is the rate it reaches.
+        """
+        order = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16"]
+        start = order.index(precision) if precision in order else order.index("bf16")
+        for key in order[start:]:
+            if key in self.flops_tflops:
+                return self.flops_tflops[key] * 1e12
+        return max(self.flops_tflops.values()) * 1e12
+
+    def eff(self, key: str) -> float:
+        """Efficiency factor: this file's override, else its family's fitted value, else the global prior."""
+        if key in self.efficiency:
+            return self.efficiency[key]
+        fam = _families().get(self.family, {})
+        if key in fam:
+            return fam[key]
+        return _families()["default"][key]
+
+    def power_watts(self, mode: str = "rated") -> float:
+        """Power per accelerator for per-kW metrics: ``rated`` (chip TDP), ``all-in`` (InferenceX), ``measured``."""
+        if mode == "rated":
+            return self.rated_watts
+        if mode in ("all-in", "all_in", "allin"):
+            if self.all_in_watts is None:
+                raise UserError(f"hardware {self.name} has no all-in power; add all_in_watts to its YAML or use --power rated")
+            return self.all_in_watts
+        if mode == "measured":
+            if self.measured_watts is None:
+                raise UserError(f"hardware {self.name} has no measured power; add measured_watts or use --power rated")
+            return self.measured_watts
+        raise UserError(f"unknown power mode {mode!r}; use rated, all-in or measured")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for manifests, with the efficiency factors actually in force spelled out."""
+        d = msgspec.to_builtins(self)
+        d["efficiency_in_force"] = {k: self.eff(k) for k in EFFICIENCY_KEYS}
+        return d
+
+
+def _data_dir() -> Path:
+    return Path(str(resources.files("scoville") / "data" / "hardware"))
+
+
+@lru_cache(maxsize=1)
+def _families() -> dict[str, dict[str, float]]:
+    path = _data_dir() / "families.yaml"
+    raw = yaml.safe_load(path.read_text())
+    fams = {k: v["efficiency"] for k, v in raw.items()}
+    missing = set(EFFICIENCY_KEYS) - set(fams["default"])
+    if missing:  # a packaging bug, not a user error
+        raise RuntimeError(f"families.yaml default lacks {sorted(missing)}")
+    return fams
+
+
+def family_efficiencies() -> dict[str, dict[str, float]]:
+    """Every family's fitted factors (for reports and the calibration bench)."""
+    return {k: dict(v) for k, v in _families().items()}
+
+
+def list_hardware() -> list[str]:
+    """Names of the shipped systems."""
+    return sorted(p.stem for p in _data_dir().glob("*.yaml") if p.stem != "families")
+
+
+def _parse(path: Path) -> Hardware:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise UserError(f"cannot read hardware file {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise UserError(f"{path}:{where} is not valid YAML ({getattr(e, 'problem', e)}); fix the syntax") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: a hardware file must be a YAML mapping of fields (name, flops_tflops, ...)")
+    raw.setdefault("name", path.stem)
+    raw.setdefault("display_name", raw["name"])
+    try:
+        return msgspec.convert(raw, Hardware, strict=False)
+    except msgspec.ValidationError as e:
+        msg = str(e).replace("$.", "field ").replace(" - at `", " (at `")
+        if "(at `" in msg:
+            msg += ")"
+        raise UserError(f"{path}: {msg}; see data/hardware/h200.yaml for the format") from None
+    except ValueError as e:
+        raise UserError(f"{path}: {e}") from None
+
+
+def load_hardware(name_or_path: str) -> Hardware:
+    """A shipped system by name (case-insensitive: h100 ... jalapeno) or a user YAML by path."""
+    p = Path(name_or_path).expanduser()
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        if not p.exists():
+            raise UserError(f"hardware file {p} does not exist")
+        return _parse(p)
+    key = name_or_path.strip().lower().replace("_", "-")
+    aliases = {"h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200", "b300-sxm": "b300",
+               "gb200-nvl72": "gb200", "gb300-nvl72": "gb300", "jalapeño": "jalapeno"}
+    key = aliases.get(key, key)
+    path = _data_dir() / f"{key}.yaml"
+    if key == "families" or not path.exists():
+        raise UserError(f"unknown hardware {name_or_path!r}; choose one of {', '.join(list_hardware())} or give a YAML path")
+    return _parse(path)
