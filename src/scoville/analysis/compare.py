@@ -1,0 +1,274 @@
+"""The comparison the seed publication was judged by (DESIGN.md, "Comparisons").
+
+Two yardsticks, per system and as a ratio to the first (baseline) system:
+
+1. peaks — peak throughput (per kW, per accelerator or per dollar), highest
+   interactivity, lowest TTFT and E2E latency over all load points;
+2. iso-interactivity — throughput on each system's frontier at the same
+   tok/s/user, interpolated monotonically (Steffen) and never extrapolated,
+   so a frontier that ends early reads "beyond reach", not a number.
+   ``auto`` is the highest interactivity the baseline reaches: the point where
+   the baseline is at its limit and the contender usually is not (the "104×").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+from scoville.analysis.frontier import Frontier, frontier
+from scoville.analysis.runs import System
+from scoville.errors import UserError
+
+Per = Literal["kW", "accelerator", "dollar"]
+PER_CHOICES: tuple[str, ...] = ("kW", "accelerator", "dollar")
+METRIC_CHOICES: tuple[str, ...] = ("total", "output")
+UNITS = {"kW": "tok/s/kW", "accelerator": "tok/s/accelerator", "dollar": "tok/$"}
+X_METRIC = "interactivity"
+LATENCY_ESTIMATOR = "median over requests, lowest over load points"
+
+
+def y_metric(per: str, metric: str = "total") -> str:
+    """Metrics column of the throughput normalised ``per`` kW / accelerator / dollar."""
+    if per not in PER_CHOICES:
+        raise UserError(f"--per {per!r}: use one of {', '.join(PER_CHOICES)}")
+    if metric not in METRIC_CHOICES:
+        raise UserError(f"--metric {metric!r}: use total (input+output, InferenceX's convention) or output")
+    return {"kW": f"{metric}_throughput_per_kw", "accelerator": f"{metric}_throughput_per_accelerator",
+            "dollar": f"tokens_per_usd_{metric}"}[per]
+
+
+def parse_interactivities(text: str) -> list[float | str]:
+    """``"100,169"``, ``"auto"`` or a mix such as ``"auto,100"``."""
+    out: list[float | str] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if part.lower() == "auto":
+            out.append("auto")
+            continue
+        try:
+            value = float(part)
+        except ValueError:
+            raise UserError(f"--at-interactivity: {part!r} is not a number of tok/s/user or 'auto'") from None
+        if not math.isfinite(value) or value <= 0:
+            raise UserError(f"--at-interactivity: {part!r} must be a positive tok/s/user")
+        out.append(value)
+    if not out:
+        raise UserError("--at-interactivity: give numbers like 100,169 or 'auto'")
+    return out
+
+
+def ratio(value: float | None, base: float | None) -> float | None:
+    if value is None or base is None or base == 0:
+        return None
+    return value / base
+
+
+@dataclass
+class AtInteractivity:
+    """Throughput of one system at one interactivity, and its ratio to the baseline's."""
+
+    interactivity: float
+    auto: bool
+    value: float | None
+    why_undefined: str | None
+    ratio: float | None
+    ratio_why_undefined: str | None
+
+
+@dataclass
+class SystemResult:
+    """One system's yardsticks and their ratios to the baseline."""
+
+    system: System
+    frontier: Frontier
+    peak: float | None
+    highest_interactivity: float | None
+    lowest_ttft_s: float | None
+    lowest_e2e_s: float | None
+    at: list[AtInteractivity] = field(default_factory=list)
+    ratios: dict[str, float | None] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.system.describe(),
+            "peak": self.peak,
+            "highest_interactivity": self.highest_interactivity,
+            "lowest_ttft_s": self.lowest_ttft_s,
+            "lowest_e2e_s": self.lowest_e2e_s,
+            "frontier": [{"interactivity": p.x, "value": p.y, "run_id": p.row.get("run_id"),
+                          "point": p.row.get("point"), "concurrency": p.row.get("concurrency")}
+                         for p in self.frontier.points],
+            "at_interactivity": [{"interactivity": a.interactivity, "auto": a.auto, "value": a.value,
+                                  "why_undefined": a.why_undefined, "ratio": a.ratio,
+                                  "ratio_why_undefined": a.ratio_why_undefined} for a in self.at],
+            "ratios": dict(self.ratios),
+        }
+
+
+@dataclass
+class Comparison:
+    """Every system's yardsticks; ``systems[0]`` is the baseline every ratio is taken to."""
+
+    per: str
+    metric: str
+    y_metric: str
+    unit: str
+    requested: list[float | str]
+    systems: list[SystemResult]
+
+    @property
+    def baseline(self) -> SystemResult:
+        return self.systems[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "per": self.per,
+            "metric": self.metric,
+            "y_metric": self.y_metric,
+            "unit": self.unit,
+            "x_metric": X_METRIC,
+            "interactivity_estimator": "1/median(TPOT)",
+            "latency_estimator": LATENCY_ESTIMATOR,
+            "interpolation": self.baseline.frontier.method,
+            "extrapolation": "never (undefined outside a frontier's range)",
+            "requested_interactivity": self.requested,
+            "baseline": self.baseline.system.label,
+            "systems": [s.to_dict() for s in self.systems],
+        }
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """Header and rows (metrics down, systems across, then one ratio column per contender)."""
+        base = self.baseline
+        contenders = self.systems[1:]
+        header = ["", *[s.system.label for s in self.systems],
+                  *[f"{s.system.label} / {base.system.label}" for s in contenders]]
+        tput = f"{'total' if self.metric == 'total' else 'output'} {self.unit}"
+
+        # A per-kW figure always carries its power basis: in the row label when every
+        # system shares it, else in each cell.
+        bases = {s.system.power_basis for s in self.systems}
+        shared = self.per == "kW" and len(bases) == 1
+        if shared:
+            tput += f" [{base.system.power_basis}]"
+
+        def with_basis(s: SystemResult, v: float | None) -> str:
+            text = fmt_value(v)
+            return f"{text} [{s.system.power_basis}]" if self.per == "kW" and not shared and v is not None else text
+
+        rows: list[list[str]] = [["source", *[s.system.source for s in self.systems], *["" for _ in contenders]]]
+        if self.per == "kW":
+            rows.append(["power source, boundary", *[f"{s.system.power_source}, {s.system.power_boundary}"
+                                                     for s in self.systems], *["" for _ in contenders]])
+        rows.append([f"peak {tput}", *[with_basis(s, s.peak) for s in self.systems],
+                     *[fmt_ratio(s.ratios.get("peak")) for s in contenders]])
+        rows.append(["highest tok/s/user", *[fmt_value(s.highest_interactivity) for s in self.systems],
+                     *[fmt_ratio(s.ratios.get("highest_interactivity")) for s in contenders]])
+        rows.append(["lowest TTFT p50 (s)", *[fmt_seconds(s.lowest_ttft_s) for s in self.systems],
+                     *[fmt_ratio(s.ratios.get("lowest_ttft_s")) for s in contenders]])
+        rows.append(["lowest E2E p50 (s)", *[fmt_seconds(s.lowest_e2e_s) for s in self.systems],
+                     *[fmt_ratio(s.ratios.get("lowest_e2e_s")) for s in contenders]])
+        for i, a in enumerate(base.at):
+            label = f"{tput} at {fmt_value(a.interactivity)} tok/s/user" + (" (auto)" if a.auto else "")
+            cells = [with_basis(s, s.at[i].value) if s.at[i].value is not None else (s.at[i].why_undefined or "—")
+                     for s in self.systems]
+            ratios = [fmt_ratio(s.at[i].ratio) if s.at[i].ratio is not None else (s.at[i].ratio_why_undefined or "—")
+                      for s in contenders]
+            rows.append([label, *cells, *ratios])
+        return header, rows
+
+    def to_markdown(self) -> str:
+        header, rows = self.table()
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+        lines.append("")
+        lines.append(f"Interactivity = 1/median(TPOT); latencies: {LATENCY_ESTIMATOR}; throughput at an "
+                     f"interactivity by {self.baseline.frontier.method} interpolation along each frontier, "
+                     "never extrapolated. Ratios are each system over the first.")
+        return "\n".join(lines) + "\n"
+
+
+def fmt_value(v: float | None) -> str:
+    """Readable throughput-like numbers: 12,258 · 169 · 45.2 · 0.123."""
+    if v is None:
+        return "—"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3g}"
+
+
+def fmt_seconds(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3g}"
+
+
+def fmt_ratio(v: float | None) -> str:
+    """1.90× below ten, 103.9× above: the precision the seed publication quotes."""
+    if v is None:
+        return "—"
+    return f"{v:.1f}×" if abs(v) >= 10 else f"{v:.2f}×"
+
+
+def _extreme(rows: Sequence[dict[str, Any]], key: str, best: Any) -> float | None:
+    vals = [float(r[key]) for r in rows if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+    return best(vals) if vals else None
+
+
+def _check_normalisation(systems: Sequence[System], per: str, y: str) -> None:
+    for s in systems:
+        if any(isinstance(r.get(y), (int, float)) for r in s.rows):
+            continue
+        runs = ", ".join(d.name for d in s.run_dirs)
+        if per == "kW":
+            raise UserError(f"{s.label} ({runs}) has no power figure (power source {s.power_source!r}); "
+                            "record power (--power rated|all-in|nvml|csv) or compare --per accelerator")
+        if per == "dollar":
+            raise UserError(f"{s.label} ({runs}) has no cost_per_accelerator_hour in its manifest; "
+                            "compare --per kW or --per accelerator")
+        raise UserError(f"{s.label} ({runs}) has no load point with a successful request; nothing to compare")
+
+
+def compare(systems: Sequence[System], at: Sequence[float | str] = ("auto",), *, per: str = "kW",
+            metric: str = "total") -> Comparison:
+    """Compare systems (the first is the baseline) on peaks and at the requested interactivities."""
+    if not systems:
+        raise UserError("compare needs at least one run")
+    y = y_metric(per, metric)
+    _check_normalisation(systems, per, y)
+    results = []
+    for s in systems:
+        f = frontier(s.rows, X_METRIC, y)
+        results.append(SystemResult(
+            system=s, frontier=f,
+            peak=max(f.ys) if f.points else None,
+            highest_interactivity=_extreme(s.rows, X_METRIC, max),
+            lowest_ttft_s=_extreme(s.rows, "ttft_s_median", min),
+            lowest_e2e_s=_extreme(s.rows, "e2e_s_median", min),
+        ))
+    base = results[0]
+    targets: list[tuple[float, bool]] = []
+    for a in at:
+        if a == "auto":
+            if base.frontier.reach is not None:
+                targets.append((base.frontier.reach, True))
+        else:
+            targets.append((float(a), False))
+    for r in results:
+        for x, auto in targets:
+            value = r.frontier.at(x)
+            base_value = base.frontier.at(x)
+            why = r.frontier.why_undefined(x)
+            if value is None:
+                ratio_why = why
+            elif base_value is None:
+                ratio_why = f"baseline {base.frontier.why_undefined(x)}"
+            else:
+                ratio_why = None
+            r.at.append(AtInteractivity(x, auto, value, why, ratio(value, base_value), ratio_why))
+        for key in ("peak", "highest_interactivity", "lowest_ttft_s", "lowest_e2e_s"):
+            r.ratios[key] = ratio(getattr(r, key), getattr(base, key))
+    return Comparison(per, metric, y, UNITS[per], list(at), results)

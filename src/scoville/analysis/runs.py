@@ -1,0 +1,136 @@
+"""Runs as the analysis sees them: systems made of one or more run directories.
+
+Everything here reads only the run schema (manifest + point metrics), so a
+measured and a simulated run are handled identically. A "system" is what one
+colour on a chart and one column of a comparison stand for; several runs
+(e.g. different parallelism configurations of the same hardware) can be
+pooled into one system so its frontier spans all of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scoville.analysis.cost import add_cost_columns
+from scoville.metrics import run_metrics
+from scoville.results.store import read_manifest, read_point_metrics
+
+
+@dataclass
+class System:
+    """One compared system: its runs, their manifests, and every load point's metrics row."""
+
+    label: str
+    run_dirs: list[Path]
+    manifests: list[dict[str, Any]]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The first run's manifest (hardware, model, power basis are the system's)."""
+        return self.manifests[0]
+
+    def _joined(self, section: str, key: str) -> str | None:
+        values = []
+        for m in self.manifests:
+            v = (m.get(section) or {}).get(key)
+            if v is not None and v not in values:
+                values.append(v)
+        return " / ".join(str(v) for v in values) if values else None
+
+    @property
+    def source(self) -> str:
+        return " + ".join(dict.fromkeys(str(m.get("source")) for m in self.manifests))
+
+    @property
+    def hardware(self) -> str | None:
+        return self._joined("system", "hardware")
+
+    @property
+    def power_source(self) -> str:
+        return self._joined("power", "source") or "none"
+
+    @property
+    def power_boundary(self) -> str:
+        return (self._joined("power", "boundary") or self._joined("system", "power_boundary") or "unknown")
+
+    @property
+    def power_basis(self) -> str:
+        """What a per-kW figure of this system means, e.g. "rated, chip boundary"."""
+        return f"{self.power_source}, {self.power_boundary} boundary"
+
+    def describe(self) -> dict[str, Any]:
+        """The variables a reader needs to judge a comparison, flat."""
+        m = self.manifest
+        return {
+            "label": self.label,
+            "source": self.source,
+            "hardware": self.hardware,
+            "accelerators": self._joined("system", "accelerators"),
+            "model": self._joined("model", "name"),
+            "precision": self._joined("model", "precision"),
+            "framework": self._joined("serving", "framework"),
+            "power_source": self.power_source,
+            "power_boundary": self.power_boundary,
+            "cost_per_accelerator_hour": self._joined("system", "cost_per_accelerator_hour"),
+            "workload": (m.get("workload") or {}).get("name"),
+            "compat": " / ".join(dict.fromkeys(str(x.get("compat", "inferencex")) for x in self.manifests)),
+            "runs": [d.name for d in self.run_dirs],
+        }
+
+
+def point_rows(run_dir: Path, manifest: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Metrics rows of a run: the stored points.parquet, else recomputed from raw records."""
+    manifest = manifest or read_manifest(run_dir)
+    rows = read_point_metrics(run_dir) or run_metrics(run_dir)
+    cost = (manifest.get("system") or {}).get("cost_per_accelerator_hour")
+    out = []
+    for r in rows:
+        r = dict(r)
+        r["run_id"] = manifest.get("run_id", run_dir.name)
+        r.update(add_cost_columns(r, cost))
+        out.append(r)
+    return out
+
+
+def _base_label(manifests: list[dict[str, Any]], run_dirs: list[Path]) -> str:
+    m = manifests[0]
+    system = m.get("system") or {}
+    name = system.get("hardware") or run_dirs[0].name
+    n = system.get("accelerators")
+    named = n and re.search(rf"(?<!\d){n}(?!\d)", str(name))  # "GB300 NVL72" already says 72
+    label = f"{name} ×{n}" if n and n > 1 and not named else str(name)
+    if any(x.get("source") == "simulated" for x in manifests):
+        label += " (sim)"
+    return label
+
+
+def load_system(run_dirs: list[Path], label: str | None = None) -> System:
+    """Pool one or more run directories into one system."""
+    manifests = [read_manifest(d) for d in run_dirs]
+    rows: list[dict[str, Any]] = []
+    for d, m in zip(run_dirs, manifests):
+        rows.extend(point_rows(d, m))
+    sys_ = System(label or _base_label(manifests, run_dirs), list(run_dirs), manifests, rows)
+    for r in sys_.rows:
+        r["system"] = sys_.label
+    return sys_
+
+
+def load_systems(groups: list[list[Path]]) -> list[System]:
+    """Systems for each group of runs, with labels made unique (precision, then run id, disambiguate)."""
+    systems = [load_system(g) for g in groups]
+    seen: dict[str, int] = {}
+    for s in systems:
+        seen[s.label] = seen.get(s.label, 0) + 1
+    for s in systems:
+        if seen[s.label] > 1:
+            precision = s.describe()["precision"]
+            s.label = f"{s.label} {precision} · {s.run_dirs[0].name[-6:]}" if precision else \
+                f"{s.label} · {s.run_dirs[0].name[-6:]}"
+            for r in s.rows:
+                r["system"] = s.label
+    return systems
