@@ -1,0 +1,56 @@
+"""What the client needs to know about its target, kept apart from the load it applies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+APIS = ("completions", "chat")
+
+
+class ClientConfig(msgspec.Struct, kw_only=True):
+    """One target server and how to talk to it.
+
+    ``api_key`` is held in memory only: ``to_manifest()`` leaves it out, so it
+    never reaches a run directory. ``extensions`` says whether the server took
+    vLLM's non-OpenAI fields (``ignore_eos``, ``min_tokens``,
+    ``continuous_usage_stats``); the probe detects it and the manifest records it.
+    """
+
+    base_url: str
+    model: str
+    api: str = "completions"
+    api_key: str | None = None
+    ignore_eos: bool = True
+    extensions: bool = True
+    timeout_s: float = 600.0
+    read_timeout_s: float = 120.0
+    vocab_size: int = 32000
+    tokenizer: str | None = None
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/")
+        if self.base_url.endswith("/v1"):
+            self.base_url = self.base_url[:-3]
+        if self.api not in APIS:
+            from scoville.client.errors import ClientError
+
+            raise ClientError(f"unknown --api {self.api!r}; use completions or chat")
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url}/v1/{'chat/completions' if self.api == 'chat' else 'completions'}"
+
+    def headers(self) -> dict[str, str]:
+        h = {"Content-Type": "application/json"}
+        if self.api_key:
+            h["Authorization"] = f"Bearer {self.api_key}"
+        return h
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The manifest ``target``: everything but the key."""
+        d = msgspec.to_builtins(self)
+        d.pop("api_key", None)
+        d["endpoint"] = self.endpoint
+        return d

@@ -1,0 +1,192 @@
+"""Load drivers: closed loop (C lanes of sessions) and open loop (sessions at arrival times).
+
+One coroutine, ``drive_point``, runs a point inside one event loop; worker
+processes (``scoville.client.workers``) run the same coroutine with a share of
+the lanes and shared counters, so the request count, the warm-up flags and the
+stop conditions hold across all of them exactly as in one process.
+
+Counters hand out session indices and request send slots: the n-th request
+sent in a point (over all lanes and workers) is warm-up when
+``n < point.warmup_requests``, and no request is sent once
+``point.total_requests`` have been or the point's duration has passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable, Protocol, Sequence
+
+import aiohttp
+
+from scoville.client.config import ClientConfig
+from scoville.client.request import Prompts, send_request
+from scoville.load import LoadPoint, arrival_offsets
+from scoville.results.schema import RequestRecord
+from scoville.workload.spec import Session
+
+# A point bounded only by --duration draws this many sessions up front (its request cap).
+DURATION_ONLY_SESSIONS = 100_000
+
+
+class Counters(Protocol):
+    def take_session(self) -> int | None: ...
+    def take_request(self) -> int | None: ...
+
+
+class LocalCounters:
+    """Counters for a point driven by one process."""
+
+    def __init__(self, sessions: int, requests: int | None) -> None:
+        self._sessions, self._requests = sessions, requests
+        self._next_session = self._next_request = 0
+
+    def take_session(self) -> int | None:
+        if self._next_session >= self._sessions:
+            return None
+        self._next_session += 1
+        return self._next_session - 1
+
+    def take_request(self) -> int | None:
+        if self._requests is not None and self._next_request >= self._requests:
+            return None
+        self._next_request += 1
+        return self._next_request - 1
+
+
+def request_cap(point: LoadPoint) -> int | None:
+    """How many requests the point sends; None when only its duration bounds it."""
+    if point.num_requests == 0 and point.duration_s:
+        return None
+    return point.total_requests
+
+
+def session_count(point: LoadPoint) -> int:
+    cap = request_cap(point)
+    return DURATION_ONLY_SESSIONS if cap is None else cap
+
+
+def point_sessions(workload, point: LoadPoint) -> list[Session]:
+    """The sessions a point draws (each point its own reproducible stream)."""
+    return workload.sessions(session_count(point), stream=point.index)
+
+
+def make_connector() -> aiohttp.TCPConnector:
+    # No pool limit: the driver, not the connector, decides how many requests are in flight.
+    return aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300, enable_cleanup_closed=False)
+
+
+def make_timeout(cfg: ClientConfig) -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(total=cfg.timeout_s, sock_connect=10.0, sock_read=cfg.read_timeout_s)
+
+
+async def drive_point(
+    cfg: ClientConfig,
+    sessions: Sequence[Session],
+    point: LoadPoint,
+    *,
+    t0: float,
+    t_start: float,
+    counters: Counters,
+    on_record: Callable[[RequestRecord], None],
+    lanes: int,
+    seed: int = 0,
+    open_sessions: Sequence[int] | None = None,
+    max_in_flight: int | None = None,
+    worker: str | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> None:
+    """Run (this process's share of) one load point.
+
+    Closed loop: ``lanes`` lanes each take the next session and run its turns
+    in order, sleeping ``think_s`` before every turn after the first. Open
+    loop: each session in ``open_sessions`` (default all) starts at its
+    arrival offset from ``t_start``; ``max_in_flight`` caps requests in flight.
+    ``t_start`` is on the run clock (``perf_counter() - t0``).
+    """
+    prompts = Prompts(cfg)
+    deadline = t_start + point.duration_s if point.duration_s else None
+    perf = time.perf_counter
+
+    exhausted = False
+
+    def over() -> bool:
+        return exhausted or stop() or (deadline is not None and perf() - t0 >= deadline)
+
+    async with aiohttp.ClientSession(connector=make_connector(), timeout=make_timeout(cfg),
+                                     auto_decompress=False, skip_auto_headers=("User-Agent",)) as http:
+        sem = asyncio.Semaphore(max_in_flight) if max_in_flight else None
+
+        async def run_session(session: Session) -> bool:
+            """Turns of one session in order; False once the point is over."""
+            nonlocal exhausted
+            for k, spec in enumerate(session.requests):
+                if k and spec.think_s > 0:
+                    await asyncio.sleep(spec.think_s)
+                if over():
+                    return False
+                n = counters.take_request()
+                if n is None:
+                    exhausted = True
+                    return False
+                if sem is None:
+                    rec = await send_request(http, cfg, prompts, spec, point=point.index, t0=t0,
+                                             warmup=n < point.warmup_requests, worker=worker)
+                else:
+                    async with sem:
+                        rec = await send_request(http, cfg, prompts, spec, point=point.index, t0=t0,
+                                                 warmup=n < point.warmup_requests, worker=worker)
+                on_record(rec)
+            return True
+
+        if point.rate is None:
+            async def lane() -> None:
+                while not over():
+                    i = counters.take_session()
+                    if i is None or not await run_session(sessions[i]):
+                        return
+
+            await asyncio.gather(*(lane() for _ in range(lanes)))
+            return
+
+        offsets = arrival_offsets(point, len(sessions), seed)
+        chosen = range(len(sessions)) if open_sessions is None else open_sessions
+
+        async def arrival(i: int) -> None:
+            delay = t_start + float(offsets[i]) - (perf() - t0)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if not over():
+                await run_session(sessions[i])
+
+        async def schedule() -> None:
+            # Start arrivals in order without creating 100k sleeping tasks at once.
+            tasks: set[asyncio.Task] = set()
+            for i in chosen:
+                if over():
+                    break
+                delay = t_start + float(offsets[i]) - (perf() - t0) - 0.05
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                task = asyncio.ensure_future(arrival(i))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.gather(*tasks)
+
+        await schedule()
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when installed (faster I/O), else the default loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def run_async(coro) -> None:
+    """Run ``coro`` to completion on a fresh (uv)loop; Ctrl-C cancels it and re-raises."""
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        runner.run(coro)
