@@ -26,6 +26,9 @@ class RequestSpec(msgspec.Struct, kw_only=True, frozen=True):
     block_size: int = 0
     # Seed for the tokens of the prompt beyond its hashed blocks (unique per request).
     prompt_seed: int = 0
+    # Sent but excluded from metrics (e.g. the request that primes a trace replay's prefix
+    # cache); drivers set RequestRecord.warmup when this or the point's warm-up count says so.
+    warmup: bool = False
 
 
 class Session(msgspec.Struct, kw_only=True, frozen=True):
