@@ -1,0 +1,44 @@
+"""``scoville serve``: the simulator behind a real OpenAI-compatible HTTP server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+console = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve_cmd(
+        hardware: Annotated[str, typer.Option("--hardware", help="System from the catalog (h200, gb300, ...) "
+                                              "or a hardware YAML.")] = "h200",
+        model: Annotated[str, typer.Option("--model", help="Model from the catalog or an HF config.json.")]
+        = "llama-3.1-8b",
+        config: Annotated[Optional[Path], typer.Option("--config", help="SimConfig YAML/JSON pinning the "
+                                                       "serving configuration.")] = None,
+        host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", help="0 picks a free port.")] = 8000,
+        api_key: Annotated[Optional[str], typer.Option("--api-key", envvar="SCOVILLE_EMULATOR_API_KEY",
+                                                       help="Require 'Authorization: Bearer KEY'.")] = None,
+        max_queue: Annotated[Optional[int], typer.Option("--max-queue", help="Answer 429 once this many "
+                                                         "requests wait to be scheduled.")] = None,
+        served_model_name: Annotated[Optional[str], typer.Option("--served-model-name",
+                                                                 help="Model name clients must send.")] = None,
+    ) -> None:
+        """Serve the simulated system on /v1/completions and /v1/chat/completions, paced in real time."""
+        from scoville.emulator.build import build_emulator, pinned_config
+        from scoville.emulator.run import announce_json, serve
+
+        cfg = pinned_config(hardware, model, config)
+        emu = build_emulator(cfg, served_model_name=served_model_name, api_key=api_key, max_queue=max_queue)
+
+        def announce(url: str, bound: int) -> None:
+            console.print(f"[bold green]scoville emulator[/] serving [bold]{emu.opts.served_model_names[0]}[/] "
+                          f"on {cfg.hardware} ({cfg.label()}) at {url}  (Ctrl-C stops)")
+            announce_json(url, bound)
+
+        serve(emu, host, port, announce, uvloop=True)

@@ -1,0 +1,84 @@
+"""From a pinned SimConfig to an Emulator: engine, served-model limits and the system description.
+
+The emulator and ``scoville simulate`` must agree by construction, so both
+build the same ``SimEngine`` from the same ``SimConfig``; the HTTP limits
+(context length, vocabulary, KV block size for prefix hashes) are read from
+the same model and cost catalogs the engine uses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scoville.emulator.server import Emulator, EmulatorOptions
+from scoville.errors import UserError
+from scoville.sim.config import SimConfig
+
+DEFAULT_HARDWARE = "h200"
+DEFAULT_MODEL = "llama-3.1-8b"
+# The $/accelerator-hour preset recorded in the manifest (InferenceX's "Owning - Hyperscaler").
+COST_PRESET = "hyperscaler"
+
+
+def pinned_config(hardware: str | None = None, model: str | None = None,
+                  config: dict[str, Any] | str | Path | None = None) -> SimConfig:
+    """The configuration the emulator serves: a file or mapping, with hardware/model filled in."""
+    overrides = {"hardware": hardware.lower() if hardware else None, "model": model}
+    if isinstance(config, (str, Path)):
+        return SimConfig.from_file(Path(config), **overrides)
+    data = dict(config or {})
+    for key, value in overrides.items():
+        if value is not None:
+            data.setdefault(key, value)
+    data.setdefault("hardware", DEFAULT_HARDWARE)
+    data.setdefault("model", DEFAULT_MODEL)
+    return SimConfig.parse(data, where="emulator config")
+
+
+def system_info(cfg: SimConfig) -> dict[str, Any]:
+    """The manifest ``system`` block for runs measured against this emulator (chip power, as simulate)."""
+    from scoville.sim.hardware import load_hardware
+
+    hw = load_hardware(cfg.hardware)
+    return {
+        "hardware": hw.name,
+        "accelerators": cfg.accelerators,
+        "rated_watts_per_accelerator": hw.rated_watts,
+        "power_boundary": "chip",
+        "cost_per_accelerator_hour": hw.cost_per_hour.get(COST_PRESET),
+    }
+
+
+def build_emulator(cfg: SimConfig, *, served_model_name: str | None = None, api_key: str | None = None,
+                   max_queue: int | None = None, mean_output_tokens: int = 256,
+                   coarse_margin_s: float = 0.0015) -> Emulator:
+    """An Emulator serving ``cfg``'s model with a fresh SimEngine."""
+    from scoville.sim.engine import SimEngine
+    from scoville.sim.models import load_model
+
+    if max_queue is not None and max_queue < 1:
+        raise UserError(f"--max-queue must be >= 1 (got {max_queue}); omit it for an unbounded queue")
+    engine = SimEngine(cfg)
+    arch = load_model(cfg.model)
+    name = served_model_name or cfg.model
+    max_len = int(arch.max_context)
+    kv_cap = _kv_capacity(engine)
+    if kv_cap is not None:
+        max_len = min(max_len, kv_cap)
+    opts = EmulatorOptions(
+        served_model_names=[name], max_model_len=max_len, vocab_size=int(arch.vocab_size),
+        block_size=cfg.block_size if cfg.enable_prefix_caching else 0, api_key=api_key, max_queue=max_queue,
+        mean_output_tokens=mean_output_tokens,
+        info={"model": name, "config": cfg.model_dump(mode="json"), "system": system_info(cfg),
+              "max_model_len": max_len},
+    )
+    return Emulator(engine, opts, coarse_margin_s=coarse_margin_s)
+
+
+def _kv_capacity(engine: Any) -> int | None:
+    """Tokens of KV one instance holds: a request longer than this could never be scheduled."""
+    cap = getattr(engine, "kv_capacity_tokens", None)
+    if callable(cap):
+        cap = cap()
+    return int(cap) if cap else None

@@ -1,0 +1,88 @@
+"""Serve the emulator until told to stop: the body of ``scoville serve`` and ``python -m scoville.emulator``.
+
+When it is listening it prints one JSON line on stdout,
+``{"scoville_emulator": "ready", "url": ..., "port": ...}``, which is how
+:func:`scoville.emulator.launch.spawn_emulator` learns the port it got with
+``--port 0``. SIGINT and SIGTERM stop it cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+from scoville.emulator.server import Emulator, start_site
+from scoville.errors import UserError
+
+API_KEY_ENV = "SCOVILLE_EMULATOR_API_KEY"
+
+
+def use_uvloop() -> bool:
+    """Prefer uvloop when installed: lower per-request overhead on the event loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return False
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return True
+
+
+async def serve_async(emu: Emulator, host: str, port: int, announce: Callable[[str, int], None]) -> None:
+    try:
+        runner, bound = await start_site(emu, host, port)
+    except OSError as e:
+        raise UserError(f"cannot listen on {host}:{port} ({e.strerror}); pick another --port or free that one")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    url = f"http://{host}:{bound}"
+    announce(url, bound)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def announce_json(url: str, port: int) -> None:
+    print(json.dumps({"scoville_emulator": "ready", "url": url, "port": port}), flush=True)
+
+
+def serve(emu: Emulator, host: str = "127.0.0.1", port: int = 8000,
+          announce: Callable[[str, int], None] = announce_json, *, uvloop: bool = False) -> None:
+    """Block serving ``emu`` on ``host:port`` until SIGINT/SIGTERM."""
+    if uvloop:
+        use_uvloop()
+    asyncio.run(serve_async(emu, host, port, announce))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m scoville.emulator``: the child process that spawn_emulator starts."""
+    from scoville.emulator.build import build_emulator, pinned_config
+
+    p = argparse.ArgumentParser(prog="python -m scoville.emulator", description=__doc__)
+    p.add_argument("--hardware")
+    p.add_argument("--model")
+    p.add_argument("--config", help="SimConfig as a YAML/JSON file, or inline JSON starting with '{'")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
+                   help=f"require this bearer key (default: ${API_KEY_ENV}, which keeps it out of `ps`)")
+    p.add_argument("--max-queue", type=int)
+    p.add_argument("--served-model-name")
+    p.add_argument("--uvloop", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        config = json.loads(args.config) if args.config and args.config.lstrip().startswith("{") else args.config
+        cfg = pinned_config(args.hardware, args.model, config)
+        emu = build_emulator(cfg, served_model_name=args.served_model_name, api_key=args.api_key,
+                             max_queue=args.max_queue)
+        serve(emu, args.host, args.port, uvloop=args.uvloop)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
