@@ -1,0 +1,348 @@
+"""Multi-turn, agentic and long-context session workloads.
+
+A session is a conversation whose every turn re-sends the whole context so far:
+the shared system (and tool) prompt, every earlier message, every earlier reply,
+then one new user message or tool result. The context of a session is one
+growing list of block hashes, and each turn's prompt is its first
+``input_tokens`` tokens (see ``scoville.workload.prompts``), so turn *k+1*'s
+prompt is turn *k*'s prompt followed by turn *k*'s reply and the new message —
+token for token — and a prefix cache, simulated or real, hits exactly on the
+part that was sent before.
+
+Cache accounting convention (for the simulator and the emulator): a prompt's
+last block is usually partial; its hash is that of the *full* block the session
+will later complete, so a cache must insert only the ``input_tokens //
+block_size`` full blocks of a prompt. Then the next turn hits exactly the full
+blocks of the previous prompt, as vLLM does (the previous reply's blocks never
+hit: a real server's reply differs from the synthesised history).
+
+Every draw comes from ``numpy`` generators seeded by ``(seed, scenario, stream,
+session index)``, so a session's content does not depend on how many sessions
+are drawn, and a mix can pick sessions from several scenarios independently.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from scoville.workload.spec import RequestSpec, Session
+from scoville.workload.synthetic import WorkloadError
+
+HASH_SPACE = 1 << 48  # prompts.block_tokens reads the low 48 bits of a hash
+DIST_KINDS = ("fixed", "uniform", "lognormal", "exponential")
+
+
+class Dist(msgspec.Struct, kw_only=True, frozen=True):
+    """A one-dimensional distribution of token counts or seconds.
+
+    ``fixed``: always ``a``. ``uniform``: on ``[a, b]``. ``lognormal``: median
+    ``a``, log-space sigma ``b`` (the shape of real message and tool-output
+    lengths: most short, a long tail). ``exponential``: mean ``a``. Draws are
+    clipped to ``[lo, hi]`` when given.
+    """
+
+    kind: str
+    a: float
+    b: float = 0.0
+    lo: float | None = None
+    hi: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in DIST_KINDS:
+            raise WorkloadError(f"unknown distribution {self.kind!r}; use one of {', '.join(DIST_KINDS)}")
+        if self.a < 0 or self.b < 0 or (self.kind == "uniform" and self.b < self.a):
+            raise WorkloadError(f"bad {self.kind} distribution parameters a={self.a}, b={self.b}")
+
+    def sample(self, rng: np.random.Generator, size: int | None = None) -> Any:
+        if self.kind == "fixed":
+            x = np.full(size, self.a) if size is not None else self.a
+        elif self.kind == "uniform":
+            x = rng.uniform(self.a, self.b, size)
+        elif self.kind == "lognormal":
+            x = self.a * np.exp(self.b * rng.standard_normal(size))
+        else:
+            x = rng.exponential(self.a, size)
+        if self.lo is not None or self.hi is not None:
+            x = np.clip(x, self.lo if self.lo is not None else -np.inf, self.hi if self.hi is not None else np.inf)
+        return x
+
+    def describe(self) -> str:
+        if self.kind == "fixed":
+            body = f"{self.a:g}"
+        elif self.kind == "uniform":
+            body = f"uniform[{self.a:g}, {self.b:g}]"
+        elif self.kind == "lognormal":
+            body = f"lognormal(median {self.a:g}, sigma {self.b:g})"
+        else:
+            body = f"exponential(mean {self.a:g})"
+        if self.lo is not None or self.hi is not None:
+            body += f" clipped to [{self.lo if self.lo is not None else '-'}, {self.hi if self.hi is not None else '-'}]"
+        return body
+
+
+def fixed(x: float) -> Dist:
+    return Dist(kind="fixed", a=x)
+
+
+def uniform(a: float, b: float) -> Dist:
+    return Dist(kind="uniform", a=a, b=b)
+
+
+def lognormal(median: float, sigma: float, lo: float | None = None, hi: float | None = None) -> Dist:
+    return Dist(kind="lognormal", a=median, b=sigma, lo=lo, hi=hi)
+
+
+def _salt(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+def _tokens(x: float) -> int:
+    return max(1, int(round(float(x))))
+
+
+class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
+    """Sessions of turns that grow one context; one generator for every built-in scenario.
+
+    Per session: draw a turn count from ``turns`` and a context ceiling from
+    ``max_context`` (capped by ``context_limit``, the model's window for input
+    plus output). Turn 0 sends the shared prefix plus ``first_message`` tokens;
+    each later turn appends the previous reply (``output`` tokens) and
+    ``message`` tokens (a user message or a tool result) and is sent
+    ``think`` seconds (times ``think_scale``) after the previous reply ended.
+    A session ends after its turns or before the turn that would overflow its
+    context ceiling. The shared prefix (system and tool prompt, identical
+    across every session of the scenario) is rounded up to whole blocks so the
+    first private message starts on a block boundary.
+    """
+
+    name: str
+    turns: Dist
+    first_message: Dist
+    message: Dist
+    output: Dist
+    think: Dist
+    shared_prefix_tokens: int = 0
+    max_context: Dist | None = None
+    context_limit: int = 131072
+    block_size: int = 64
+    think_scale: float = 1.0
+    seed: int = 0
+    description: str = ""
+    kind: str = "sessions"
+
+    def __post_init__(self) -> None:
+        if self.block_size < 1:
+            raise WorkloadError(f"block size must be >= 1 token (got {self.block_size})")
+        if self.think_scale < 0:
+            raise WorkloadError(f"--think-scale must be >= 0 (got {self.think_scale})")
+        if self.shared_prefix_tokens < 0 or self.context_limit <= self.shared_prefix_tokens + 1:
+            raise WorkloadError(f"{self.name}: context limit {self.context_limit} leaves no room after the "
+                                f"{self.shared_prefix_tokens}-token shared prefix")
+
+    def to_dict(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self)
+
+    def parameters(self) -> dict[str, str]:
+        """Human-readable parameters, as ``scoville scenarios`` prints them."""
+        bs = self.block_size
+        shared = -(-self.shared_prefix_tokens // bs) * bs
+        out = {
+            "turns": self.turns.describe() + (" at most (until the context ceiling)" if self.max_context else ""),
+            "shared prefix tokens": f"{shared} (identical in every session)",
+            "first message tokens": self.first_message.describe(),
+            "later message tokens": self.message.describe(),
+            "output tokens per turn": self.output.describe(),
+            "think / tool time s": self.think.describe() + (f" x {self.think_scale:g}" if self.think_scale != 1 else ""),
+            "context limit": str(self.context_limit),
+            "block size": str(bs),
+        }
+        if self.max_context is not None:
+            out["context ceiling per session"] = self.max_context.describe()
+        return out
+
+    def _shared_hashes(self) -> list[int]:
+        n = -(-self.shared_prefix_tokens // self.block_size)
+        rng = np.random.default_rng([self.seed, _salt(self.name), 0x5EED])
+        return rng.integers(0, HASH_SPACE, size=n).tolist()
+
+    def session(self, index: int, stream: int = 0, shared: list[int] | None = None) -> Session:
+        """Session ``index`` of point ``stream``; independent of every other session's draws."""
+        rng = np.random.default_rng([self.seed, _salt(self.name), stream, index])
+        bs = self.block_size
+        hashes = list(self._shared_hashes() if shared is None else shared)
+        context = len(hashes) * bs
+        n_turns = max(1, int(round(float(self.turns.sample(rng)))))
+        ceiling = self.context_limit
+        if self.max_context is not None:
+            ceiling = min(ceiling, _tokens(self.max_context.sample(rng)))
+        sid = f"p{stream}-s{index}"
+        specs: list[RequestSpec] = []
+        for turn in range(n_turns):
+            message = _tokens((self.first_message if turn == 0 else self.message).sample(rng))
+            output = _tokens(self.output.sample(rng))
+            think = 0.0 if turn == 0 else float(self.think.sample(rng)) * self.think_scale
+            if context + message + output > ceiling:
+                if turn > 0:
+                    break
+                # A first turn always fits: shorten it to the room left (a long-context request at the limit).
+                room = ceiling - context
+                output = min(output, max(1, room // 2))
+                message = max(1, min(message, room - output))
+            input_tokens = context + message
+            needed = -(-input_tokens // bs)
+            if needed > len(hashes):
+                hashes.extend(rng.integers(0, HASH_SPACE, size=needed - len(hashes)).tolist())
+            specs.append(RequestSpec(
+                request_id=f"{sid}-t{turn}",
+                input_tokens=input_tokens,
+                output_tokens=output,
+                session_id=sid,
+                turn=turn,
+                think_s=think,
+                block_hashes=tuple(hashes[:needed]),
+                block_size=bs,
+                prompt_seed=(self.seed << 40) ^ (stream << 28) ^ (index << 8) ^ turn,
+            ))
+            context = input_tokens + output
+        return Session(session_id=sid, requests=tuple(specs))
+
+    def sessions(self, count: int, stream: int = 0) -> list[Session]:
+        """``count`` sessions of point ``stream`` (each point draws its own, sharing only the shared prefix)."""
+        shared = self._shared_hashes()
+        return [self.session(i, stream, shared) for i in range(count)]
+
+
+class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
+    """Sessions drawn from several scenarios by weight (e.g. 70 % chat, 30 % agentic).
+
+    Session ``i`` comes from the component chosen by a seeded draw and is that
+    component's own session ``i``, so adding sessions never changes earlier ones.
+    """
+
+    name: str
+    components: tuple[SessionWorkload, ...]
+    weights: tuple[float, ...]
+    seed: int = 0
+    description: str = ""
+    kind: str = "mix"
+
+    def __post_init__(self) -> None:
+        if not self.components or len(self.components) != len(self.weights):
+            raise WorkloadError("a mix needs one weight per scenario, e.g. mix:chat-multiturn=3,agentic-coding=1")
+        if min(self.weights) < 0 or sum(self.weights) <= 0:
+            raise WorkloadError(f"mix weights must be >= 0 and not all zero (got {list(self.weights)})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self)
+
+    def parameters(self) -> dict[str, str]:
+        total = sum(self.weights)
+        return {c.name: f"{w / total:.0%} of sessions" for c, w in zip(self.components, self.weights)}
+
+    def choices(self, count: int, stream: int = 0) -> np.ndarray:
+        p = np.asarray(self.weights, dtype=float)
+        rng = np.random.default_rng([self.seed, _salt(self.name), stream])
+        return rng.choice(len(self.components), size=count, p=p / p.sum())
+
+    def sessions(self, count: int, stream: int = 0) -> list[Session]:
+        shared = [c._shared_hashes() for c in self.components]
+        picks = self.choices(count, stream)
+        return [self.components[c].session(i, stream, shared[c]) for i, c in enumerate(picks.tolist())]
+
+
+CONTEXT_128K = 131072
+
+
+def chat_multiturn(seed: int = 0, **opts: Any) -> SessionWorkload:
+    return SessionWorkload(
+        name="chat-multiturn",
+        description="10-turn chat conversations: 512-token shared system prompt, short user messages, "
+                    "~300-token replies, a few seconds of user think time",
+        turns=fixed(10),
+        shared_prefix_tokens=512,
+        first_message=lognormal(400, 0.7, 16, 4096),
+        message=lognormal(200, 0.8, 8, 4096),
+        output=lognormal(300, 0.6, 16, 2048),
+        think=lognormal(4.0, 0.6, 0.5, 30.0),
+        seed=seed,
+        **opts,
+    )
+
+
+def agentic_coding(seed: int = 0, **opts: Any) -> SessionWorkload:
+    return SessionWorkload(
+        name="agentic-coding",
+        description="coding-agent sessions: 16k-token shared system+tool prompt, many short tool-call "
+                    "replies each followed by a large tool result, context growing to 96k-124k tokens",
+        turns=fixed(200),
+        shared_prefix_tokens=16384,
+        first_message=lognormal(800, 0.6, 64, 8192),
+        message=lognormal(2000, 0.9, 64, 24576),
+        output=lognormal(160, 0.7, 16, 2048),
+        think=lognormal(0.8, 1.0, 0.05, 30.0),
+        max_context=uniform(98304, 126976),
+        context_limit=CONTEXT_128K,
+        seed=seed,
+        **opts,
+    )
+
+
+def longctx_128k(seed: int = 0, **opts: Any) -> SessionWorkload:
+    # Input and output lengths on [0.8 L, L] as InferenceX draws them, with L chosen so
+    # that input plus output fit a 128k (131072-token) window.
+    osl = 1024
+    isl = CONTEXT_128K - osl
+    return SessionWorkload(
+        name="longctx-128k",
+        description=f"single-turn long-context requests: input uniform [{math.ceil(0.8 * isl)}, {isl}], "
+                    f"output uniform [{math.ceil(0.8 * osl)}, {osl}] (fits a 128k window)",
+        turns=fixed(1),
+        first_message=uniform(math.ceil(0.8 * isl), isl),
+        message=fixed(1),
+        output=uniform(math.ceil(0.8 * osl), osl),
+        think=fixed(0),
+        context_limit=CONTEXT_128K,
+        seed=seed,
+        **opts,
+    )
+
+
+SESSION_SCENARIOS = {
+    "chat-multiturn": chat_multiturn,
+    "agentic-coding": agentic_coding,
+    "longctx-128k": longctx_128k,
+}
+
+NAMED_MIXES: dict[str, tuple[str, dict[str, float]]] = {
+    "mix-chat-agentic": ("70% chat-multiturn and 30% agentic-coding sessions",
+                         {"chat-multiturn": 0.7, "agentic-coding": 0.3}),
+    "mix-all": ("50% chat-multiturn, 35% agentic-coding, 15% longctx-128k sessions",
+                {"chat-multiturn": 0.5, "agentic-coding": 0.35, "longctx-128k": 0.15}),
+}
+
+
+def parse_mix(spec: str) -> dict[str, float]:
+    """``"chat-multiturn=3,agentic-coding=1"`` into weights by scenario."""
+    weights: dict[str, float] = {}
+    for part in spec.split(","):
+        name, sep, value = part.strip().partition("=")
+        try:
+            weights[name.strip()] = float(value) if sep else 1.0
+        except ValueError:
+            raise WorkloadError(f"cannot read mix weight {part!r}; write e.g. mix:chat-multiturn=3,agentic-coding=1") from None
+    unknown = [n for n in weights if n not in SESSION_SCENARIOS]
+    if unknown or not weights:
+        raise WorkloadError(f"unknown scenario in mix: {', '.join(unknown) or spec!r}; "
+                            f"mix any of {', '.join(SESSION_SCENARIOS)}")
+    return weights
+
+
+def mix(weights: dict[str, float], *, name: str, seed: int = 0, description: str = "", **opts: Any) -> MixWorkload:
+    components = tuple(SESSION_SCENARIOS[n](seed=seed, **opts) for n in weights)
+    return MixWorkload(name=name, components=components, weights=tuple(weights.values()), seed=seed,
+                       description=description)

@@ -1,0 +1,75 @@
+"""Azure LLM inference traces (CSV), as published by Azure for 2023 and 2024.
+
+A header row, then one request per row::
+
+    TIMESTAMP,ContextTokens,GeneratedTokens
+    2023-11-16 18:15:46.6805900,374,44
+
+``TIMESTAMP`` is the arrival time (ISO-like date and time; up to 7 fractional
+digits), ``ContextTokens`` the input and ``GeneratedTokens`` the output length.
+The traces carry no prefix or session information, so each row is a single
+request with a unique prompt.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import datetime
+from pathlib import Path
+
+from scoville.workload.traces.common import TraceError, TraceSession, TraceTurn
+
+COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+
+def _timestamp(text: str) -> datetime:
+    text = text.strip()
+    date, _, frac = text.partition(".")
+    if frac:  # datetime reads at most 6 fractional digits; the traces carry 7
+        digits = "".join(ch for ch in frac if ch.isdigit())
+        rest = frac[len(digits):]
+        text = f"{date}.{digits[:6].ljust(6, '0')}{rest}"
+    return datetime.fromisoformat(text)
+
+
+def read_azure(path: Path, block_size: int | None = None) -> list[TraceSession]:
+    bs = block_size or 64
+    sessions: list[TraceSession] = []
+    t0: datetime | None = None
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            raise TraceError(path, 1, None, "empty file; expected a header TIMESTAMP,ContextTokens,GeneratedTokens")
+        names = {h.strip().lower(): i for i, h in enumerate(header)}
+        missing = [c for c in COLUMNS if c.lower() not in names]
+        if missing:
+            raise TraceError(path, 1, missing[0], f"column missing from the header {header}; an Azure trace has "
+                                                  f"columns {', '.join(COLUMNS)}")
+        idx = [names[c.lower()] for c in COLUMNS]
+        for row in reader:
+            lineno = reader.line_num
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if len(row) <= max(idx):
+                raise TraceError(path, lineno, None, f"row has {len(row)} cells; expected {len(header)}")
+            try:
+                ts = _timestamp(row[idx[0]])
+            except ValueError:
+                raise TraceError(path, lineno, "TIMESTAMP", f"cannot read {row[idx[0]]!r} as a date and time, "
+                                                            "e.g. 2023-11-16 18:15:46.6805900") from None
+            counts = []
+            for col, minimum in ((1, 1), (2, 0)):
+                cell = row[idx[col]].strip()
+                try:
+                    value = int(cell)
+                except ValueError:
+                    value = -1
+                if value < minimum:
+                    raise TraceError(path, lineno, COLUMNS[col],
+                                     f"must be a whole number of tokens >= {minimum}, got {cell!r}")
+                counts.append(value)
+            t0 = ts if t0 is None else t0
+            turn = TraceTurn(t=(ts - t0).total_seconds(), input_tokens=counts[0], output_tokens=counts[1])
+            sessions.append(TraceSession(key=f"{path.stem}#{lineno}", turns=(turn,), block_size=bs))
+    return sessions

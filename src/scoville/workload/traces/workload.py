@@ -1,0 +1,249 @@
+"""Trace replay: recorded sessions turned into the shared Session / RequestSpec shape.
+
+Two replay modes:
+
+* ``timed`` (default): each trace session is replayed from its first request.
+  Closed-loop drivers run sessions at the chosen concurrency, waiting each
+  turn's recorded think time; open-loop drivers start session ``i`` at
+  ``arrivals(count, stream)[i]`` seconds after the point starts — the recorded
+  arrival times, scaled by ``time_scale`` and with idle gaps capped at
+  ``idle_gap_cap_s``. (Drivers: ``arrivals`` is the open-loop schedule of a
+  trace; use it instead of ``load.arrival_offsets`` when the workload has it.)
+* ``agentx``: InferenceX AgentX semantics. Concurrency counts live session
+  trees (a root and its subagents share one lane). Lane ``i`` replays a trace
+  chosen by a seeded permutation, starting at a random turn ``k`` in
+  [25 %, 75 %] of its requests, after one warm-up request (turn ``k-1``'s
+  prompt with one output token, ``RequestSpec.warmup = True``) that primes the
+  prefix a real session would already have cached. Closed loop only.
+
+Every replay of a trace gets its own cache-bust marker: block ids are remapped
+into a namespace of (point, replay round[, session]) so a recycled trace, or
+the same trace at the next load point, never hits a cache its earlier replay
+warmed, while ids shared within a trace (``local`` scope) or within the file
+(``global`` scope) still share tokens exactly.
+
+Think time of turn k > 0: the recorded ``think_s`` when the format has one,
+else the recorded gap ``t_k - (t_{k-1} + api_{k-1})`` (or ``t_k - t_{k-1}``
+without service times), never negative; then scaled and capped like arrivals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from scoville.workload.spec import RequestSpec, Session
+from scoville.workload.synthetic import WorkloadError
+from scoville.workload.traces.common import TraceSession
+
+REPLAY_MODES = ("timed", "agentx")
+_MASK48 = np.uint64((1 << 48) - 1)
+
+
+class TraceOptions(msgspec.Struct, kw_only=True, frozen=True):
+    """How a trace is replayed; recorded in the run manifest with the file's hash."""
+
+    time_scale: float = 1.0                 # multiply every recorded time (0.5 = twice as fast)
+    sample: float | None = None             # keep this fraction of sessions (seeded)
+    max_sessions: int | None = None         # keep at most this many (earliest first)
+    idle_gap_cap_s: float | None = None     # cap any idle gap (arrivals and think times)
+    replay: str = "timed"                   # timed | agentx
+    block_size: int | None = None           # override the file's block size
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.time_scale > 0:
+            raise WorkloadError(f"--time-scale must be > 0 (got {self.time_scale})")
+        if self.sample is not None and not 0 < self.sample <= 1:
+            raise WorkloadError(f"--sample must be a fraction in (0, 1] (got {self.sample})")
+        if self.max_sessions is not None and self.max_sessions < 1:
+            raise WorkloadError(f"--max-sessions must be >= 1 (got {self.max_sessions})")
+        if self.idle_gap_cap_s is not None and self.idle_gap_cap_s < 0:
+            raise WorkloadError(f"--idle-gap-cap must be >= 0 seconds (got {self.idle_gap_cap_s})")
+        if self.replay not in REPLAY_MODES:
+            raise WorkloadError(f"unknown replay mode {self.replay!r}; use one of {', '.join(REPLAY_MODES)}")
+        if self.block_size is not None and self.block_size < 1:
+            raise WorkloadError(f"--trace-block-size must be >= 1 (got {self.block_size})")
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser, vectorised (uint64 arithmetic wraps by design)."""
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _namespace(*parts: int) -> int:
+    digest = hashlib.blake2b(b"/".join(str(p).encode() for p in parts), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def remap_hashes(ids: tuple[int, ...], namespace: int) -> tuple[int, ...]:
+    """Trace block ids -> 48-bit block hashes of one namespace (equal ids stay equal)."""
+    if not ids:
+        return ()
+    x = np.array(ids, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x = _mix64(x ^ np.uint64(namespace)) + np.uint64(namespace)
+    return tuple((_mix64(x) & _MASK48).tolist())
+
+
+def _cap(x: float, cap: float | None) -> float:
+    return min(x, cap) if cap is not None else x
+
+
+class TraceWorkload:
+    """A replayable trace: ``sessions(count, stream)`` and, for timed replay, ``arrivals(count, stream)``."""
+
+    kind = "trace"
+
+    def __init__(self, path: Path, fmt: str, sessions: list[TraceSession], options: TraceOptions,
+                 sha256: str) -> None:
+        self.path, self.format, self.options, self.sha256 = path, fmt, options, sha256
+        self.name = f"trace:{path.name}"
+        kept = sessions
+        if options.sample is not None:
+            keep = np.random.default_rng([options.seed, 0x5A3B1E]).random(len(kept)) < options.sample
+            kept = [s for s, k in zip(kept, keep.tolist()) if k]
+        kept = [s for s in kept if s.turns]
+        order = sorted(range(len(kept)), key=lambda i: (kept[i].turns[0].t is None, kept[i].turns[0].t or 0.0, i))
+        kept = [kept[i] for i in order]
+        if options.max_sessions is not None:
+            kept = kept[: options.max_sessions]
+        if not kept:
+            raise WorkloadError(f"{path}: no sessions left to replay (empty trace, or --sample / --max-sessions too small)")
+        self.trace_sessions: list[TraceSession] = kept
+        # Ordinal of each session in the file, for its local hash namespace (stable under sub-sampling).
+        self._ordinal = {id(s): i for i, s in enumerate(sessions)}
+        self._thinks = [self._think_times(s) for s in kept]
+
+    # --- description ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "format": self.format, "path": str(self.path),
+                "sha256": self.sha256, "sessions": len(self.trace_sessions),
+                "requests": sum(len(s.turns) for s in self.trace_sessions),
+                **msgspec.to_builtins(self.options)}
+
+    @property
+    def has_arrivals(self) -> bool:
+        return self.options.replay == "timed" and all(s.turns[0].t is not None for s in self.trace_sessions)
+
+    def summary(self) -> dict[str, Any]:
+        turns = [t for s in self.trace_sessions for t in s.turns]
+        starts = self._starts() if self.has_arrivals else None
+        return {
+            "sessions": len(self.trace_sessions),
+            "requests": len(turns),
+            "turns_per_session_mean": len(turns) / len(self.trace_sessions),
+            "input_tokens_mean": float(np.mean([t.input_tokens for t in turns])),
+            "output_tokens_mean": float(np.mean([t.output_tokens for t in turns])),
+            "block_sizes": sorted({s.block_size for s in self.trace_sessions}),
+            "subagent_requests": sum(1 for t in turns if t.lane),
+            "span_s": float(starts[-1] - starts[0]) if starts is not None and starts.size else None,
+        }
+
+    # --- timing ----------------------------------------------------------------------------------
+
+    def _think_times(self, s: TraceSession) -> list[float]:
+        out = [0.0]
+        for prev, cur in zip(s.turns, s.turns[1:]):
+            if cur.think_s is not None:
+                gap = cur.think_s
+            elif cur.t is not None and prev.t is not None:
+                gap = cur.t - prev.t - (prev.api_s or 0.0)
+            else:
+                gap = 0.0
+            out.append(_cap(max(gap, 0.0) * self.options.time_scale, self.options.idle_gap_cap_s))
+        return out
+
+    def _starts(self) -> np.ndarray:
+        t = np.array([s.turns[0].t for s in self.trace_sessions], dtype=float)
+        gaps = np.diff(t - t.min(), prepend=0.0) * self.options.time_scale
+        if self.options.idle_gap_cap_s is not None:
+            gaps = np.minimum(gaps, self.options.idle_gap_cap_s)
+        return np.cumsum(gaps)
+
+    def arrivals(self, count: int, stream: int = 0) -> np.ndarray:
+        """Open-loop start time (s from point start) of each of ``sessions(count, stream)``.
+
+        Recycled rounds (``count`` above the trace's sessions) follow one another,
+        each starting one mean inter-arrival gap after the previous round's last.
+        """
+        if self.options.replay != "timed":
+            raise WorkloadError("AgentX replay is closed-loop (concurrency = live session trees); "
+                                "use --concurrency, or --replay timed for open-loop arrivals")
+        if not self.has_arrivals:
+            raise WorkloadError(f"{self.path}: the trace records no arrival times; replay it closed-loop "
+                                "(--concurrency) or give a --request-rate")
+        starts = self._starts()
+        n = starts.size
+        span = float(starts[-1])
+        period = span + (span / (n - 1) if n > 1 else 0.0)
+        idx = np.arange(count)
+        return starts[idx % n] + (idx // n) * period
+
+    # --- sessions --------------------------------------------------------------------------------
+
+    def _namespace(self, s: TraceSession, stream: int, replay: int) -> int:
+        if s.scope == "local":
+            return _namespace(stream, replay, self._ordinal[id(s)])
+        return _namespace(stream, replay)
+
+    def _specs(self, s: TraceSession, sid: str, namespace: int, start: int,
+               thinks: list[float]) -> list[RequestSpec]:
+        specs = []
+        for k in range(start, len(s.turns)):
+            turn = s.turns[k]
+            lane = f"-{turn.lane}" if turn.lane else ""
+            specs.append(RequestSpec(
+                request_id=f"{sid}-t{k}{lane}",
+                input_tokens=turn.input_tokens,
+                output_tokens=max(1, turn.output_tokens),
+                session_id=sid,
+                turn=k,
+                think_s=0.0 if k == start else thinks[k],
+                block_hashes=remap_hashes(turn.hash_ids, namespace),
+                block_size=s.block_size,
+                prompt_seed=(namespace ^ (k * 0x9E3779B1)) & ((1 << 62) - 1),
+            ))
+        return specs
+
+    def sessions(self, count: int, stream: int = 0) -> list[Session]:
+        """``count`` sessions; past the trace's end sessions are recycled under a fresh cache-bust marker."""
+        n = len(self.trace_sessions)
+        agentx = self.options.replay == "agentx"
+        if agentx:
+            rng = np.random.default_rng([self.options.seed, stream, 0xA6E7])
+            perm = rng.permutation(n)
+        out = []
+        for i in range(count):
+            j = int(perm[i % n]) if agentx else i % n
+            s, replay = self.trace_sessions[j], i // n
+            sid = f"p{stream}-{s.key}" + (f"-r{replay}" if replay else "")
+            ns = self._namespace(s, stream, replay)
+            if not agentx or len(s.turns) < 2:
+                out.append(Session(session_id=sid, requests=tuple(self._specs(s, sid, ns, 0, self._thinks[j]))))
+                continue
+            length = len(s.turns)
+            lo = max(1, math.floor(0.25 * length))
+            hi = max(lo, min(length - 1, math.floor(0.75 * length)))
+            k = int(rng.integers(lo, hi + 1))
+            prev = s.turns[k - 1]
+            prime = RequestSpec(
+                request_id=f"{sid}-prime", input_tokens=prev.input_tokens, output_tokens=1, session_id=sid,
+                turn=k - 1, block_hashes=remap_hashes(prev.hash_ids, ns), block_size=s.block_size,
+                prompt_seed=(ns ^ ((k - 1) * 0x9E3779B1)) & ((1 << 62) - 1), warmup=True,
+            )
+            rest = self._specs(s, sid, ns, k, self._thinks[j])
+            first = msgspec.structs.replace(rest[0], think_s=self._thinks[j][k])
+            out.append(Session(session_id=sid, requests=(prime, first, *rest[1:])))
+        return out
