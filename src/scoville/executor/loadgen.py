@@ -1,0 +1,397 @@
+"""Distributed load generation: one coordinator, N client workers as Ray actors on any nodes.
+
+Each worker runs the real measuring client (``scoville.client.driver.drive_point``
+with ``send_request``) against the target URL, over its share of each point
+(``scoville.executor.split``). The coordinator
+
+* measures each worker's clock offset before every point (``scoville.executor.clock``)
+  and hands the worker ``t0 = coordinator t0 + offset``, so the worker's
+  records come back stamped on the coordinator's run clock;
+* starts all shares at one instant on that clock, polls each worker for its
+  finished records every ``poll_s`` and journals them at once through the one
+  ``RunWriter`` — the run directory is exactly a local run's, and
+  ``scoville.metrics`` computes every metric the same way;
+* bounds every actor call by ``call_timeout_s``: a worker that dies or stops
+  answering is killed and loses only its in-flight requests, recorded as
+  ``ok=False, error="worker lost ..."``; the sessions it had not started are
+  handed to a surviving worker with the dead worker's lanes, so neither the
+  request count nor the concurrency of the plan changes. The coordinator never
+  waits on a dead worker.
+
+Caveat (documented in docs/ray.md): a session a worker starts in the last
+``poll_s`` before it dies is not yet known to have started; it is re-sent by
+the survivor, so the server may see it twice, while the run records it once.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import msgspec
+
+from scoville.client.config import ClientConfig
+from scoville.client.driver import LocalCounters, drive_point, point_sessions, run_async, session_count
+from scoville.errors import UserError
+from scoville.executor.clock import ClockSync, measure_offset
+from scoville.executor.ray_executor import connect
+from scoville.executor.split import Share, split_point
+from scoville.load import LoadPoint
+from scoville.metrics import recompute
+from scoville.results.schema import RequestRecord
+from scoville.results.store import RunWriter
+from scoville.workload.spec import Session
+
+LOST = "worker lost"
+
+
+class WorkerReport(msgspec.Struct):
+    """What a worker has to say about one of its share runs since the last poll."""
+
+    records: list[RequestRecord]
+    started: dict[int, float]  # session index -> run-clock time it was taken (since last poll)
+    done: bool
+    error: str | None = None
+
+
+_encode_report = msgspec.msgpack.Encoder().encode
+_decode_report = msgspec.msgpack.Decoder(WorkerReport).decode
+
+
+class _TrackedSessions(Sequence[Session]):
+    """The session list ``drive_point`` reads, noting when each session is taken.
+
+    ``drive_point`` takes a session by indexing it just before sending its first
+    turn, so an index access is the moment a session starts; that is what lets
+    the coordinator tell in-flight work from work not yet started.
+    """
+
+    def __init__(self, sessions: Sequence[Session], index: Sequence[int] | None, on_take: Callable[[int], None]):
+        self._sessions, self._index, self._on_take = sessions, index, on_take
+
+    def __len__(self) -> int:
+        return len(self._index) if self._index is not None else len(self._sessions)
+
+    def __getitem__(self, j):  # type: ignore[override]
+        k = self._index[j] if self._index is not None else j
+        self._on_take(k)
+        return self._sessions[k]
+
+
+class _ShareRun:
+    """One share running on its own event loop in a worker thread."""
+
+    def __init__(self, worker: str, cfg: ClientConfig, sessions: list[Session], share: Share, *,
+                 t0: float, t_start: float, seed: int) -> None:
+        self.worker, self.cfg, self.sessions, self.share = worker, cfg, sessions, share
+        self.t0, self.t_start, self.seed = t0, t_start, seed
+        self.lock = threading.Lock()
+        self.records: list[RequestRecord] = []
+        self.started: dict[int, float] = {}
+        self.done = False
+        self.error: str | None = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name=f"share-{share.point.index}", daemon=True)
+
+    def _take(self, k: int) -> None:
+        with self.lock:
+            self.started[k] = time.perf_counter() - self.t0
+
+    def _record(self, rec: RequestRecord) -> None:
+        with self.lock:
+            self.records.append(rec)
+
+    def _run(self) -> None:
+        share = self.share
+        open_loop = share.point.rate is not None
+        try:
+            delay = self.t_start - (time.perf_counter() - self.t0)
+            if delay > 0:
+                time.sleep(delay)
+            view = _TrackedSessions(self.sessions, None if open_loop else share.sessions, self._take)
+            counters = LocalCounters(len(share.sessions), share.requests)
+            run_async(drive_point(
+                self.cfg, view, share.point, t0=self.t0, t_start=self.t_start, counters=counters,
+                on_record=self._record, lanes=share.lanes, seed=self.seed,
+                open_sessions=share.sessions if open_loop else None, max_in_flight=share.max_in_flight,
+                worker=self.worker, stop=lambda: self.stopped))
+        except BaseException as e:  # reported to the coordinator, which records what was lost
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            self.done = True
+
+    def report(self) -> WorkerReport:
+        with self.lock:
+            done = self.done  # read first: records appended before done are in this report
+            out = WorkerReport(records=self.records, started=self.started, done=done, error=self.error)
+            self.records, self.started = [], {}
+        return out
+
+
+class ClientWorker:
+    """A Ray actor (wrapped with ``ray.remote`` by the coordinator) that sends one share at a time or more."""
+
+    def __init__(self, name: str, cfg: ClientConfig, workload: Any) -> None:
+        self.name = f"{name}@{socket.gethostname()}"
+        self.cfg, self.workload = cfg, workload
+        self._runs: dict[int, _ShareRun] = {}
+        self._sessions: dict[tuple[int, int], list[Session]] = {}
+
+    def identity(self) -> str:
+        return self.name
+
+    def clock(self) -> float:
+        return time.perf_counter()
+
+    def start(self, run_id: int, share: Share, plan_point: LoadPoint, t0: float, t_start: float, seed: int) -> None:
+        """Start ``share`` of ``plan_point``; ``t0`` is on this worker's clock, ``t_start`` on the run clock."""
+        key = (plan_point.index, session_count(plan_point))
+        if key not in self._sessions:
+            self._sessions = {key: point_sessions(self.workload, plan_point)}
+        run = _ShareRun(self.name, self.cfg, self._sessions[key], share, t0=t0, t_start=t_start, seed=seed)
+        self._runs[run_id] = run
+        run.thread.start()
+
+    def poll(self, run_id: int) -> bytes:
+        report = self._runs[run_id].report()
+        if report.done:
+            self._runs.pop(run_id, None)
+        return _encode_report(report)
+
+    def stop(self) -> None:
+        for run in self._runs.values():
+            run.stopped = True
+
+
+class _Active(msgspec.Struct, kw_only=True):
+    """Coordinator-side state of one running share."""
+
+    run_id: int
+    worker: int
+    share: Share
+    started: dict[int, float] = {}
+    finished: set[str] = set()
+    accounted: int = 0          # records received (finished requests)
+    last_done: dict[int, float] = {}  # session index -> t_done of its latest finished turn
+
+
+class RayLoadCoordinator:
+    """Drives load points through ``workers`` Ray client actors and writes one run directory."""
+
+    def __init__(self, cfg: ClientConfig, workload: Any, *, workers: int = 2, ray_address: str | None = None,
+                 num_cpus: float = 1.0, call_timeout_s: float = 10.0, poll_s: float = 0.1,
+                 start_delay_s: float = 0.5, pings: int = 8) -> None:
+        if workers < 1:
+            raise UserError(f"--workers must be >= 1 (got {workers})")
+        self.cfg, self.workload = cfg, workload
+        self.n_workers, self.ray_address, self.num_cpus = workers, ray_address, num_cpus
+        self.call_timeout_s, self.poll_s, self.start_delay_s, self.pings = call_timeout_s, poll_s, start_delay_s, pings
+        self._ray: Any = None
+        self.actors: list[Any] = []
+        self.names: list[str] = []
+        self.alive: list[bool] = []
+        self.syncs: list[dict[str, Any]] = []  # per point and worker, for the manifest
+        self._next_run = 0
+
+    # -- workers ---------------------------------------------------------------------------------
+    def start_workers(self) -> None:
+        ray, _ = connect(self.ray_address)
+        self._ray = ray
+        cls = ray.remote(num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0,
+                         scheduling_strategy="SPREAD")(ClientWorker)
+        self.actors = [cls.remote(f"ray-{i}", self.cfg, self.workload) for i in range(self.n_workers)]
+        self.names = ray.get([a.identity.remote() for a in self.actors], timeout=max(60.0, self.call_timeout_s))
+        self.alive = [True] * self.n_workers
+
+    def _get(self, ref: Any) -> Any:
+        return self._ray.get(ref, timeout=self.call_timeout_s)
+
+    def _lose(self, i: int) -> None:
+        self.alive[i] = False
+        try:
+            self._ray.kill(self.actors[i], no_restart=True)
+        except Exception:  # already gone; nothing else to release
+            pass
+
+    def _sync(self, i: int) -> ClockSync | None:
+        try:
+            return measure_offset(lambda: self._get(self.actors[i].clock.remote()), self.pings)
+        except Exception:
+            self._lose(i)
+            return None
+
+    # -- one point -------------------------------------------------------------------------------
+    def run_point(self, writer: RunWriter, point: LoadPoint, seed: int = 0,
+                  progress: Callable[[int], None] | None = None) -> list[RequestRecord]:
+        """Send ``point`` through the live workers; every record is journaled as it arrives."""
+        if self._ray is None:
+            self.start_workers()
+        sessions = point_sessions(self.workload, point)
+        offsets: dict[int, ClockSync] = {}
+        for i in range(self.n_workers):
+            if self.alive[i] and (sync := self._sync(i)) is not None:
+                offsets[i] = sync
+                self.syncs.append({"point": point.index, "worker": self.names[i], "offset_s": sync.offset,
+                                   "rtt_s": sync.rtt})
+        live = sorted(offsets)
+        if not live:
+            raise UserError("every Ray client worker is lost; check the cluster (`ray status`) and rerun")
+        t_start = writer.now() + self.start_delay_s
+        records: list[RequestRecord] = []
+        active: list[_Active] = []
+        for share in split_point(point, len(live), seed):
+            w = live[share.worker]
+            active.append(self._start(w, share, point, writer, offsets[w], t_start, seed))
+        rid_to_session = {spec.request_id: k for k, s in enumerate(sessions) for spec in s.requests}
+        try:
+            while active:
+                time.sleep(self.poll_s)
+                refs = [self.actors[a.worker].poll.remote(a.run_id) for a in active]
+                still: list[_Active] = []
+                for a, ref in zip(active, refs):
+                    try:
+                        report = _decode_report(self._get(ref))
+                    except Exception as e:
+                        self._lose(a.worker)
+                        lost = self._record_lost(a, sessions, writer, f"{LOST} ({self.names[a.worker]}: "
+                                                 f"{type(e).__name__}); in flight when it died")
+                        records.extend(lost)
+                        still.extend(self._reassign(a, point, writer, offsets, t_start, seed, records))
+                        continue
+                    self._absorb(a, report, rid_to_session, writer, records)
+                    if progress is not None and report.records:
+                        progress(len(report.records))
+                    if not report.done:
+                        still.append(a)
+                    elif report.error:  # the client itself crashed: what it had in flight is lost
+                        records.extend(self._record_lost(a, sessions, writer, f"{LOST} ({self.names[a.worker]}: "
+                                                         f"{report.error})"))
+                active = still
+        except BaseException:
+            self.stop()
+            raise
+        writer.write_point(point.index, records)
+        return records
+
+    def _start(self, w: int, share: Share, point: LoadPoint, writer: RunWriter, sync: ClockSync,
+               t_start: float, seed: int) -> _Active:
+        run_id, self._next_run = self._next_run, self._next_run + 1
+        self._get(self.actors[w].start.remote(run_id, share, point, writer.t0 + sync.offset, t_start, seed))
+        return _Active(run_id=run_id, worker=w, share=share)
+
+    @staticmethod
+    def _absorb(a: _Active, report: WorkerReport, rid_to_session: dict[str, int], writer: RunWriter,
+                records: list[RequestRecord]) -> None:
+        a.started.update(report.started)
+        for rec in report.records:
+            writer.record(rec)
+            records.append(rec)
+            a.finished.add(rec.request_id)
+            k = rid_to_session.get(rec.request_id)
+            if k is not None and rec.t_done is not None:
+                a.last_done[k] = max(a.last_done.get(k, 0.0), rec.t_done)
+        a.accounted += len(report.records)
+
+    def _record_lost(self, a: _Active, sessions: list[Session], writer: RunWriter, error: str) -> list[RequestRecord]:
+        """One error record per started session whose next turn never came back (the in-flight ones)."""
+        lost = []
+        budget = None if a.share.requests is None else a.share.requests - a.accounted
+        for k in sorted(a.started, key=a.started.__getitem__):
+            if budget is not None and len(lost) >= budget:
+                break
+            pending = [spec for spec in sessions[k].requests if spec.request_id not in a.finished]
+            if not pending:
+                continue
+            spec = pending[0]
+            n = a.accounted + len(lost)
+            rec = RequestRecord(point=a.share.point.index, request_id=spec.request_id, session_id=spec.session_id,
+                                turn=spec.turn, t_sent=max(a.started[k], a.last_done.get(k, 0.0)), ok=False,
+                                error=error, warmup=n < a.share.point.warmup_requests,
+                                worker=self.names[a.worker], input_tokens=spec.input_tokens)
+            writer.record(rec)
+            lost.append(rec)
+        a.accounted += len(lost)
+        return lost
+
+    def _reassign(self, a: _Active, point: LoadPoint, writer: RunWriter, offsets: dict[int, ClockSync],
+                  t_start: float, seed: int, records: list[RequestRecord]) -> list[_Active]:
+        """Hand the sessions a lost worker had not started to a survivor, with its lanes."""
+        taken = set(a.started) | set(a.last_done)
+        remaining = tuple(k for k in a.share.sessions if k not in taken)
+        left = None if a.share.requests is None else a.share.requests - a.accounted
+        if not remaining or left == 0:
+            return []
+        old = a.share.point
+        warm = max(0, old.warmup_requests - a.accounted)
+        n = len(remaining) if left is None else left
+        sub = msgspec.structs.replace(old, warmup_requests=min(warm, n),
+                                      num_requests=0 if left is None else n - min(warm, n))
+        share = Share(worker=a.share.worker, point=sub, sessions=remaining, lanes=a.share.lanes,
+                      max_in_flight=a.share.max_in_flight, requests=left)
+        for w in (w for w in sorted(offsets) if self.alive[w]):
+            try:
+                return [self._start(w, share, point, writer, offsets[w], t_start, seed)]
+            except Exception:
+                self._lose(w)
+        # Nobody left to send them: record the shortfall instead of silently shrinking the point.
+        sessions = point_sessions(self.workload, point)
+        for j, k in enumerate(remaining[:n]):
+            spec = sessions[k].requests[0]
+            rec = RequestRecord(point=point.index, request_id=spec.request_id, session_id=spec.session_id,
+                                turn=spec.turn, t_sent=writer.now(), ok=False, warmup=j < sub.warmup_requests,
+                                error=f"{LOST}: not sent, no client worker left", input_tokens=spec.input_tokens)
+            writer.record(rec)
+            records.append(rec)
+        return []
+
+    def stop(self) -> None:
+        for i, actor in enumerate(self.actors):
+            if self.alive[i]:
+                try:
+                    self._ray.get(actor.stop.remote(), timeout=self.call_timeout_s)
+                except Exception:
+                    self._lose(i)
+
+    def describe(self) -> dict[str, Any]:
+        """The manifest's ``executor`` entry: who sent the load and how their clocks lined up."""
+        return {"kind": "ray", "address": self.ray_address, "client_workers": self.names,
+                "lost_workers": [n for n, ok in zip(self.names, self.alive) if not ok], "clock_sync": self.syncs}
+
+    def close(self) -> None:
+        for i in range(len(self.actors)):
+            if self.alive[i]:
+                self._lose(i)
+        self.actors, self._ray = [], None
+
+
+def sweep_on_ray(cfg: ClientConfig, workload: Any, points: list[LoadPoint], runs_root: Path,
+                 manifest: dict[str, Any], *, workers: int = 2, ray_address: str | None = None, seed: int = 0,
+                 num_cpus: float = 1.0, call_timeout_s: float = 10.0,
+                 progress: Callable[[int, int], None] | None = None) -> Path:
+    """A measured sweep whose load comes from ``workers`` Ray client workers; returns the run directory.
+
+    ``manifest`` is built by the caller exactly as for a local run
+    (``base_manifest(source="measured", ...)`` with ``load_plan`` listing the
+    points); this adds ``executor`` (workers, clock offsets, losses).
+    """
+    writer = RunWriter.create(runs_root, manifest)
+    coordinator = RayLoadCoordinator(cfg, workload, workers=workers, ray_address=ray_address, num_cpus=num_cpus,
+                                     call_timeout_s=call_timeout_s)
+    status = "interrupted"
+    try:
+        coordinator.start_workers()
+        for point in points:
+            coordinator.run_point(writer, point, seed,
+                                  None if progress is None else (lambda n, p=point.index: progress(p, n)))
+            writer.manifest["executor"] = coordinator.describe()
+            writer.save_manifest()
+        status = "complete"
+    finally:
+        writer.manifest["executor"] = coordinator.describe()
+        coordinator.close()
+        writer.finish(status)
+    recompute(writer.run_dir)
+    return writer.run_dir
