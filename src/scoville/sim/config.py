@@ -1,0 +1,177 @@
+"""SimConfig: one serving configuration of the simulator, as a user writes it in YAML/JSON.
+
+Everything the engine needs to know about *how* a model is served (not what the
+hardware or model is — those come from the catalogs by name) lives here, so a
+`--config` file pins a configuration exactly and the manifest records it whole
+(``config.model_dump()``). Field names follow vLLM's engine arguments where
+one exists (max_num_seqs, max_num_batched_tokens, block_size,
+gpu_memory_utilization, enable_prefix_caching) so a reader can map a
+simulated configuration onto a real deployment.
+
+Limits (max_num_seqs, token budget, KV capacity) are per *instance*: one
+model replica of ``parallel.accelerators`` accelerators with one scheduler.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from scoville.errors import UserError
+
+RouterPolicy = Literal["round_robin", "least_loaded", "prefix_affinity"]
+
+
+class SimConfigError(UserError, ValueError):
+    """A simulator configuration that cannot be used; message is user-facing."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParallelConfig(_Strict):
+    """Tensor / expert / data parallel sizes of one instance (accelerators = tp × dp; EP spans them)."""
+
+    tp: int = Field(1, ge=1)
+    ep: int = Field(1, ge=1)
+    dp: int = Field(1, ge=1)
+
+    @property
+    def accelerators(self) -> int:
+        return self.tp * self.dp
+
+    @model_validator(mode="after")
+    def _ep_fits(self) -> "ParallelConfig":
+        if (self.tp * self.dp) % self.ep:
+            raise ValueError(f"ep={self.ep} must divide the instance's tp×dp={self.tp * self.dp} accelerators")
+        return self
+
+
+class PoolConfig(_Strict):
+    """One pool of a disaggregated deployment: its instances' parallelism, count and batch limits."""
+
+    parallel: ParallelConfig = ParallelConfig()
+    replicas: int = Field(1, ge=1)
+    max_num_seqs: int | None = Field(None, ge=1, description="default: the top-level max_num_seqs")
+    max_num_batched_tokens: int | None = Field(None, ge=1, description="default: the top-level budget")
+
+    @property
+    def accelerators(self) -> int:
+        return self.parallel.accelerators * self.replicas
+
+
+class DisaggregationConfig(_Strict):
+    """Prefill and decode on separate pools; the prompt's KV is copied prefill → decode."""
+
+    prefill: PoolConfig
+    decode: PoolConfig
+    # Whether the KV copy crosses the scale-up domain (NVLink) or the scale-out network.
+    kv_transfer: Literal["scaleup", "scaleout"] = "scaleup"
+
+
+class SpeculativeConfig(_Strict):
+    """Draft-and-verify decoding (MTP / EAGLE): each step verifies ``num_draft_tokens`` drafts.
+
+    Each draft is accepted with probability ``acceptance_rate`` given all earlier
+    ones were, so a step yields 1 + Geometric-truncated tokens; the mean
+    acceptance length is (1 - a^(k+1)) / (1 - a).
+    """
+
+    num_draft_tokens: int = Field(1, ge=1, le=16)
+    acceptance_rate: float = Field(0.7, ge=0.0, le=1.0)
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        a, k = self.acceptance_rate, self.num_draft_tokens
+        return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+class HostOffloadConfig(_Strict):
+    """A host-memory KV tier per instance: evicted prefix blocks and preempted requests' KV go here."""
+
+    capacity_gb: float = Field(..., gt=0)
+    bandwidth_gbps: float = Field(..., gt=0, description="host<->HBM GB/s (10^9 B/s), e.g. PCIe 5 x16 ≈ 50")
+
+
+class SimConfig(_Strict):
+    """A complete serving configuration for the simulator."""
+
+    hardware: str
+    model: str
+    precision: str | None = None
+    kv_dtype: str | None = None
+    parallel: ParallelConfig = ParallelConfig()
+    replicas: int = Field(1, ge=1)
+    max_num_seqs: int = Field(256, ge=1)
+    max_num_batched_tokens: int = Field(8192, ge=1)
+    chunked_prefill: bool = True
+    block_size: int = Field(16, ge=1)
+    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
+    enable_prefix_caching: bool = False
+    disaggregation: DisaggregationConfig | None = None
+    speculative: SpeculativeConfig | None = None
+    host_offload: HostOffloadConfig | None = None
+    router: RouterPolicy = "least_loaded"
+    # What-if override of the KV capacity per instance (tokens); None = derived from memory.
+    kv_capacity_tokens: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _budget_holds_a_verify_step(self) -> "SimConfig":
+        if self.speculative and self.max_num_batched_tokens <= self.speculative.num_draft_tokens:
+            raise ValueError("max_num_batched_tokens must exceed num_draft_tokens (one verify step per sequence)")
+        return self
+
+    @property
+    def accelerators(self) -> int:
+        """Every accelerator the deployment holds (prefill + decode pools when disaggregated)."""
+        if self.disaggregation is not None:
+            return self.disaggregation.prefill.accelerators + self.disaggregation.decode.accelerators
+        return self.parallel.accelerators * self.replicas
+
+    def label(self) -> str:
+        """A short human name, e.g. ``tp8 x2`` or ``P tp4x2 : D tp8x1``."""
+        def par(p: ParallelConfig) -> str:
+            s = f"tp{p.tp}"
+            if p.ep > 1:
+                s += f"ep{p.ep}"
+            if p.dp > 1:
+                s += f"dp{p.dp}"
+            return s
+
+        if self.disaggregation is not None:
+            d = self.disaggregation
+            return f"P {par(d.prefill.parallel)}x{d.prefill.replicas} : D {par(d.decode.parallel)}x{d.decode.replicas}"
+        return f"{par(self.parallel)} x{self.replicas} seqs{self.max_num_seqs}"
+
+    @classmethod
+    def from_file(cls, path: Path, **overrides: Any) -> "SimConfig":
+        """Load a YAML or JSON file; ``overrides`` (e.g. hardware from the command line) fill missing keys."""
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise SimConfigError(f"cannot read simulator config {path}: {e.strerror}") from e
+        try:
+            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as e:
+            raise SimConfigError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'} ({e})") from e
+        if not isinstance(data, dict):
+            raise SimConfigError(f"{path}: expected a mapping of SimConfig fields (hardware, model, parallel, ...)")
+        for key, value in overrides.items():
+            if value is not None:
+                data.setdefault(key, value)
+        return cls.parse(data, where=str(path))
+
+    @classmethod
+    def parse(cls, data: dict[str, Any], where: str = "config") -> "SimConfig":
+        """Validate a mapping, turning pydantic's report into one user-facing line."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+            raise SimConfigError(f"{where}: {loc}: {err['msg']} ({len(e.errors())} problem(s) in all)") from None

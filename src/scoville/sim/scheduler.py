@@ -1,0 +1,563 @@
+"""One simulated serving instance: a vLLM-v1-style continuous-batching scheduler in virtual time.
+
+Each step the scheduler spends a token budget (``max_num_batched_tokens``):
+running requests first, in admission order — decodes take one token (1 + drafts
+with speculative decoding), unfinished prompts take a chunk — then waiting
+requests are admitted while budget, ``max_num_seqs`` and KV blocks allow.
+When a running request needs a block and none is left, the most recently
+admitted request is preempted (its KV is freed and later recomputed, or
+swapped to the host tier when there is one). The step's duration comes from
+the cost model (``StepCost.step_time``) for exactly the batch that ran.
+
+Speed (SIM-REFERENCE §4.5): when every running request is decoding and
+nothing waiting can be admitted, the batch cannot change until a request
+finishes, a KV block runs out or a new request arrives. The scheduler then
+plans a *span* of steps at once — all their durations in one vectorised
+``step_time`` call, token timestamps as one numpy array — instead of one
+Python iteration per step. A span is a pure plan until committed, so the
+engine can cut it at any time (an arrival routed here) and commit only the
+steps that had started.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Protocol
+
+import numpy as np
+
+from scoville.sim.kvcache import KVCache
+from scoville.workload.spec import RequestSpec
+
+if TYPE_CHECKING:
+    from scoville.sim.config import SpeculativeConfig
+
+_SPAN_CAP = 4096  # longest span planned at once (bounds the arrays of one plan)
+
+
+class StepTimer(Protocol):
+    """The slice of ``scoville.sim.cost.StepCost`` the scheduler uses."""
+
+    def step_time(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> Any: ...
+
+
+class Req:
+    """Scheduler-side state of one request.
+
+    ``num_tokens`` = prompt + generated tokens; ``computed`` = tokens whose KV is
+    in the cache. A decoding request has ``num_tokens - computed == 1`` (the last
+    sampled token is fed at the next step).
+    """
+
+    __slots__ = ("spec", "rid", "prompt", "target", "num_tokens", "computed", "generated", "n_blocks",
+                 "hashed", "keys", "reg", "cached_tokens", "admitted", "t_first", "times", "counts",
+                 "swapped", "lost", "kv_ready", "instance")
+
+    def __init__(self, spec: RequestSpec, keys: list[Hashable]) -> None:
+        self.spec = spec
+        self.rid = spec.request_id
+        self.prompt = spec.input_tokens
+        self.target = spec.output_tokens
+        self.num_tokens = spec.input_tokens
+        self.computed = 0
+        self.generated = 0
+        self.n_blocks = 0
+        self.hashed: list[Hashable] = []   # keys of the request's leading shared blocks
+        self.keys = keys                   # prefix-cache keys of its full prompt blocks
+        self.reg = 0                       # next key index to register; -1 = stop registering
+        self.cached_tokens = 0
+        self.admitted = False
+        self.t_first: float | None = None
+        self.times: list[np.ndarray] = []
+        self.counts: list[np.ndarray | None] = []
+        self.swapped = 0                   # tokens of KV parked in the host tier by a preemption
+        self.lost = 0                      # tokens of KV thrown away by a preemption (to recompute)
+        self.kv_ready = False              # arrived with its prompt KV (disaggregated decode)
+        self.instance: "Instance | None" = None
+
+    @property
+    def decoding(self) -> bool:
+        return self.generated > 0 and self.num_tokens - self.computed == 1
+
+
+@dataclass
+class Span:
+    """A planned run of decode-only steps over a fixed batch."""
+
+    starts: np.ndarray      # start time of each step
+    ends: np.ndarray        # end time of each step
+    reqs: list[Req]
+    accepted: np.ndarray | None  # (steps, seqs) tokens per step with speculative decoding, else None
+
+    @property
+    def end(self) -> float:
+        return float(self.ends[-1])
+
+
+class Counters:
+    """Cumulative counters of one instance (Prometheus-style, never reset)."""
+
+    __slots__ = ("prompt_tokens", "generation_tokens", "prefix_queries", "prefix_hits", "preemptions",
+                 "recomputed_tokens", "swapped_out_blocks", "host_hit_tokens", "steps")
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+
+class Instance:
+    """A model replica with its own scheduler, KV cache and clock."""
+
+    def __init__(
+        self,
+        name: str,
+        role: str,
+        timer: StepTimer,
+        kv: KVCache,
+        *,
+        max_num_seqs: int,
+        max_num_batched_tokens: int,
+        chunked_prefill: bool,
+        speculative: "SpeculativeConfig | None",
+        rng: np.random.Generator,
+        emit: Callable[[Req, float, int, bool], None],
+        emit_span: Callable[[Span, int, list[np.ndarray | None]], None],
+        finish: Callable[[Req, float], None],
+        handoff: Callable[[Req, float], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.role = role                    # unified | prefill | decode
+        self.timer = timer
+        self.kv = kv
+        self.max_num_seqs = max_num_seqs
+        self.budget = max_num_batched_tokens
+        self.chunked = chunked_prefill
+        self.drafts = speculative.num_draft_tokens if speculative else 0
+        self.accept = speculative.acceptance_rate if speculative else 0.0
+        self.rng = rng
+        self._emit, self._emit_span, self._finish, self._handoff = emit, emit_span, finish, handoff
+        self.clock = 0.0
+        self.arrivals: list[tuple[float, int, Req]] = []
+        self._seq = itertools.count()
+        self.waiting: deque[Req] = deque()
+        self.running: list[Req] = []
+        self.plan: Span | None = None
+        self.extra = 0.0                    # host-tier copy time owed by the current step
+        self.c = Counters()
+
+    # ---- queue ---------------------------------------------------------------------------------
+
+    def push(self, req: Req, t: float) -> None:
+        req.instance = self
+        heapq.heappush(self.arrivals, (t, next(self._seq), req))
+        self.plan = None  # a plan made without this arrival may no longer hold
+
+    def load(self) -> int:
+        return len(self.running) + len(self.waiting) + len(self.arrivals)
+
+    def has_work(self) -> bool:
+        return bool(self.running or self.waiting or self.arrivals)
+
+    def next_start(self) -> float | None:
+        """When this instance's next step would start (None when idle)."""
+        if self.running or self.waiting:
+            return self.clock
+        if self.arrivals:
+            return max(self.clock, self.arrivals[0][0])
+        return None
+
+    def remove(self, req: Req) -> None:
+        """Drop a request wherever it is and free its blocks at once (cancel)."""
+        if req in self.running:
+            self.running.remove(req)
+        elif req in self.waiting:
+            self.waiting.remove(req)
+        else:
+            self.arrivals = [a for a in self.arrivals if a[2] is not req]
+            heapq.heapify(self.arrivals)
+        self._release(req)
+        if self.kv.host is not None and ("swap", req.rid) in self.kv.host:
+            self.kv.host.pop(("swap", req.rid))
+        self.plan = None
+
+    def _release(self, req: Req) -> None:
+        self.kv.release(req.hashed, req.n_blocks - len(req.hashed))
+        req.hashed, req.n_blocks = [], 0
+
+    # ---- acting ----------------------------------------------------------------------------------
+
+    def act(self) -> float | None:
+        """Start the next step: execute it, or plan a decode span (``self.plan``).
+
+        Returns the end time when a request finished in an executed step (for the
+        engine's stop-at-first-finish), else None.
+        """
+        start = self.next_start()
+        assert start is not None
+        self.clock = start
+        while self.arrivals and self.arrivals[0][0] <= start:
+            self.waiting.append(heapq.heappop(self.arrivals)[2])
+        if self._span_ok():
+            self.plan = self._plan_span()
+            if self.plan is not None:
+                return None
+        return self._step()
+
+    # ---- single steps ------------------------------------------------------------------------
+
+    def _decode_tokens(self, r: Req) -> int:
+        return 1 + min(self.drafts, max(r.target - r.generated - 1, 0))
+
+    def _preempt(self, victim: Req) -> None:
+        host = self.kv.host
+        if host is not None and victim.computed > 0 and host.put(("swap", victim.rid), victim.n_blocks):
+            victim.swapped = victim.computed
+            self.extra += host.transfer_time(victim.n_blocks)
+            self.c.swapped_out_blocks += victim.n_blocks
+        else:
+            victim.lost = victim.computed
+        self._release(victim)
+        victim.computed = 0
+        victim.reg = 0 if not victim.kv_ready else -1
+        victim.kv_ready = False
+        self.waiting.appendleft(victim)
+        self.c.preemptions += 1
+
+    def _admit(self, r: Req, budget: int) -> int:
+        """Allocate KV for a waiting request's first chunk; its token count, or 0 if it cannot start."""
+        kv, bs = self.kv, self.kv.block_size
+        host = kv.host
+        if r.swapped and host is not None and ("swap", r.rid) in host:
+            pend = r.num_tokens - r.swapped
+            n = self._decode_tokens(r) if r.generated and pend == 1 else min(pend, budget)
+            if n <= 0 or (not self.chunked and n < pend):
+                return 0
+            blocks = kv.blocks_for(r.swapped + n)
+            if blocks > kv.available:
+                return 0
+            kv.allocate(blocks)
+            moved = host.pop(("swap", r.rid))
+            self.extra += host.transfer_time(moved)
+            r.n_blocks, r.computed, r.swapped = blocks, r.swapped, 0
+            r.reg = -1  # restored KV is private; its prefix blocks were released to the cache at preemption
+            return n
+        if r.swapped:  # the host tier evicted its KV: recompute after all
+            r.lost, r.swapped = r.swapped, 0
+        hbm = host_hits = 0
+        if r.kv_ready:
+            computed0 = r.computed
+        else:
+            limit = min(len(r.keys), (r.num_tokens - 1) // bs)
+            if limit > 0:
+                hbm, host_hits = kv.match(r.keys, limit)
+            computed0 = (hbm + host_hits) * bs
+        pend = r.num_tokens - computed0
+        n = self._decode_tokens(r) if r.generated and pend == 1 else min(pend, budget)
+        if n <= 0 or (not self.chunked and n < pend):
+            return 0
+        hit_keys = r.keys[:hbm]
+        total = kv.blocks_for(computed0 + n)
+        new = total - hbm
+        if new > kv.available - kv.evictable_among(hit_keys):
+            return 0
+        kv.acquire(hit_keys)
+        kv.allocate(new)
+        r.hashed = list(hit_keys)
+        r.reg = hbm if r.reg >= 0 else -1
+        if host_hits:
+            for k in r.keys[hbm:hbm + host_hits]:
+                host.pop(k)  # type: ignore[union-attr]
+                if kv.register(k):
+                    r.hashed.append(k)
+                    r.reg += 1
+                else:
+                    r.reg = -1
+                    break
+            self.extra += host.transfer_time(host_hits)  # type: ignore[union-attr]
+            self.c.host_hit_tokens += host_hits * bs
+        r.n_blocks, r.computed = total, computed0
+        if not r.admitted:
+            r.admitted = True
+            r.cached_tokens = computed0 if not r.kv_ready else 0
+            self.c.prompt_tokens += r.prompt
+            if not r.kv_ready:
+                self.c.prefix_queries += r.prompt
+                self.c.prefix_hits += computed0
+        if r.lost:
+            self.c.recomputed_tokens += max(r.lost - computed0, 0)
+            r.lost = 0
+        r.kv_ready = False
+        return n
+
+    def _register(self, r: Req) -> None:
+        """Share the request's newly full prompt blocks through the prefix cache."""
+        full = min(r.computed // self.kv.block_size, len(r.keys))
+        kv = self.kv
+        while 0 <= r.reg < full and len(r.hashed) == r.reg:
+            k = r.keys[r.reg]
+            if not kv.register(k):
+                r.reg = -1
+                return
+            r.hashed.append(k)
+            r.reg += 1
+
+    def _step(self) -> float | None:
+        kv, running = self.kv, self.running
+        budget = self.budget
+        sched: list[tuple[Req, int, bool]] = []
+        preempted = False
+        self.extra = 0.0
+        i = 0
+        while i < len(running):
+            r = running[i]
+            pend = r.num_tokens - r.computed
+            dec = r.decoding
+            n = self._decode_tokens(r) if dec else min(pend, budget)
+            if n <= 0 or n > budget:
+                break
+            if not self.chunked and n < pend:
+                i += 1
+                continue
+            need = kv.blocks_for(r.computed + n) - r.n_blocks
+            while need > kv.available and running:
+                victim = running.pop()
+                self._preempt(victim)
+                preempted = True
+                if victim is r:
+                    break
+            if i >= len(running):
+                break
+            kv.allocate(need)
+            r.n_blocks += need
+            sched.append((r, n, dec))
+            budget -= n
+            i += 1
+        if not preempted:
+            while self.waiting and budget > 0 and len(running) < self.max_num_seqs:
+                r = self.waiting[0]
+                n = self._admit(r, budget)
+                if n == 0:
+                    break
+                self.waiting.popleft()
+                running.append(r)
+                sched.append((r, n, r.decoding))
+                budget -= n
+        if not sched:
+            if self.extra:
+                self.clock += self.extra
+            return None
+        nt = ns = 0
+        attn = kvt = 0.0
+        for r, n, _ in sched:
+            nt += n
+            ns += 1
+            attn += n * r.computed + n * (n + 1) / 2
+            kvt += r.computed + n
+        dt = float(self.timer.step_time(nt, ns, attn, kvt)) + self.extra
+        end = self.clock + dt
+        self.clock = end
+        self.c.steps += 1
+        finished_at = None
+        for r, n, dec in sched:
+            if dec:
+                a = self._accepted(n - 1) if n > 1 else 1
+                r.computed = r.num_tokens - 1 + a
+            else:
+                r.computed += n
+                if r.reg >= 0 and r.keys:
+                    self._register(r)
+                if r.computed < r.num_tokens:
+                    continue
+                a = 1
+            a = min(a, r.target - r.generated)
+            r.num_tokens += a
+            r.generated += a
+            self.c.generation_tokens += a
+            done = r.generated >= r.target
+            if self.role == "prefill" and not done:
+                running.remove(r)
+                self._release(r)
+                self._handoff(r, end)  # type: ignore[misc]
+                continue
+            self._emit(r, end, a, done)
+            if done:
+                running.remove(r)
+                self._release(r)
+                self._finish(r, end)
+                finished_at = end
+        return finished_at
+
+    def _accepted(self, drafts: int) -> int:
+        """Tokens one verify step yields: 1 + accepted drafts (each accepted with prob a, stop at first miss)."""
+        u = self.rng.random()
+        if self.accept <= 0.0:
+            return 1
+        if self.accept >= 1.0:
+            return 1 + drafts
+        return 1 + min(int(math.log(u) / math.log(self.accept)) if u > 0 else drafts, drafts)
+
+    # ---- spans -------------------------------------------------------------------------------
+
+    def _span_ok(self) -> bool:
+        """True when the batch is fixed: all running requests decode and nothing waiting can start."""
+        running = self.running
+        if not running or not all(r.decoding for r in running):
+            return False
+        need_tokens = sum(self._decode_tokens(r) for r in running)
+        if need_tokens > self.budget:
+            return False
+        if self.waiting and len(running) < self.max_num_seqs and need_tokens < self.budget:
+            r = self.waiting[0]
+            kv = self.kv
+            step_blocks = sum(max(kv.blocks_for(q.computed + self._decode_tokens(q)) - q.n_blocks, 0)
+                              for q in running)
+            if step_blocks > kv.available:
+                return False  # a preemption is due: take the single-step path
+            if self._admissible(r, self.budget - need_tokens, kv.available - step_blocks):
+                return False
+        return True
+
+    def _admissible(self, r: Req, budget: int, available: int) -> bool:
+        """Could ``r`` start this step with ``budget`` tokens and ``available`` blocks? (No side effects.)"""
+        kv, bs = self.kv, self.kv.block_size
+        if r.swapped and kv.host is not None and ("swap", r.rid) in kv.host:
+            base = r.swapped
+            hbm, hit_keys = 0, []
+        elif r.kv_ready:
+            base, hbm, hit_keys = r.computed, 0, []
+        else:
+            limit = min(len(r.keys), (r.num_tokens - 1) // bs)
+            hbm, host_hits = kv.match(r.keys, limit) if limit > 0 else (0, 0)
+            base, hit_keys = (hbm + host_hits) * bs, r.keys[:hbm]
+        pend = r.num_tokens - base
+        n = min(pend, budget)
+        if n <= 0 or (not self.chunked and n < pend):
+            return False
+        return kv.blocks_for(base + n) - hbm <= available - kv.evictable_among(hit_keys)
+
+    def _plan_span(self) -> Span | None:
+        reqs = list(self.running)
+        kv, bs = self.kv, self.kv.block_size
+        n = len(reqs)
+        L = np.fromiter((r.computed for r in reqs), dtype=np.int64, count=n)
+        nb = np.fromiter((r.n_blocks for r in reqs), dtype=np.int64, count=n)
+        remaining = np.fromiter((r.target - r.generated for r in reqs), dtype=np.int64, count=n)
+        k0 = int(min(remaining.min(), _SPAN_CAP))
+        if self.drafts == 0:
+            k = k0
+            look = 1
+            # blocks needed after j steps: ceil((L + j) / bs) - nb, summed; largest j that fits
+            def need(j: int) -> int:
+                return int(np.maximum(-(-(L + j) // bs) - nb, 0).sum())
+            accepted = None
+            c_before = None
+        else:
+            look = 1 + self.drafts
+            u = self.rng.random((k0, n))
+            a = self.accept
+            if a <= 0.0:
+                acc = np.ones((k0, n), dtype=np.int64)
+            elif a >= 1.0:
+                acc = np.full((k0, n), 1 + self.drafts, dtype=np.int64)
+            else:
+                g = np.floor(np.log(np.maximum(u, 1e-300)) / math.log(a)).astype(np.int64)
+                acc = 1 + np.minimum(g, self.drafts)
+            cum = np.cumsum(acc, axis=0)
+            # first step at which each request reaches its target
+            fin = np.argmax(cum >= remaining[None, :], axis=0)
+            fin = np.where(cum[-1] >= remaining, fin, k0 - 1)
+            k = int(fin.min()) + 1
+            acc = acc[:k]
+            cum = cum[:k]
+            over = cum - remaining[None, :]
+            acc = np.where(over > 0, np.maximum(acc - over, 0), acc)
+            c_before = L[None, :] + np.vstack([np.zeros((1, n), dtype=np.int64), np.cumsum(acc, axis=0)[:-1]])
+            blocks_at = np.maximum(-(-(c_before + look) // bs) - nb[None, :], 0).sum(axis=1)
+            accepted = acc
+
+            def need(j: int) -> int:
+                return int(blocks_at[j - 1])
+        avail = kv.available
+        if need(1) > avail:
+            return None  # the next step already preempts
+        if need(k) > avail:
+            lo, hi = 1, k  # need(lo) fits, need(hi) does not
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if need(mid) <= avail:
+                    lo = mid
+                else:
+                    hi = mid
+            k = lo
+            if accepted is not None:
+                accepted = accepted[:k]
+                c_before = c_before[:k]  # type: ignore[index]
+        if accepted is None:
+            steps = np.arange(k, dtype=np.float64)
+            ctx = float(L.sum()) + n * steps + n
+            dt = self.timer.step_time(n, n, ctx, ctx)
+        else:
+            ctx_sum = c_before.sum(axis=1).astype(np.float64)  # type: ignore[union-attr]
+            kv_tokens = ctx_sum + n * look
+            attn = look * ctx_sum + n * look * (look + 1) / 2
+            dt = self.timer.step_time(n * look, n, attn, kv_tokens)
+        dt = np.broadcast_to(np.asarray(dt, dtype=np.float64), (k,))
+        ends = self.clock + np.cumsum(dt)
+        starts = np.concatenate(([self.clock], ends[:-1]))
+        if self.arrivals:
+            cut = int(np.searchsorted(starts, self.arrivals[0][0], side="left"))
+            if cut < k:
+                k = max(cut, 1)
+                ends, starts = ends[:k], starts[:k]
+                if accepted is not None:
+                    accepted = accepted[:k]
+        return Span(starts=starts, ends=ends, reqs=reqs, accepted=accepted)
+
+    def commit(self, bound: float | None = None) -> float | None:
+        """Apply the planned span (only the steps that start before ``bound``); end time if a request finished."""
+        span = self.plan
+        assert span is not None
+        self.plan = None
+        j = len(span.ends) if bound is None else int(np.searchsorted(span.starts, bound, side="left"))
+        if j <= 0:
+            return None
+        kv = self.kv
+        ends = span.ends[:j]
+        per_req: list[np.ndarray | None] = []
+        new_blocks = 0
+        bs = kv.block_size
+        look = 1 + self.drafts
+        finished = []
+        for i, r in enumerate(span.reqs):
+            if span.accepted is None:
+                g = j
+                per_req.append(None)
+                last_computed = r.computed + j - 1
+            else:
+                acc = span.accepted[:j, i]
+                g = int(acc.sum())
+                per_req.append(acc)
+                last_computed = r.computed + g - int(acc[-1])
+            blocks = max(-(-(last_computed + look) // bs) - r.n_blocks, 0)
+            new_blocks += blocks
+            r.n_blocks += blocks
+            r.computed += g
+            r.num_tokens += g
+            r.generated += g
+            self.c.generation_tokens += g
+            if r.generated >= r.target:
+                finished.append(r)
+        ok = kv.allocate(new_blocks)
+        assert ok, "span planned beyond the KV blocks available"
+        self.c.steps += j
+        self.clock = float(ends[-1])
+        self._emit_span(span, j, per_req)
+        for r in finished:
+            self.running.remove(r)
+            self._release(r)
+            self._finish(r, self.clock)
+        return self.clock if finished else None
