@@ -1,0 +1,81 @@
+"""Model catalog: published parameter totals, shapes the cost model needs, precision per weight group."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scoville.errors import UserError
+from scoville.sim.models import list_models, load_model
+
+
+@pytest.mark.parametrize(
+    "name, total_b, tol",
+    [
+        ("gpt-oss-120b", 116.8, 0.005),   # OpenAI model card
+        ("deepseek-r1", 671.0, 0.005),    # DeepSeek (MTP module excluded, as in the 671 B headline)
+        ("kimi-k2.5", 1030.0, 0.01),      # Moonshot: ~1.03-1.04 T incl. the ~0.4 B vision tower
+        ("llama-3.1-8b", 8.03, 0.005),
+        ("llama-3.1-70b", 70.6, 0.005),
+        ("qwen3-32b", 32.8, 0.01),
+    ],
+)
+def test_parameter_totals_match_published(name, total_b, tol):
+    m = load_model(name)
+    assert m.total_params / 1e9 == pytest.approx(total_b, rel=tol)
+
+
+def test_shipped_catalog():
+    assert {"gpt-oss-120b", "deepseek-r1", "kimi-k2.5", "llama-3.1-8b", "llama-3.1-70b", "qwen3-32b"} <= set(list_models())
+
+
+def test_gpt_oss_shapes_and_mxfp4_experts():
+    m = load_model("gpt-oss-120b")
+    assert (m.attention, m.num_sliding_layers, m.sliding_window) == ("gqa", 18, 128)
+    assert (m.num_experts, m.experts_per_token, m.num_moe_layers) == (128, 4, 36)
+    assert m.precision["experts"] == "mxfp4" and m.precision["attn"] == "bf16"
+    # ~61 GB MXFP4 experts + ~4 GB BF16 (SIM-REFERENCE table B)
+    assert sum(m.weight_bytes().values()) / 1e9 == pytest.approx(65.2, rel=0.02)
+
+
+def test_deepseek_mla_and_dense_layers():
+    m = load_model("deepseek-r1")
+    assert m.attention == "mla" and m.kv_elements_per_token_per_layer() == 576
+    assert (m.num_dense_layers, m.num_moe_layers, m.num_shared_experts, m.mtp_layers) == (3, 58, 1, 1)
+    assert m.active_params / 1e9 == pytest.approx(37.6, rel=0.01)
+    assert m.precision["experts"] == "fp8"
+    nvfp4 = m.weight_bytes(m.with_precision("nvfp4"))
+    assert sum(nvfp4.values()) / 1e9 == pytest.approx(385, rel=0.03)  # NVFP4 experts, FP8 attention
+
+
+def test_kimi_reads_text_config_and_int4_experts():
+    m = load_model("kimi-k2.5")
+    assert (m.num_heads, m.num_experts, m.num_dense_layers) == (64, 384, 1)
+    assert m.precision["experts"] == "int4" and m.precision["attn"] == "bf16" and m.precision["shared_experts"] == "bf16"
+    assert sum(m.weight_bytes().values()) / 1e9 == pytest.approx(594, rel=0.02)
+
+
+def test_any_config_json_path_and_mixtral_style_moe(tmp_path):
+    cfg = {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096,
+           "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000, "max_position_embeddings": 32768}
+    d = tmp_path / "mixtral"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    m = load_model(str(d))
+    assert m.name == "mixtral" and m.num_moe_layers == 32 and m.expert_intermediate == 14336
+    assert m.total_params / 1e9 == pytest.approx(46.7, rel=0.01)   # Mixtral 8x7B: 46.7 B
+
+
+def test_bad_config_is_one_line_user_error(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"hidden_size": 1024, "num_hidden_layers": 2, "vocab_size": 10}))
+    with pytest.raises(UserError) as exc:
+        load_model(str(p))
+    assert "num_attention_heads" in str(exc.value) and str(p) in str(exc.value) and "\n" not in str(exc.value)
+    p.write_text("{not json")
+    with pytest.raises(UserError, match="not valid JSON"):
+        load_model(str(tmp_path / "config.json"))
+    with pytest.raises(UserError, match="deepseek-r1"):
+        load_model("no-such-model")
