@@ -1,0 +1,186 @@
+"""``scoville sweep`` and ``scoville run``: measure an OpenAI-compatible server (or the built-in emulator).
+
+Thin: options become a ``scoville.client.sweep.Sweep``; the library does the
+work; this module prints the live progress, the summary table and the one-line
+errors. ``run`` is ``sweep`` restricted to one load point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from scoville.cli.runs_cmd import POINT_COLUMNS, points_table
+from scoville.client.config import ClientConfig
+from scoville.client.errors import ClientError
+from scoville.client.progress import LiveProgress
+from scoville.client.sweep import (Sweep, SweepInterrupted, SweepResult, emulator_target, resume_sweep,
+                                   run_sweep)
+from scoville.load import concurrency_sweep, parse_float_list, parse_int_list, rate_sweep
+from scoville.power.sources import cost_per_hour, plan_power, system_info
+from scoville.results.catalog import resolve_run
+from scoville.workload.synthetic import scenario
+
+console = Console(stderr=True)
+
+EMULATOR_DEFAULTS = {"hardware": "h200", "model": "llama-3.1-8b", "isl": 1024, "osl": 128,
+                     "concurrency": "1,2,4,8,16,32,64"}
+DEFAULT_CONCURRENCY = "1,2,4,8,16,32,64"
+DEFAULT_RATE_REQUESTS = 100
+
+
+def _write_report(run_dir: Path) -> Path | None:
+    """``<run_dir>/report.html`` via the report module when this build has it (else nothing)."""
+    try:
+        from scoville.report.html import write_report
+    except ImportError:
+        return None
+    return write_report([run_dir], run_dir / "report.html")
+
+
+def power_note(manifest_power: dict[str, Any]) -> str:
+    """The power source and boundary, printed beside every per-kW figure."""
+    w = manifest_power.get("watts_per_accelerator")
+    per = f" {w:g} W/accelerator" if w else ""
+    return f"power: {manifest_power.get('source')}{per} ({manifest_power.get('boundary')} boundary)"
+
+
+def _points(concurrency: str | None, rate: str | None, *, single: bool, num_requests: int | None,
+            warmup_requests: int | None, duration: float | None, burstiness: float, max_concurrency: int | None,
+            default_concurrency: str):
+    if concurrency and rate:
+        raise ClientError("give --concurrency or --rate, not both")
+    if rate:
+        rates = parse_float_list(rate)
+        if single and len(rates) != 1:
+            raise ClientError("`scoville run` measures one point: give one --rate (use `scoville sweep` for several)")
+        return rate_sweep(rates, num_requests=DEFAULT_RATE_REQUESTS if num_requests is None else num_requests,
+                          warmup_requests=warmup_requests or 0, burstiness=burstiness, duration_s=duration,
+                          max_concurrency=max_concurrency)
+    levels = parse_int_list(concurrency or ("1" if single else default_concurrency))
+    if single and len(levels) != 1:
+        raise ClientError("`scoville run` measures one point: give one --concurrency (use `scoville sweep` for several)")
+    return concurrency_sweep(levels, num_requests=num_requests, warmup_requests=warmup_requests, duration_s=duration)
+
+
+def _print_result(result: SweepResult, manifest_power: dict[str, Any], json_out: bool) -> None:
+    report = _write_report(result.run_dir)
+    if json_out:
+        print(json.dumps({"run_dir": str(result.run_dir), "run_id": result.run_dir.name, "status": result.status,
+                          "power": manifest_power, "report": str(report) if report else None,
+                          "points": result.rows}, indent=2, default=str))
+        return
+    out = Console()
+    out.print(points_table(f"{result.run_dir.name} ({result.status})", result.rows, POINT_COLUMNS))
+    out.print(power_note(manifest_power) + " — per-kW figures above use it")
+    out.print(f"run: {result.run_dir}" + (f"  report: {report}" if report else ""))
+
+
+def register(app: typer.Typer) -> None:
+    def measure(
+        ctx: typer.Context,
+        url: Annotated[Optional[str], typer.Option(help="Base URL of an OpenAI-compatible server; omit to measure the built-in emulator.")] = None,
+        api_key: Annotated[Optional[str], typer.Option(envvar="SCOVILLE_API_KEY", help="Bearer token (never written to disk).")] = None,
+        model: Annotated[Optional[str], typer.Option(help="Model name to request (default: the server's first).")] = None,
+        api: Annotated[str, typer.Option(help="completions (token-id prompts) or chat (text prompts).")] = "completions",
+        scenario_name: Annotated[Optional[str], typer.Option("--scenario", help="1k1k, 1k8k or 8k1k (InferenceX).")] = None,
+        isl: Annotated[Optional[int], typer.Option(help="Input tokens per request (max of the range).")] = None,
+        osl: Annotated[Optional[int], typer.Option(help="Output tokens per request (max of the range).")] = None,
+        range_ratio: Annotated[Optional[float], typer.Option(help="Lengths uniform on [ratio·L, L]; 0.8 = InferenceX, 1 = fixed.")] = None,
+        concurrency: Annotated[Optional[str], typer.Option(help="Closed-loop levels: 1,2,4 or 1-64 (doubling).")] = None,
+        rate: Annotated[Optional[str], typer.Option(help="Open-loop request rates per second: 1,2,4.")] = None,
+        burstiness: Annotated[float, typer.Option(help="Gamma shape of arrivals (1 = Poisson).")] = 1.0,
+        max_concurrency: Annotated[Optional[int], typer.Option(help="Cap on requests in flight for --rate points.")] = None,
+        num_requests: Annotated[Optional[int], typer.Option(help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
+        warmup_requests: Annotated[Optional[int], typer.Option(help="Warm-up requests per point (default 2·C).")] = None,
+        duration: Annotated[Optional[float], typer.Option(help="Stop sending after this many seconds per point.")] = None,
+        seed: Annotated[int, typer.Option(help="Workload and arrival seed.")] = 0,
+        hardware: Annotated[Optional[str], typer.Option(help="Hardware name in the catalog (h200, b200, ...).")] = None,
+        accelerators: Annotated[Optional[int], typer.Option(help="Accelerators serving the model.")] = None,
+        power: Annotated[Optional[str], typer.Option(help="rated | all-in | nvml | csv (default rated when known).")] = None,
+        power_csv: Annotated[Optional[Path], typer.Option(help="External meter CSV: t or timestamp, watts[, device].")] = None,
+        power_boundary: Annotated[Optional[str], typer.Option(help="chip | board | node | rack (default by source).")] = None,
+        rated_watts: Annotated[Optional[float], typer.Option(help="Rated W per accelerator (overrides the catalog).")] = None,
+        cost_per_hour_opt: Annotated[Optional[str], typer.Option("--cost-per-hour", help="$ per accelerator-hour, or a catalog preset (hyperscaler, neocloud, rental).")] = None,
+        compat: Annotated[str, typer.Option(help="inferencex (dashboard method) or clean (steady-state window).")] = "inferencex",
+        runs: Annotated[Path, typer.Option(help="Folder holding run directories.")] = Path("runs"),
+        resume: Annotated[Optional[str], typer.Option(help="Continue an interrupted run (path or id).")] = None,
+        json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")] = False,
+        ignore_eos: Annotated[bool, typer.Option("--ignore-eos/--no-ignore-eos", help="Ask for exactly max_tokens (vLLM ignore_eos/min_tokens).")] = True,
+        workers: Annotated[int, typer.Option(help="Client processes (0 = auto by concurrency).")] = 0,
+        timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 600.0,
+        tokenizer: Annotated[Optional[str], typer.Option(help="Local tokenizer.json for --api chat prompts.")] = None,
+        vocab_size: Annotated[int, typer.Option(help="Vocabulary size for token-id prompts.")] = 32000,
+    ) -> None:
+        """Measure a latency-throughput curve: closed-loop concurrency or open-loop rate points."""
+        single = ctx.info_name == "run"
+        progress = LiveProgress(console, enabled=not json_out and console.is_terminal)
+        try:
+            if resume:
+                run_dir = resolve_run(runs, resume)
+                with progress:
+                    result = resume_sweep(run_dir, api_key=api_key, base_url=url, observer=progress)
+                from scoville.results.store import read_manifest
+
+                _print_result(result, read_manifest(result.run_dir).get("power", {}), json_out)
+                return
+            with contextlib.ExitStack() as stack:
+                emulator = None
+                default_c = DEFAULT_CONCURRENCY
+                wl_isl, wl_osl, wl_name = isl, osl, scenario_name
+                system_defaults: dict[str, Any] = {}
+                if url is None:
+                    hw = hardware or EMULATOR_DEFAULTS["hardware"]
+                    mdl = model or EMULATOR_DEFAULTS["model"]
+                    console.print(f"no --url: measuring the built-in emulator ({hw}, {mdl})")
+                    handle = stack.enter_context(emulator_target(hw, mdl, None, api_key))
+                    target_url, model_name = handle.base_url, handle.model
+                    system_defaults = dict(getattr(handle, "system", {}) or {})
+                    emulator = {"hardware": hw, "model": mdl, "config": getattr(handle, "config", None)}
+                    hardware = system_defaults.get("hardware") or hw
+                    if wl_name is None and wl_isl is None and wl_osl is None:
+                        wl_isl, wl_osl = EMULATOR_DEFAULTS["isl"], EMULATOR_DEFAULTS["osl"]
+                    default_c = EMULATOR_DEFAULTS["concurrency"]
+                else:
+                    target_url, model_name = url, model or ""
+                    if wl_name is None and wl_isl is None and wl_osl is None:
+                        wl_name = "1k1k"
+                workload = scenario(wl_name, isl=wl_isl, osl=wl_osl, range_ratio=range_ratio, seed=seed)
+                points = _points(concurrency, rate, single=single, num_requests=num_requests,
+                                 warmup_requests=warmup_requests, duration=duration, burstiness=burstiness,
+                                 max_concurrency=max_concurrency, default_concurrency=default_c)
+                n_acc = accelerators or int(system_defaults.get("accelerators") or 1)
+                if rated_watts is None and system_defaults.get("rated_watts_per_accelerator") and power != "all-in":
+                    rated_watts = system_defaults["rated_watts_per_accelerator"]
+                source = power or ("rated" if (hardware or rated_watts) else "none")
+                plan = plan_power(source, hardware=hardware, accelerators=n_acc, rated_watts=rated_watts,
+                                  csv_path=str(power_csv) if power_csv else None, boundary=power_boundary)
+                cost = cost_per_hour(cost_per_hour_opt, hardware)
+                if cost is None:
+                    cost = system_defaults.get("cost_per_accelerator_hour")
+                system = system_info(hardware, n_acc, plan, cost)
+                if compat not in ("inferencex", "clean"):
+                    raise ClientError(f"unknown --compat {compat!r}; use inferencex or clean")
+                cfg = ClientConfig(base_url=target_url, model=model_name, api=api, api_key=api_key,
+                                   ignore_eos=ignore_eos, timeout_s=timeout, vocab_size=vocab_size,
+                                   tokenizer=tokenizer)
+                sweep = Sweep(cfg=cfg, workload=workload, points=points, power=plan, system=system,
+                              model={"name": model_name or None}, compat=compat, seed=seed, workers=workers,
+                              emulator=emulator)
+                with progress:
+                    result = run_sweep(sweep, runs, observer=progress, command=sys.argv)
+            _print_result(result, plan.manifest(), json_out)
+        except SweepInterrupted as e:
+            done = sum(r.get("num_requests", 0) for r in e.result.rows)
+            console.print(f"[yellow]interrupted[/]: {done} measured requests kept in {e.result.run_dir}; "
+                          f"resume with: scoville sweep --resume {e.result.run_dir}")
+            raise typer.Exit(130) from None
+
+    app.command("sweep")(measure)
+    app.command("run", help="Measure one load point (one --concurrency or one --rate).")(measure)

@@ -1,0 +1,88 @@
+"""Before a sweep: is the server there, which model does it serve, which request fields does it take.
+
+Fails fast with one line naming the URL when nothing answers, so a typo in
+``--url`` costs a second, not a sweep of timeouts. Detects whether the server
+accepts vLLM's extension fields (``ignore_eos``, ``min_tokens``,
+``continuous_usage_stats``) by sending one tiny request with them and, on a
+4xx, one without; the answer is kept in ``ClientConfig.extensions`` and the
+manifest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+from scoville.client.config import ClientConfig
+from scoville.client.driver import new_loop
+from scoville.client.errors import ClientError
+from scoville.client.request import Prompts
+from scoville.client.sse import SSEError, StreamParser
+from scoville.workload.spec import RequestSpec
+
+_PROBE = RequestSpec(request_id="probe", input_tokens=8, output_tokens=2, prompt_seed=7)
+
+
+async def _models(http: aiohttp.ClientSession, cfg: ClientConfig) -> list[str]:
+    try:
+        async with http.get(f"{cfg.base_url}/v1/models", headers=cfg.headers()) as resp:
+            if resp.status == 401:
+                raise ClientError(f"{cfg.base_url} wants an API key (HTTP 401); pass --api-key")
+            if resp.status != 200:
+                return []
+            data = await resp.json(content_type=None)
+            return [m.get("id") for m in data.get("data", []) if isinstance(m, dict) and m.get("id")]
+    except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, asyncio.TimeoutError) as e:
+        raise ClientError(f"cannot reach {cfg.base_url}: is the server running? ({type(e).__name__}: {e})") from None
+    except (aiohttp.ContentTypeError, ValueError):
+        return []
+
+
+async def _try(http: aiohttp.ClientSession, cfg: ClientConfig) -> tuple[int, str]:
+    body = Prompts(cfg).build(_PROBE)[0]
+    async with http.post(cfg.endpoint, data=body, headers=cfg.headers()) as resp:
+        if resp.status != 200:
+            return resp.status, " ".join((await resp.text()).split())[:200]
+        parser = StreamParser()
+        try:
+            async for data in resp.content.iter_any():
+                parser.feed(data, 0.0)
+            parser.close(0.0)
+        except SSEError as e:
+            return 200, f"malformed stream: {e}"
+        return 200, ""
+
+
+async def _probe(cfg: ClientConfig) -> dict[str, Any]:
+    timeout = aiohttp.ClientTimeout(total=60, sock_connect=5)
+    async with aiohttp.ClientSession(timeout=timeout) as http:
+        models = await _models(http, cfg)
+        if not cfg.model:
+            if not models:
+                raise ClientError(f"{cfg.base_url} lists no models at /v1/models; pass --model NAME")
+            cfg.model = models[0]
+        elif models and cfg.model not in models:
+            raise ClientError(f"{cfg.base_url} does not serve model {cfg.model!r}; it serves: {', '.join(models)}")
+        try:
+            status, text = await _try(http, cfg)
+            if cfg.extensions and 400 <= status < 500 and status not in (401, 404, 429):
+                cfg.extensions = False
+                status, text = await _try(http, cfg)
+        except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError) as e:
+            raise ClientError(f"cannot reach {cfg.base_url}: is the server running? ({e})") from None
+        except asyncio.TimeoutError:
+            raise ClientError(f"{cfg.endpoint} did not answer a 2-token request within 60 s") from None
+        if status == 401:
+            raise ClientError(f"{cfg.base_url} wants an API key (HTTP 401); pass --api-key")
+        if status == 404:
+            raise ClientError(f"{cfg.endpoint} not found (HTTP 404); try --api {'completions' if cfg.api == 'chat' else 'chat'}")
+        if status != 200 or text:
+            raise ClientError(f"{cfg.endpoint} rejected a test request (HTTP {status}): {text}")
+    return {"models": models, "extensions": cfg.extensions}
+
+
+def probe(cfg: ClientConfig) -> dict[str, Any]:
+    """Check the target and settle ``cfg.model`` and ``cfg.extensions``; ClientError with one line when unusable."""
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        return runner.run(_probe(cfg))

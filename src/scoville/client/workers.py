@@ -1,0 +1,233 @@
+"""Running a point in one process or spread over worker processes.
+
+Why processes: one Python event loop tops out at some tens of thousands of
+received chunks per second; past that the client, not the server, would set
+the measured latencies. Workers each run ``drive_point`` with a share of the
+lanes (closed loop) or of the sessions (open loop), pull session indices and
+request slots from counters in shared memory, stamp times with the parent's
+``t0`` (``perf_counter`` is CLOCK_MONOTONIC on Linux, one clock for all
+processes) and send each finished record to the parent at once, which
+journals it. So all records land in the one run directory, on one clock.
+
+Workers ignore SIGINT: the parent decides what an interrupt means (stop
+sending, keep what finished) and tells them; a parent killed outright closes
+their pipes, which ends them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import multiprocessing as mp
+import os
+import signal
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable
+
+import msgspec
+
+from scoville.client.config import ClientConfig
+from scoville.client.driver import (LocalCounters, drive_point, point_sessions, request_cap, run_async,
+                                    session_count)
+from scoville.client.errors import ClientError
+from scoville.load import LoadPoint
+from scoville.results.schema import RequestRecord
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(RequestRecord).decode
+# Lanes one event loop keeps with sub-millisecond timestamps at full speed (bench/bench_client.py).
+LANES_PER_WORKER = 256
+
+
+def auto_workers(point_lanes: int) -> int:
+    """Worker processes for the widest point: one loop up to LANES_PER_WORKER lanes, then more, up to the cores."""
+    return max(1, min(os.cpu_count() or 1, math.ceil(point_lanes / LANES_PER_WORKER)))
+
+
+def split(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+class _SharedCounters:
+    """Session and request counters in shared memory, reset by the parent before each point."""
+
+    def __init__(self, ctx) -> None:
+        self.session = ctx.Value("q", 0)
+        self.request = ctx.Value("q", 0)
+        self.session_cap = ctx.Value("q", 0)
+        self.request_cap = ctx.Value("q", -1)
+
+    def reset(self, sessions: int, requests: int | None) -> None:
+        for v, x in ((self.session, 0), (self.request, 0), (self.session_cap, sessions),
+                     (self.request_cap, -1 if requests is None else requests)):
+            with v.get_lock():
+                v.value = x
+
+    def take_session(self) -> int | None:
+        with self.session.get_lock():
+            if self.session.value >= self.session_cap.value:
+                return None
+            self.session.value += 1
+            return self.session.value - 1
+
+    def take_request(self) -> int | None:
+        with self.request.get_lock():
+            cap = self.request_cap.value
+            if cap >= 0 and self.request.value >= cap:
+                return None
+            self.request.value += 1
+            return self.request.value - 1
+
+
+def run_point_here(cfg: ClientConfig, workload: Any, point: LoadPoint, *, t0: float, t_start: float,
+                   on_record: Callable[[RequestRecord], None], seed: int = 0) -> None:
+    """Drive a whole point in this process (Ctrl-C cancels in-flight requests and re-raises)."""
+    sessions = point_sessions(workload, point)
+    counters = LocalCounters(len(sessions), request_cap(point))
+    lanes = point.concurrency or 1
+    run_async(drive_point(cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
+                          lanes=lanes, seed=seed, max_in_flight=point.concurrency if point.rate else None))
+
+
+def _worker_main(index: int, count: int, conn: Connection, counters: _SharedCounters, cfg: ClientConfig,
+                 workload: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    name = f"w{index}"
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg[0] == "exit":
+            return
+        if msg[0] == "stop":  # a stop that raced the end of a point
+            continue
+        _, point_dict, t0, t_start, seed = msg
+        point = msgspec.convert(point_dict, LoadPoint)
+        try:
+            _worker_point(index, count, name, conn, counters, cfg, workload, point, t0, t_start, seed)
+        except (BrokenPipeError, EOFError, OSError):
+            return  # the parent is gone
+        except Exception as e:  # report, do not hang the parent
+            conn.send_bytes(b"E" + f"{type(e).__name__}: {e}".encode())
+            continue
+        conn.send_bytes(b"D")
+
+
+def _worker_point(index: int, count: int, name: str, conn: Connection, counters: _SharedCounters,
+                  cfg: ClientConfig, workload: Any, point: LoadPoint, t0: float, t_start: float, seed: int) -> None:
+    sessions = point_sessions(workload, point)
+    lanes = split(point.concurrency or 1, count)[index]
+    max_in_flight = None
+    open_sessions = None
+    if point.rate is not None:
+        open_sessions = range(index, len(sessions), count)
+        max_in_flight = lanes if point.concurrency else None
+    send = conn.send_bytes
+
+    def on_record(rec: RequestRecord) -> None:
+        send(b"R" + _encode(rec))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(drive_point(
+            cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
+            lanes=lanes if point.rate is None else 0, seed=seed, open_sessions=open_sessions,
+            max_in_flight=max_in_flight, worker=name))
+
+        def on_message() -> None:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                msg = ("stop",)
+            if msg[0] == "stop":
+                task.cancel()
+
+        loop.add_reader(conn.fileno(), on_message)
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        finally:
+            loop.remove_reader(conn.fileno())
+
+    if point.rate is None and lanes == 0:
+        return
+    run_async(main())
+
+
+class WorkerPool:
+    """``count`` worker processes kept for a whole sweep."""
+
+    def __init__(self, count: int, cfg: ClientConfig, workload: Any) -> None:
+        ctx = mp.get_context("spawn")
+        self.counters = _SharedCounters(ctx)
+        self.conns: list[Connection] = []
+        self.procs = []
+        for i in range(count):
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_worker_main, args=(i, count, child, self.counters, cfg, workload),
+                            name=f"scoville-worker-{i}", daemon=True)
+            p.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(p)
+
+    def run_point(self, point: LoadPoint, *, t0: float, t_start: float, on_record: Callable[[RequestRecord], None],
+                  seed: int = 0) -> None:
+        """Drive one point over all workers; on KeyboardInterrupt stop them, keep what finished, re-raise."""
+        self.counters.reset(session_count(point), request_cap(point))
+        for c in self.conns:
+            c.send(("point", point.to_dict(), t0, t_start, seed))
+        pending = set(self.conns)
+        try:
+            self._collect(on_record, pending)
+        except KeyboardInterrupt:
+            for c in pending:
+                try:
+                    c.send(("stop",))
+                except OSError:
+                    pass
+            try:
+                self._collect(on_record, pending, timeout=5.0)
+            except (KeyboardInterrupt, TimeoutError, ClientError):
+                pass
+            raise
+
+    def _collect(self, on_record: Callable[[RequestRecord], None], pending: set[Connection],
+                 timeout: float | None = None) -> None:
+        """Journal records as they come until every pending worker reports its point done."""
+        errors = []
+        while pending:
+            ready = wait(list(pending), timeout=timeout)
+            if not ready:
+                raise TimeoutError("workers did not finish")
+            for c in ready:
+                try:
+                    msg = c.recv_bytes()
+                except (EOFError, OSError):
+                    pending.discard(c)
+                    errors.append("a worker process died")
+                    continue
+                tag = msg[:1]
+                if tag == b"R":
+                    on_record(_decode(msg[1:]))
+                elif tag == b"D":
+                    pending.discard(c)
+                elif tag == b"E":
+                    pending.discard(c)
+                    errors.append(msg[1:].decode())
+        if errors:
+            raise ClientError(f"client worker failed: {errors[0]}")
+
+    def close(self) -> None:
+        for c in self.conns:
+            try:
+                c.send(("exit",))
+            except OSError:
+                pass
+        for p in self.procs:
+            p.join(2)
+            if p.is_alive():
+                p.terminate()
+                p.join(2)
