@@ -47,7 +47,8 @@ def make_run(root: Path, name: str, points: list[tuple[float, float]], *, hardwa
     n = requests_per_point
     for idx, (inter, per_kw) in enumerate(points):
         decode = (OUT_TOKENS - 1) / inter
-        in_tok = max(1, math.ceil(per_kw * kw * (decode + 0.2) / n) - OUT_TOKENS)
+        ttft_goal = 0.1 * 2 ** (0.8 * idx)  # queueing grows with load, as in a real sweep
+        in_tok = max(1, math.ceil(per_kw * kw * (decode + ttft_goal) / n) - OUT_TOKENS)
         e2e = n * (in_tok + OUT_TOKENS) / (per_kw * kw)
         ttft = e2e - decode
         recs = []

@@ -1,0 +1,1 @@
+"""Reports: one self-contained HTML file (plotly, offline) and the same charts as PNG/SVG (matplotlib)."""

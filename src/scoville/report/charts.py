@@ -1,0 +1,230 @@
+"""Renderer-neutral chart specifications: the same charts feed plotly (HTML) and matplotlib (PNG/SVG).
+
+A chart is a list of series with axis titles (always with units) and a log
+flag per axis, chosen from the data: an axis goes logarithmic when its values
+span more than ``LOG_SPAN`` (a frontier from 118 to 85,400 tok/s/kW is
+unreadable on a linear axis). Each system keeps one colour on every chart.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from scoville.analysis.compare import UNITS
+from scoville.analysis.frontier import frontier
+from scoville.analysis.runs import System
+from scoville.metrics import _chunk_gaps  # the one definition of ITL
+
+LOG_SPAN = 30.0
+# Okabe–Ito: distinguishable with every common colour-vision deficiency.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+CDF_LEVELS = 201
+
+
+@dataclass
+class Series:
+    """One trace: ``kind`` is "frontier" (line), "points" (markers) or "line"."""
+
+    name: str
+    x: list[float]
+    y: list[float]
+    kind: str
+    color: str
+    group: str = ""
+    hover: list[str] | None = None
+    step: bool = False
+    dominated: list[bool] | None = None  # per marker: off the frontier (drawn hollow)
+
+
+@dataclass
+class Chart:
+    """A chart as data; ``id`` is stable (used as the HTML element id and the image file name)."""
+
+    id: str
+    title: str
+    x_label: str
+    y_label: str
+    series: list[Series] = field(default_factory=list)
+    x_log: bool = False
+    y_log: bool = False
+    note: str | None = None
+    bands: list[tuple[float, float, str]] = field(default_factory=list)  # shaded x-ranges with labels
+
+    def autoscale(self) -> "Chart":
+        """Log axes where the plotted values span decades."""
+        self.x_log = _spans_decades([v for s in self.series for v in s.x])
+        self.y_log = _spans_decades([v for s in self.series for v in s.y])
+        return self
+
+
+def _spans_decades(values: Sequence[float]) -> bool:
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    if not vals or min(vals) <= 0:
+        return False
+    return max(vals) / min(vals) > LOG_SPAN
+
+
+def system_colors(systems: Sequence[System]) -> dict[str, str]:
+    return {s.label: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)}
+
+
+X_AXES = {
+    "interactivity": ("interactivity", "interactivity (tok/s/user, 1/median TPOT)", "vs interactivity"),
+    "e2e": ("e2e_s_median", "end-to-end latency, median (s)", "vs E2E latency"),
+    "ttft": ("ttft_s_median", "time to first token, median (s)", "vs TTFT"),
+}
+
+
+def _hover(row: dict[str, Any], x_label: str, y_label: str, x: float, y: float) -> str:
+    parts = [f"{row.get('system', '')}", f"run {row.get('run_id', '')} · point {row.get('label') or row.get('point')}"]
+    if row.get("concurrency") is not None:
+        parts.append(f"concurrency {row['concurrency']}")
+    if row.get("rate") is not None:
+        parts.append(f"rate {row['rate']:.4g} req/s")
+    parts.append(f"{x_label}: {x:.4g}")
+    parts.append(f"{y_label}: {y:,.4g}")
+    if row.get("config"):
+        parts.append(f"config {row['config']}")
+    return "<br>".join(parts)
+
+
+def frontier_chart(systems: Sequence[System], x_key: str, per: str, metric: str = "total") -> Chart:
+    """Each system's load points and its Pareto frontier (Steffen-interpolated line)."""
+    x_metric, x_label, x_title = X_AXES[x_key]
+    y_metric = {"kW": f"{metric}_throughput_per_kw", "accelerator": f"{metric}_throughput_per_accelerator"}[per]
+    colors = system_colors(systems)
+    with_y = [s for s in systems if any(isinstance(r.get(y_metric), (int, float)) for r in s.rows)]
+    missing = [s.label for s in systems if s not in with_y]
+    bases = {s.power_basis for s in with_y}
+    y_label = f"{metric} throughput ({UNITS[per]})"
+    if per == "kW" and len(bases) == 1:
+        y_label = f"{metric} throughput ({UNITS[per]}; power: {next(iter(bases))})"
+    chart = Chart(id=f"frontier-{per.lower()}-{x_key}", title=f"Throughput per {per} {x_title}",
+                  x_label=x_label, y_label=y_label)
+    if missing:
+        chart.note = "no power figure, not shown: " + ", ".join(missing)
+    for s in with_y:
+        f = frontier(s.rows, x_metric, y_metric)
+        name = s.label if per != "kW" or len(bases) == 1 else f"{s.label} [{s.power_basis}]"
+        pts = sorted([(p, False) for p in f.points] + [(p, True) for p in f.dominated], key=lambda q: q[0].x)
+        chart.series.append(Series(f"{name} points", [p.x for p, _ in pts], [p.y for p, _ in pts], "points",
+                                   colors[s.label], s.label,
+                                   [_hover(p.row, x_label, y_label, p.x, p.y) + ("<br>(dominated)" if d else "")
+                                    for p, d in pts], dominated=[d for _, d in pts]))
+        chart.series.append(Series(name, [], [], "frontier", colors[s.label], s.label))
+    chart.autoscale()  # from the measured points only; the lines are drawn on the chosen scale
+    for s, series in zip(with_y, chart.series[1::2]):
+        f = frontier(s.rows, x_metric, y_metric)
+        series.x, series.y = f.curve(80, log_x=chart.x_log)
+    return chart
+
+
+def frontier_charts(systems: Sequence[System], metric: str = "total") -> list[Chart]:
+    """Throughput per accelerator and per kW against interactivity, E2E latency and TTFT."""
+    has_power = any(isinstance(r.get(f"{metric}_throughput_per_kw"), (int, float)) for s in systems for r in s.rows)
+    pers = ("accelerator", "kW") if has_power else ("accelerator",)
+    return [frontier_chart(systems, x_key, per, metric) for x_key in X_AXES for per in pers]
+
+
+def _quantile_curve(values: np.ndarray) -> tuple[list[float], list[float]]:
+    """An empirical CDF reduced to CDF_LEVELS quantiles (millions of ITL samples stay small)."""
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return [], []
+    levels = np.linspace(0.0, 1.0, CDF_LEVELS)
+    if values.size <= CDF_LEVELS:
+        xs = np.sort(values)
+        return xs.tolist(), (np.arange(1, xs.size + 1) / xs.size).tolist()
+    return np.quantile(values, levels).tolist(), levels.tolist()
+
+
+# viridis at 0, .25, .5, .75, 1 (hard-coded: importing matplotlib here would slow every report)
+_VIRIDIS = ((0x44, 0x01, 0x54), (0x3b, 0x52, 0x8b), (0x21, 0x91, 0x8c), (0x5e, 0xc9, 0x62), (0xfd, 0xe7, 0x25))
+
+
+def point_colors(n: int) -> list[str]:
+    """Dark-to-light sequence for load points (low to high load), perceptually ordered."""
+    out = []
+    for i in range(n):
+        pos = 0.9 * (i / max(n - 1, 1)) * (len(_VIRIDIS) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(_VIRIDIS) - 1)
+        frac = pos - lo
+        rgb = [round(a + (b - a) * frac) for a, b in zip(_VIRIDIS[lo], _VIRIDIS[hi])]
+        out.append("#" + "".join(f"{c:02x}" for c in rgb))
+    return out
+
+
+def latency_samples(requests: pa.Table) -> dict[int, dict[str, np.ndarray]]:
+    """Per point: TTFT, TPOT and ITL samples (s) of measured, successful requests."""
+    keep = pc.and_(pc.invert(requests.column("warmup")), requests.column("ok"))
+    ok = requests.filter(keep)
+    out: dict[int, dict[str, np.ndarray]] = {}
+    points = ok.column("point").to_numpy()
+    for idx in sorted(set(points.tolist())):
+        sub = ok.filter(pc.equal(ok.column("point"), idx))
+
+        def col(name: str) -> np.ndarray:
+            return sub.column(name).to_numpy(zero_copy_only=False).astype(float)
+
+        sent, first, done, n_out = col("t_sent"), col("t_first_token"), col("t_done"), col("output_tokens")
+        multi = n_out > 1
+        out[idx] = {
+            "ttft": first - sent,
+            "tpot": ((done - first) / np.maximum(n_out - 1, 1))[multi],
+            "itl": _chunk_gaps(sub.column("token_times"), sub.column("token_counts"), per_token=False),
+            "window": np.array([sent.min(), done.max()]),
+        }
+    return out
+
+
+CDF_KINDS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (gaps between streamed chunks)"))
+
+
+def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[str, np.ndarray]]) -> list[Chart]:
+    """TTFT / TPOT / ITL CDFs of one run, one line per load point."""
+    labels = {p["index"]: p.get("label") or f"point {p['index']}" for p in plan}
+    colors = point_colors(len(samples))
+    charts = []
+    for kind, title in CDF_KINDS:
+        chart = Chart(id=f"cdf-{kind}-{run_id}", title=f"{title} CDF", x_label=f"{kind.upper()} (s)",
+                      y_label="fraction of requests" if kind != "itl" else "fraction of gaps")
+        for color, (idx, s) in zip(colors, samples.items()):
+            xs, ys = _quantile_curve(s[kind])
+            if xs:
+                chart.series.append(Series(str(labels.get(idx, idx)), xs, ys, "line", color, step=True))
+        chart.x_log = _spans_decades([v for se in chart.series for v in se.x])
+        charts.append(chart)
+    return charts
+
+
+MAX_POWER_SAMPLES = 3000
+
+
+def power_chart(run_id: str, power: pa.Table, plan: list[dict[str, Any]],
+                samples: dict[int, dict[str, np.ndarray]]) -> Chart | None:
+    """Measured power per device over the run, with each load point's window shaded."""
+    if power.num_rows == 0:
+        return None
+    chart = Chart(id=f"power-{run_id}", title="Power over time (measured)", x_label="time since run start (s)",
+                  y_label="power (W)")
+    t = power.column("t").to_numpy()
+    w = power.column("watts").to_numpy()
+    devices = np.asarray(power.column("device").to_pylist(), dtype=object)
+    names = sorted(set(devices.tolist()))
+    for i, dev in enumerate(names):
+        mask = devices == dev
+        order = np.argsort(t[mask])
+        td, wd = t[mask][order], w[mask][order]
+        stride = max(1, td.size // MAX_POWER_SAMPLES)
+        chart.series.append(Series(str(dev), td[::stride].tolist(), wd[::stride].tolist(), "line",
+                                   PALETTE[i % len(PALETTE)]))
+    labels = {p["index"]: p.get("label") or f"point {p['index']}" for p in plan}
+    chart.bands = [(float(s["window"][0]), float(s["window"][1]), str(labels.get(i, i))) for i, s in samples.items()]
+    return chart

@@ -1,0 +1,259 @@
+"""One self-contained HTML report: every chart, table and manifest a reader needs to judge a comparison.
+
+plotly.js is read from the installed plotly Python package and inlined, so the
+file opens offline and makes no network request (no CDN, no web fonts). Figures
+are built as plain JSON from the renderer-neutral chart specs in
+``scoville.report.charts``; the sweep command calls ``write_report`` after every
+sweep, so it avoids anything slow (no plotly.graph_objects, no matplotlib).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+import scoville
+from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_value
+from scoville.analysis.runs import System, load_systems
+from scoville.errors import UserError
+from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
+                                    system_colors)
+from scoville.report.plotly_fig import figure
+from scoville.results.store import read_power, read_requests
+
+CSS = """
+:root { --fg: #1d1d1f; --muted: #5f6368; --line: #dadce0; --bg-alt: #f6f8fa; }
+* { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif;
+       color: var(--fg); margin: 0 auto; max-width: 1500px; padding: 24px 32px 64px; line-height: 1.45; }
+h1 { font-size: 30px; margin: 0 0 4px; } h2 { font-size: 23px; margin: 40px 0 8px; border-bottom: 2px solid var(--line);
+padding-bottom: 4px; } h3 { font-size: 18px; margin: 24px 0 8px; }
+.meta, .note { color: var(--muted); font-size: 14px; }
+.systems { display: flex; flex-wrap: wrap; gap: 10px 28px; margin: 14px 0; font-size: 15px; }
+.swatch { display: inline-block; width: 14px; height: 14px; border-radius: 3px; margin-right: 6px;
+          vertical-align: -2px; }
+.grid2 { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 18px; }
+.grid3 { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 14px; }
+.chart { border: 1px solid var(--line); border-radius: 8px; padding: 4px; min-height: 470px; }
+table { border-collapse: collapse; font-size: 14px; margin: 8px 0 4px; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid var(--line); padding: 5px 10px; text-align: right; white-space: nowrap; }
+th:first-child, td:first-child { text-align: left; }
+thead th { background: var(--bg-alt); position: sticky; top: 0; }
+table.cmp td:first-child { font-weight: 600; white-space: normal; min-width: 260px; }
+.undef { color: #a33; font-style: italic; }
+.scroll { overflow-x: auto; }
+table.facts td { text-align: left; } table.facts td:first-child { color: var(--muted); width: 220px; }
+details { margin: 8px 0; } summary { cursor: pointer; color: var(--muted); }
+pre { background: var(--bg-alt); padding: 12px; border-radius: 6px; font-size: 12px; overflow-x: auto; }
+@media (max-width: 1000px) { .grid2, .grid3 { grid-template-columns: 1fr; } }
+"""
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """The plotly.js bundle shipped inside the plotly Python package."""
+    try:
+        return (resources.files("plotly") / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError) as e:
+        raise UserError("plotly.js not found in the plotly package; reinstall it: pip install --force-reinstall "
+                        "plotly") from e
+
+
+def _e(v: Any) -> str:
+    return html.escape("" if v is None else str(v))
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+
+    def cell(c: str) -> str:
+        undef = c in ("beyond reach", "below range", "no points") or c.startswith("baseline ")
+        return f'<td class="undef">{_e(c)}</td>' if undef else f"<td>{_e(c)}</td>"
+
+    body = "".join("<tr>" + "".join(cell(c) for c in r) + "</tr>" for r in rows)
+    return f'<div class="scroll"><table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _chart_div(chart: Chart) -> str:
+    return f'<div class="chart" id="{_e(chart.id)}" data-chart="{_e(chart.id)}"></div>'
+
+
+def comparison_section(comparisons: list[Comparison]) -> str:
+    parts = ["<h2>Comparison</h2>",
+             '<p class="note">Ratios are each system over the first (the baseline). Throughput at an interactivity '
+             "is read off each system's Pareto frontier by monotone (Steffen) interpolation and is never "
+             "extrapolated: \u201cbeyond reach\u201d means the frontier ends before that interactivity. "
+             "<em>auto</em> is the highest interactivity the baseline reaches. Total throughput counts input + "
+             "output tokens (InferenceX's \u201cthroughput per GPU\u201d).</p>"]
+    for c in comparisons:
+        header, rows = c.table()
+        parts.append(f"<h3>Throughput per {_e(c.per)}</h3>")
+        parts.append(_table(header, rows, "cmp"))
+    return "\n".join(parts)
+
+
+POINT_COLUMNS = [
+    ("label", "point"), ("concurrency", "conc."), ("num_ok", "ok"), ("num_errors", "errors"),
+    ("interactivity", "tok/s/user"),
+    ("ttft_s_median", "TTFT p50"), ("ttft_s_p90", "p90"), ("ttft_s_p99", "p99"),
+    ("tpot_s_median", "TPOT p50"), ("tpot_s_p90", "p90"), ("tpot_s_p99", "p99"),
+    ("itl_s_median", "ITL p50"), ("itl_s_p90", "p90"), ("itl_s_p99", "p99"),
+    ("e2e_s_median", "E2E p50"), ("e2e_s_p90", "p90"), ("e2e_s_p99", "p99"),
+    ("total_throughput_per_accelerator", "tok/s/acc"), ("total_throughput_per_kw", "tok/s/kW"),
+    ("power_w", "power W"), ("usd_per_mtok_total", "$/Mtok"),
+]
+
+
+def _cell(key: str, v: Any) -> str:
+    if v is None:
+        return "—"
+    if key.endswith(("_median", "_p90", "_p99")) and "_s_" in key:
+        return fmt_seconds(v)
+    if key == "usd_per_mtok_total":
+        return f"{v:.3g}"
+    if isinstance(v, float):
+        return fmt_value(v)
+    return str(v)
+
+
+def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    system, model = manifest.get("system") or {}, manifest.get("model") or {}
+    serving, workload = manifest.get("serving") or {}, manifest.get("workload") or {}
+    power, plan = manifest.get("power") or {}, manifest.get("load_plan") or {}
+    points = plan.get("points", [])
+    conc = [p.get("concurrency") for p in points if p.get("concurrency") is not None]
+    rates = [p.get("rate") for p in points if p.get("rate") is not None]
+    load = (f"{len(points)} points; concurrency {', '.join(map(str, conc))}" if conc else
+            f"{len(points)} points; rate {', '.join(f'{r:g}' for r in rates)} req/s" if rates else f"{len(points)} points")
+
+    def js(v: Any) -> str:
+        return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else ("—" if v is None else str(v))
+
+    return [
+        ("run id", js(manifest.get("run_id"))),
+        ("source", js(manifest.get("source"))),
+        ("status", js(manifest.get("status"))),
+        ("created", js(manifest.get("created_at"))),
+        ("hardware", f"{js(system.get('hardware'))} × {js(system.get('accelerators'))} accelerators"),
+        ("rated power per accelerator", f"{js(system.get('rated_watts_per_accelerator'))} W"),
+        ("power source, boundary", f"{js(power.get('source'))}, {js(power.get('boundary') or system.get('power_boundary'))}"
+                                   + (f" ({power['watts_per_accelerator']:g} W per accelerator)"
+                                      if power.get("watts_per_accelerator") else "")),
+        ("cost per accelerator-hour", f"${system['cost_per_accelerator_hour']:g}"
+                                      if system.get("cost_per_accelerator_hour") else "—"),
+        ("model, precision", f"{js(model.get('name'))}, {js(model.get('precision'))}"),
+        ("serving", f"{js(serving.get('framework'))} {js(serving.get('version') or '')}".strip()),
+        ("parallelism", js(serving.get("parallelism"))),
+        ("serving options", js(serving.get("options"))),
+        ("workload", js(workload)),
+        ("load plan", load),
+        ("metrics mode (compat)", js(manifest.get("compat", "inferencex"))),
+        ("SLO", js(manifest.get("slo") or None)),
+        ("target", js(manifest.get("target"))),
+        ("scoville version", js(manifest.get("scoville_version"))),
+    ]
+
+
+def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: str,
+                figures: dict[str, dict[str, Any]]) -> str:
+    rows = [r for r in system.rows if r.get("run_id") == manifest.get("run_id", run_dir.name)]
+    plan = (manifest.get("load_plan") or {}).get("points", [])
+    run_id = manifest.get("run_id", run_dir.name)
+    safe_id = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in run_id)
+    parts = [f'<h2><span class="swatch" style="background:{color}"></span>{_e(system.label)} '
+             f'<span class="meta">· run {_e(run_id)}</span></h2>']
+    parts.append('<h3>Setup</h3>' + _table(["", ""], [[k, v] for k, v in _facts(manifest)], "facts")
+                 .replace("<thead><tr><th></th><th></th></tr></thead>", ""))
+    parts.append("<h3>Latency percentiles per load point (s)</h3>")
+    parts.append(_table([h for _, h in POINT_COLUMNS], [[_cell(k, r.get(k)) for k, _ in POINT_COLUMNS]
+                                                        for r in sorted(rows, key=lambda r: r.get("point", 0))]))
+    requests = read_requests(run_dir)
+    samples = latency_samples(requests) if requests.num_rows else {}
+    charts = cdf_charts(safe_id, plan, samples) if samples else []
+    if charts:
+        parts.append("<h3>Latency distributions</h3><div class=\"grid3\">" +
+                     "".join(_chart_div(c) for c in charts) + "</div>")
+    pc = power_chart(safe_id, read_power(run_dir), plan, samples)
+    if pc is not None:
+        parts.append("<h3>Power over time</h3>" + _chart_div(pc))
+        charts.append(pc)
+    for c in charts:
+        figures[c.id] = figure(c)
+    parts.append("<details><summary>Full manifest (manifest.json)</summary><pre>"
+                 + _e(json.dumps(manifest, indent=2, default=str)) + "</pre></details>")
+    return "\n".join(parts)
+
+
+def _comparisons(systems: list[System], at: Sequence[float | str]) -> list[Comparison]:
+    out = []
+    for per in ("kW", "accelerator", "dollar"):
+        try:
+            out.append(compare(systems, at, per=per))
+        except UserError:
+            continue  # e.g. no power or no price recorded: that table is left out, the others stay
+    return out
+
+
+def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[float | str] = ("auto",)) -> str:
+    """The report's HTML for systems made of the given groups of run directories."""
+    if not groups or not all(groups):
+        raise UserError("report needs at least one run")
+    systems = load_systems(groups)
+    colors = system_colors(systems)
+    figures: dict[str, dict[str, Any]] = {}
+    frontiers = frontier_charts(systems)
+    for c in frontiers:
+        figures[c.id] = figure(c)
+    comparisons = _comparisons(systems, at)
+    title = title or "scoville report: " + " vs ".join(s.label for s in systems)
+    legend = "".join(f'<span><span class="swatch" style="background:{colors[s.label]}"></span><b>{_e(s.label)}</b>'
+                     f' <span class="meta">{_e(s.source)} · power {_e(s.power_basis)} · '
+                     f'{_e(", ".join(d.name for d in s.run_dirs))}</span></span>' for s in systems)
+    body = [f"<h1>{_e(title)}</h1>",
+            f'<div class="meta">generated {datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} by scoville '
+            f"{_e(scoville.__version__)}</div>",
+            f'<div class="systems">{legend}</div>',
+            comparison_section(comparisons),
+            "<h2>Pareto frontiers</h2>",
+            '<p class="note">Filled markers lie on a frontier, hollow ones are dominated by another load point or '
+            "configuration of the same system; lines are the Steffen interpolation along each frontier. "
+            "Hover a marker for its run, load point and configuration.</p>",
+            '<div class="grid2">' + "".join(_chart_div(c) for c in frontiers) + "</div>"]
+    for s in systems:
+        for d, m in zip(s.run_dirs, s.manifests):
+            body.append(run_section(s, d, m, colors[s.label], figures))
+    data = json.dumps(figures, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    script = ("const FIGS = " + data + ";\n"
+              "const CONFIG = {displaylogo: false, responsive: true, "
+              "toImageButtonOptions: {format: 'png', scale: 2}};\n"
+              "Promise.all(Object.entries(FIGS).map(([id, f]) => Plotly.newPlot(id, f.data, f.layout, CONFIG)))"
+              ".then(() => { document.body.dataset.chartsReady = 'yes'; });\n")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_e(title)}</title><style>{CSS}</style>"
+            f"<script>{plotly_js()}</script></head><body>\n" + "\n".join(body)
+            + f"\n<script>\n{script}</script>\n</body></html>\n")
+
+
+def write_report_groups(groups: list[list[Path]], out: Path, *, title: str | None = None,
+                        at: Sequence[float | str] = ("auto",)) -> Path:
+    """Write the report for systems that may pool several runs each; returns ``out``."""
+    text = render(groups, title=title, at=at)
+    out = Path(out)
+    if out.parent and not out.parent.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def write_report(run_dirs: list[Path], out: Path, *, title: str | None = None) -> Path:
+    """One self-contained HTML report comparing ``run_dirs`` (the first is the baseline); returns ``out``."""
+    return write_report_groups([[Path(d)] for d in run_dirs], out, title=title)

@@ -1,0 +1,109 @@
+"""The report's charts as PNG/SVG files (matplotlib), for papers and slides.
+
+Same chart specs as the HTML report, so a slide and the interactive page can
+never disagree. matplotlib is imported only here (and only when asked for),
+keeping ``write_report`` fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from scoville.analysis.runs import load_systems
+from scoville.errors import UserError
+from scoville.report.charts import Chart, cdf_charts, frontier_charts, latency_samples, power_chart
+from scoville.report.plotly_fig import log_ticks, tick_label
+from scoville.results.store import read_power, read_requests
+
+FORMATS = ("png", "svg")
+
+
+def _safe(run_id: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in run_id)
+
+
+def report_charts(groups: list[list[Path]]) -> list[Chart]:
+    """Every chart of the report for these systems: frontiers, then each run's CDFs and power."""
+    systems = load_systems(groups)
+    charts = frontier_charts(systems)
+    for s in systems:
+        for d, m in zip(s.run_dirs, s.manifests):
+            plan = (m.get("load_plan") or {}).get("points", [])
+            run_id = _safe(m.get("run_id", d.name))
+            requests = read_requests(d)
+            samples = latency_samples(requests) if requests.num_rows else {}
+            if samples:
+                charts.extend(cdf_charts(run_id, plan, samples))
+            pc = power_chart(run_id, read_power(d), plan, samples)
+            if pc is not None:
+                charts.append(pc)
+    return charts
+
+
+def _apply_log_ticks(axis, values: Sequence[float]) -> None:  # type: ignore[no-untyped-def]
+    vals = [v for v in values if v and v > 0]
+    if not vals:
+        return
+    ticks = log_ticks(min(vals), max(vals))
+    axis.set_ticks(ticks)
+    axis.set_ticklabels([tick_label(t) for t in ticks])
+    axis.set_minor_locator(__import__("matplotlib.ticker", fromlist=["NullLocator"]).NullLocator())
+
+
+def draw(chart: Chart, path: Path) -> Path:
+    """Render one chart to ``path`` (format from its suffix)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    wide = chart.id.startswith("power-")
+    fig, ax = plt.subplots(figsize=(12, 5) if wide else (8, 5.5), dpi=150, layout="constrained")
+    try:
+        for a, b, label in chart.bands:
+            ax.axvspan(a, b, color="#888", alpha=0.12, lw=0)
+            ax.annotate(label, ((a + b) / 2, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
+                        fontsize=9, color="#555")
+        for s in chart.series:
+            if s.kind == "points":
+                on = [i for i, d in enumerate(s.dominated or [False] * len(s.x)) if not d]
+                off = [i for i, d in enumerate(s.dominated or [False] * len(s.x)) if d]
+                ax.scatter([s.x[i] for i in on], [s.y[i] for i in on], s=42, color=s.color, zorder=3,
+                           edgecolors=s.color)
+                ax.scatter([s.x[i] for i in off], [s.y[i] for i in off], s=42, facecolors="none",
+                           edgecolors=s.color, linewidths=1.4, zorder=3)
+            else:
+                ax.plot(s.x, s.y, color=s.color, lw=2.6 if s.kind == "frontier" else 1.8,
+                        drawstyle="steps-post" if s.step else "default", label=s.name)
+        if chart.x_log:
+            ax.set_xscale("log")
+            _apply_log_ticks(ax.xaxis, [v for s in chart.series for v in s.x])
+        if chart.y_log:
+            ax.set_yscale("log")
+            _apply_log_ticks(ax.yaxis, [v for s in chart.series for v in s.y])
+        ax.set_title(chart.title, fontsize=15, loc="left", pad=14 if chart.bands else 6)
+        ax.set_xlabel(chart.x_label, fontsize=13)
+        ax.set_ylabel(chart.y_label, fontsize=13)
+        ax.tick_params(labelsize=11)
+        ax.grid(True, color="#e6e6e6", lw=0.8)
+        ax.set_axisbelow(True)
+        if chart.note:
+            ax.text(1.0, 1.01, chart.note, transform=ax.transAxes, ha="right", va="bottom", fontsize=9,
+                    color="#a33")
+        if any(s.kind != "points" for s in chart.series):
+            ax.legend(fontsize=11, frameon=False, loc="best", ncol=2 if len(chart.series) > 8 else 1)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def write_images(groups: list[list[Path]], out_dir: Path, fmt: str) -> list[Path]:
+    """Every report chart as ``out_dir/<chart id>.<fmt>``; returns the files written."""
+    if fmt not in FORMATS:
+        raise UserError(f"image format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"{out_dir} exists and is not a folder; give a folder for the {fmt.upper()} files")
+    return [draw(c, out_dir / f"{c.id}.{fmt}") for c in report_charts(groups)]
