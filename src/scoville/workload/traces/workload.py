@@ -135,7 +135,9 @@ class TraceWorkload:
 
     @property
     def has_arrivals(self) -> bool:
-        return self.options.replay == "timed" and all(s.turns[0].t is not None for s in self.trace_sessions)
+        # AgentX times are relative to each session's own start: they say nothing about when sessions arrive.
+        return (self.options.replay == "timed" and self.format != "agentx"
+                and all(s.turns[0].t is not None for s in self.trace_sessions))
 
     def summary(self) -> dict[str, Any]:
         turns = [t for s in self.trace_sessions for t in s.turns]
@@ -182,7 +184,7 @@ class TraceWorkload:
             raise WorkloadError("AgentX replay is closed-loop (concurrency = live session trees); "
                                 "use --concurrency, or --replay timed for open-loop arrivals")
         if not self.has_arrivals:
-            raise WorkloadError(f"{self.path}: the trace records no arrival times; replay it closed-loop "
+            raise WorkloadError(f"{self.path}: the trace records no session arrival times; replay it closed-loop "
                                 "(--concurrency) or give a --request-rate")
         starts = self._starts()
         n = starts.size
