@@ -1,0 +1,114 @@
+"""``scoville compare`` and ``scoville report``: the verdict table and the report file.
+
+A run argument is a run directory, id, unique id prefix/suffix or ``latest``;
+``A+B`` pools several runs (e.g. different parallelism configurations of the
+same hardware) into one system, so its frontier spans all of them. The first
+system is the baseline of every ratio.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from scoville.analysis.compare import PER_CHOICES, compare, parse_interactivities
+from scoville.analysis.runs import load_systems
+from scoville.errors import UserError
+from scoville.results.catalog import resolve_run
+
+console = Console()
+
+RunRefs = Annotated[list[str], typer.Argument(help="Runs to compare (first = baseline); A+B pools runs into one "
+                                                    "system.", show_default=False)]
+RunsRoot = Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")]
+AtOption = Annotated[str, typer.Option("--at-interactivity",
+                                       help="tok/s/user to compare at, e.g. 100,169; 'auto' = the highest "
+                                            "interactivity the baseline reaches.")]
+
+
+def resolve_groups(runs_root: Path, refs: list[str]) -> list[list[Path]]:
+    """Each argument's run directories (``A+B`` -> two runs pooled as one system)."""
+    if not refs:
+        raise UserError("give at least one run (a path, a run id or 'latest'); `scoville ls` lists them")
+    groups = []
+    for ref in refs:
+        parts = [p for p in ref.split("+") if p]
+        if not parts:
+            raise UserError(f"{ref!r} names no run")
+        groups.append([resolve_run(runs_root, p) for p in parts])
+    return groups
+
+
+def normalise_per(per: str) -> str:
+    for choice in PER_CHOICES:
+        if per.lower() == choice.lower():
+            return choice
+    raise UserError(f"--per {per!r}: use one of {', '.join(PER_CHOICES)}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare")
+    def compare_cmd(
+        run_refs: RunRefs,
+        at_interactivity: AtOption = "auto",
+        per: Annotated[str, typer.Option("--per", help="Normalise throughput per kW, accelerator or dollar.")] = "kW",
+        metric: Annotated[str, typer.Option("--metric", help="total (input+output, InferenceX's 'throughput per "
+                                                             "GPU') or output tokens.")] = "total",
+        json_out: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+        markdown: Annotated[bool, typer.Option("--markdown", help="Print a Markdown table.")] = False,
+        runs: RunsRoot = Path("runs"),
+    ) -> None:
+        """Peak throughput, highest tok/s/user, lowest TTFT/E2E and iso-interactivity throughput, with ratios."""
+        if json_out and markdown:
+            raise UserError("give --json or --markdown, not both")
+        at = parse_interactivities(at_interactivity)
+        result = compare(load_systems(resolve_groups(runs, run_refs)), at, per=normalise_per(per), metric=metric)
+        if json_out:
+            print(json.dumps(result.to_dict(), indent=2))
+            return
+        if markdown:
+            print(result.to_markdown(), end="")
+            return
+        header, rows = result.table()
+        table = Table(title=f"throughput per {result.per} ({result.metric} tokens)", header_style="bold")
+        for i, h in enumerate(header):
+            table.add_column(escape(h), justify="left" if i == 0 else "right", overflow="fold")
+        for r in rows:  # cells hold "[rated, chip boundary]": escaped so Rich does not read them as markup
+            table.add_row(*[f"[italic red]{escape(c)}[/]" if c.endswith(("beyond reach", "below range"))
+                            else escape(c) for c in r])
+        console.print(table)
+        console.print("[dim]interactivity = 1/median(TPOT); latencies are medians, lowest over load points; "
+                      f"values at an interactivity by {result.baseline.frontier.method} interpolation along each "
+                      "frontier, never extrapolated; ratios are each system over the first.[/]")
+
+    @app.command("report")
+    def report_cmd(
+        run_refs: RunRefs,
+        out: Annotated[Path, typer.Option("-o", "--out", help="HTML file to write.")] = Path("report.html"),
+        png: Annotated[Optional[Path], typer.Option("--png", help="Also write every chart as PNG here.")] = None,
+        svg: Annotated[Optional[Path], typer.Option("--svg", help="Also write every chart as SVG here.")] = None,
+        title: Annotated[Optional[str], typer.Option("--title", help="Report title.")] = None,
+        at_interactivity: AtOption = "auto",
+        runs: RunsRoot = Path("runs"),
+    ) -> None:
+        """One self-contained HTML report (opens offline) with frontiers, comparison, latencies, power, manifests."""
+        from scoville.report.html import write_report_groups
+
+        groups = resolve_groups(runs, run_refs)
+        at = parse_interactivities(at_interactivity)
+        if out.exists() and out.is_dir():
+            raise UserError(f"-o {out} is a folder; give a file name such as {out / 'report.html'}")
+        path = write_report_groups(groups, out, title=title, at=at)
+        console.print(f"report: [bold]{path}[/]")
+        for folder, fmt in ((png, "png"), (svg, "svg")):
+            if folder is not None:
+                from scoville.report.static import write_images
+
+                files = write_images(groups, folder, fmt)
+                console.print(f"{len(files)} {fmt.upper()} charts in [bold]{folder}[/]")
