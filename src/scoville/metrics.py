@@ -225,7 +225,8 @@ def context_from_manifest(manifest: dict[str, Any], point: dict[str, Any]) -> Po
     system = manifest.get("system", {})
     power = manifest.get("power", {})
     return PointContext(
-        accelerators=int(system.get("accelerators") or 1),
+        # A point may carry its own accelerator count (the simulator's per-point winning configuration).
+        accelerators=int(point.get("accelerators") or system.get("accelerators") or 1),
         power_source=power.get("source", "none"),
         power_boundary=power.get("boundary", system.get("power_boundary", "chip")),
         watts_per_accelerator=power.get("watts_per_accelerator"),

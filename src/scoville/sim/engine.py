@@ -253,6 +253,11 @@ class SimEngine:
                 out[name] = out.get(name, 0) + getattr(inst.c, name)
         return out
 
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """KV tokens of the smallest instance: a request longer than this can never be scheduled."""
+        return min(i.kv.num_blocks for i in self.instances) * self.config.block_size
+
     def pop_trace(self, request_id: str) -> RequestTrace:
         """The token timeline of a finished request (``token_events=False`` mode)."""
         return self._traces.pop(request_id)

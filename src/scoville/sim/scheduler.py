@@ -39,6 +39,12 @@ if TYPE_CHECKING:
 _SPAN_CAP = 4096  # longest span planned at once (bounds the arrays of one plan)
 
 
+def _first(x: Any, j: int) -> np.ndarray:
+    """The first ``j`` per-step values of a step_time argument that may be a scalar."""
+    a = np.asarray(x, dtype=np.float64)
+    return np.full(j, float(a)) if a.ndim == 0 else a[:j]
+
+
 class StepTimer(Protocol):
     """The slice of ``scoville.sim.cost.StepCost`` the scheduler uses."""
 
@@ -92,6 +98,7 @@ class Span:
     ends: np.ndarray        # end time of each step
     reqs: list[Req]
     accepted: np.ndarray | None  # (steps, seqs) tokens per step with speculative decoding, else None
+    inputs: tuple[Any, Any, Any, Any]  # step_time arguments (scalars or per-step arrays), for the power log
 
     @property
     def end(self) -> float:
@@ -148,6 +155,9 @@ class Instance:
         self.plan: Span | None = None
         self.extra = 0.0                    # host-tier copy time owed by the current step
         self.c = Counters()
+        # (durations, num_tokens, num_seqs, attn_ctx, kv_tokens) of every step, kept only for the
+        # utilisation power model (None = off, the default: it costs memory at low concurrency).
+        self.steplog: list[tuple[Any, ...]] | None = None
 
     # ---- queue ---------------------------------------------------------------------------------
 
@@ -358,6 +368,8 @@ class Instance:
             attn += n * r.computed + n * (n + 1) / 2
             kvt += r.computed + n
         dt = float(self.timer.step_time(nt, ns, attn, kvt)) + self.extra
+        if self.steplog is not None:
+            self.steplog.append((dt, nt, ns, attn, kvt))
         end = self.clock + dt
         self.clock = end
         self.c.steps += 1
@@ -499,12 +511,14 @@ class Instance:
         if accepted is None:
             steps = np.arange(k, dtype=np.float64)
             ctx = float(L.sum()) + n * steps + n
-            dt = self.timer.step_time(n, n, ctx, ctx)
+            inputs: tuple[Any, Any, Any, Any] = (n, n, ctx, ctx)
+            dt = self.timer.step_time(*inputs)
         else:
             ctx_sum = c_before.sum(axis=1).astype(np.float64)  # type: ignore[union-attr]
             kv_tokens = ctx_sum + n * look
             attn = look * ctx_sum + n * look * (look + 1) / 2
-            dt = self.timer.step_time(n * look, n, attn, kv_tokens)
+            inputs = (n * look, n, attn, kv_tokens)
+            dt = self.timer.step_time(*inputs)
         dt = np.broadcast_to(np.asarray(dt, dtype=np.float64), (k,))
         ends = self.clock + np.cumsum(dt)
         starts = np.concatenate(([self.clock], ends[:-1]))
@@ -515,7 +529,7 @@ class Instance:
                 ends, starts = ends[:k], starts[:k]
                 if accepted is not None:
                     accepted = accepted[:k]
-        return Span(starts=starts, ends=ends, reqs=reqs, accepted=accepted)
+        return Span(starts=starts, ends=ends, reqs=reqs, accepted=accepted, inputs=inputs)
 
     def commit(self, bound: float | None = None) -> float | None:
         """Apply the planned span (only the steps that start before ``bound``); end time if a request finished."""
@@ -554,6 +568,9 @@ class Instance:
         ok = kv.allocate(new_blocks)
         assert ok, "span planned beyond the KV blocks available"
         self.c.steps += j
+        if self.steplog is not None:
+            dts = np.diff(np.concatenate(([span.starts[0]], ends)))
+            self.steplog.append((dts,) + tuple(_first(x, j) for x in span.inputs))
         self.clock = float(ends[-1])
         self._emit_span(span, j, per_req)
         for r in finished:

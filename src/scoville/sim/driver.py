@@ -1,0 +1,343 @@
+"""Virtual-time load driver: runs load points against a SimEngine and writes a run directory.
+
+It mirrors the real client (``scoville.client.driver``) decision for decision,
+so a simulated point and a measured one differ only in where the timestamps
+came from: closed loop = ``concurrency`` lanes, each taking the next session
+and running its turns in order with ``think_s`` before every turn after the
+first; open loop = sessions starting at ``scoville.load.arrival_offsets``, with
+``concurrency`` (if set) capping requests in flight; the n-th request sent in a
+point is warm-up when ``n < point.warmup_requests`` (or its spec says so); no
+request is sent after ``point.total_requests`` or past ``duration_s``.
+
+Each point runs on a fresh engine (an idle server with an empty cache, as after
+a restart) and its records are stamped on one run clock: point k starts one
+second after point k-1's last request finished. Records become an Arrow table
+column by column (token timestamps straight from the engine's numpy arrays),
+then the run goes through ``scoville.metrics.recompute`` like a measured one.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from scoville.load import LoadPoint, arrival_offsets
+from scoville.metrics import PointContext, point_metrics, recompute
+from scoville.results.manifest import base_manifest
+from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
+from scoville.results.store import RunWriter
+from scoville.sim.config import SimConfig, SimConfigError
+from scoville.sim.engine import SimEngine, step_cost
+from scoville.workload.spec import RequestSpec, Session
+
+POINT_GAP_S = 1.0               # idle time between points on the run clock
+DURATION_ONLY_SESSIONS = 100_000  # sessions drawn for a point bounded only by its duration (as the client)
+POWER_MODES = ("rated", "all-in", "model")
+
+
+@dataclass
+class PointResult:
+    """One simulated point: its records, when it ended, and what the engine counted."""
+
+    table: pa.Table
+    t_start: float
+    t_end: float
+    counters: dict[str, int]
+    watts_per_accelerator: float | None = None   # utilisation model mean over the point (power="model")
+
+
+@dataclass
+class _Columns:
+    request_id: list[str] = field(default_factory=list)
+    session_id: list[str | None] = field(default_factory=list)
+    turn: list[int] = field(default_factory=list)
+    t_sent: list[float] = field(default_factory=list)
+    t_first: list[float | None] = field(default_factory=list)
+    t_done: list[float | None] = field(default_factory=list)
+    times: list[np.ndarray] = field(default_factory=list)
+    counts: list[np.ndarray] = field(default_factory=list)
+    input_tokens: list[int] = field(default_factory=list)
+    output_tokens: list[int] = field(default_factory=list)
+    cached_tokens: list[int] = field(default_factory=list)
+    ok: list[bool] = field(default_factory=list)
+    error: list[str | None] = field(default_factory=list)
+    http_status: list[int | None] = field(default_factory=list)
+    warmup: list[bool] = field(default_factory=list)
+
+    def table(self, point: int) -> pa.Table:
+        n = len(self.request_id)
+        lengths = np.fromiter((a.size for a in self.times), dtype=np.int32, count=n)
+        offsets = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).astype(np.int32)
+        flat_t = np.concatenate(self.times) if n else np.empty(0)
+        flat_c = np.concatenate(self.counts).astype(np.int32) if n else np.empty(0, dtype=np.int32)
+        cols = {
+            "point": pa.array(np.full(n, point, dtype=np.int32)),
+            "request_id": pa.array(self.request_id, pa.string()),
+            "session_id": pa.array(self.session_id, pa.string()),
+            "turn": pa.array(self.turn, pa.int32()),
+            "t_sent": pa.array(self.t_sent, pa.float64()),
+            "t_first_token": pa.array(self.t_first, pa.float64()),
+            "t_done": pa.array(self.t_done, pa.float64()),
+            "token_times": pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat_t, pa.float64())),
+            "token_counts": pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat_c, pa.int32())),
+            "input_tokens": pa.array(self.input_tokens, pa.int64()),
+            "output_tokens": pa.array(self.output_tokens, pa.int64()),
+            "cached_tokens": pa.array(self.cached_tokens, pa.int64()),
+            "ok": pa.array(self.ok, pa.bool_()),
+            "error": pa.array(self.error, pa.string()),
+            "http_status": pa.array(self.http_status, pa.int32()),
+            "warmup": pa.array(self.warmup, pa.bool_()),
+            "worker": pa.nulls(n, pa.string()),
+            "token_count_source": pa.array(["server"] * n, pa.string()),
+        }
+        return pa.Table.from_arrays([cols[name] for name in ARROW_SCHEMA.names], schema=ARROW_SCHEMA)
+
+
+def point_session_count(point: LoadPoint) -> int:
+    """Sessions a point draws: its request cap (as the client does), or a large pool for duration-only points."""
+    if point.num_requests == 0 and point.duration_s:
+        return DURATION_ONLY_SESSIONS
+    return point.total_requests
+
+
+def simulate_point(config: SimConfig, workload: Any, point: LoadPoint, *, seed: int = 0, t_start: float = 0.0,
+                   sessions: list[Session] | None = None, model_power: bool = False) -> PointResult:
+    """Run one load point in virtual time on a fresh engine; records stamped from ``t_start``."""
+    engine = SimEngine(config, seed=seed * 1_000_003 + point.index, token_events=False)
+    if model_power:
+        for inst in engine.instances:
+            inst.steplog = []
+    if sessions is None:
+        sessions = workload.sessions(point_session_count(point), stream=point.index)
+    cap = point.total_requests if (point.num_requests or not point.duration_s) else None
+    deadline = t_start + point.duration_s if point.duration_s else None
+    cols = _Columns()
+    pending: list[tuple[float, int, int, int]] = []   # (send time, seq, session index, turn index)
+    seq = itertools.count()
+    inflight: dict[str, tuple[RequestSpec, int, int, bool, float]] = {}
+    sent = 0
+    stopped = False
+    next_session = 0
+    closed = point.rate is None
+    limit = point.concurrency if not closed else None   # open loop: max requests in flight
+    queued: deque[tuple[int, int]] = deque()           # open-loop sends waiting for an in-flight slot
+
+    def start_next_session(t: float) -> None:
+        nonlocal next_session
+        if next_session < len(sessions):
+            heapq.heappush(pending, (t, next(seq), next_session, 0))
+            next_session += 1
+
+    if closed:
+        for _ in range(min(point.concurrency or 1, len(sessions))):
+            start_next_session(t_start)
+    else:
+        offsets = arrival_offsets(point, len(sessions), seed)
+        for i, off in enumerate(offsets):
+            heapq.heappush(pending, (t_start + float(off), next(seq), i, 0))
+        next_session = len(sessions)
+
+    def send(t: float, si: int, k: int) -> bool:
+        nonlocal sent, stopped
+        if stopped or (deadline is not None and t >= deadline) or (cap is not None and sent >= cap):
+            stopped = True
+            return False
+        spec = sessions[si].requests[k]
+        engine.submit(spec, t)
+        inflight[spec.request_id] = (spec, si, k, sent < point.warmup_requests or spec.warmup, t)
+        sent += 1
+        return True
+
+    def finished(rid: str) -> None:
+        spec, si, k, warm, t_sent = inflight.pop(rid)
+        tr = engine.pop_trace(rid)
+        ok = tr.error is None
+        cols.request_id.append(rid)
+        cols.session_id.append(spec.session_id or sessions[si].session_id)
+        cols.turn.append(spec.turn)
+        cols.t_sent.append(t_sent)
+        cols.t_first.append(tr.t_first)
+        cols.t_done.append(tr.t_done)
+        cols.times.append(tr.times)
+        cols.counts.append(tr.counts)
+        cols.input_tokens.append(spec.input_tokens)
+        cols.output_tokens.append(tr.output_tokens)
+        cols.cached_tokens.append(tr.cached_tokens)
+        cols.ok.append(ok)
+        cols.error.append(tr.error)
+        cols.http_status.append(200 if ok else 400)
+        cols.warmup.append(warm)
+        t = tr.t_done
+        turns = sessions[si].requests
+        if k + 1 < len(turns):
+            heapq.heappush(pending, (t + turns[k + 1].think_s, next(seq), si, k + 1))
+        elif closed:
+            start_next_session(t)
+        if limit is not None and queued:
+            qsi, qk = queued.popleft()
+            send(t, qsi, qk)
+
+    while True:
+        if not pending and engine.idle():
+            break
+        t_next = pending[0][0] if pending else float("inf")
+        for ev in engine.advance(t_next, stop_at_finish=True):
+            if ev.finished:
+                finished(ev.request_id)
+        now = engine.now
+        while pending and pending[0][0] <= now:
+            t, _, si, k = heapq.heappop(pending)
+            if stopped:
+                continue
+            if limit is not None and len(inflight) >= limit:
+                queued.append((si, k))
+                continue
+            if not send(t, si, k):
+                pending.clear()
+    table = cols.table(point.index)
+    t_end = max(cols.t_done, default=t_start) or t_start
+    watts = _model_watts(config, engine, t_start, t_end) if model_power else None
+    return PointResult(table, t_start, float(t_end), engine.counters(), watts)
+
+
+def _model_watts(config: SimConfig, engine: SimEngine, t_start: float, t_end: float) -> float | None:
+    """Mean watts per accelerator over the point from each step's compute and memory utilisation."""
+    from scoville.sim.power_model import PowerModel
+
+    span = t_end - t_start
+    if span <= 0:
+        return None
+    pm = PowerModel(config.hardware)
+    energy = 0.0
+    accs = 0
+    for inst in engine.instances:
+        n_acc = inst.timer.accelerators  # type: ignore[attr-defined]
+        accs += n_acc
+        busy = 0.0
+        for entry in inst.steplog or []:
+            dt = np.asarray(entry[0], dtype=np.float64)
+            cu, mu = inst.timer.utilization(*entry[1:])  # type: ignore[attr-defined]
+            energy += float(np.sum(dt * pm.watts(cu, mu))) * n_acc
+            busy += float(np.sum(dt))
+        energy += max(span - busy, 0.0) * pm.idle * n_acc
+    return energy / span / accs if accs else None
+
+
+def system_and_power(config: SimConfig, power: str, cost_preset: str = "neocloud") -> tuple[dict, dict]:
+    """The manifest's ``system`` and ``power`` sections for a simulated deployment."""
+    from scoville.sim.hardware import load_hardware
+
+    if power not in POWER_MODES:
+        raise SimConfigError(f"unknown --power {power!r}; use one of {', '.join(POWER_MODES)}")
+    hw = load_hardware(config.hardware)
+    watts = None if power == "model" else hw.power_watts(power)
+    system = {
+        "hardware": hw.name,
+        "accelerators": config.accelerators,
+        "rated_watts_per_accelerator": hw.rated_watts,
+        "power_boundary": "chip",
+        "cost_per_accelerator_hour": hw.cost_per_hour.get(cost_preset),
+        "cost_preset": cost_preset if cost_preset in hw.cost_per_hour else None,
+    }
+    boundary = "node" if power == "all-in" else "chip"
+    return system, {"source": power, "boundary": boundary, "watts_per_accelerator": watts}
+
+
+def point_context(config: SimConfig, point: LoadPoint, power: dict, cost: float | None, compat: str,
+                  watts: float | None = None) -> PointContext:
+    return PointContext(accelerators=config.accelerators, power_source=power["source"],
+                        power_boundary=power["boundary"],
+                        watts_per_accelerator=watts if watts is not None else power["watts_per_accelerator"],
+                        cost_per_accelerator_hour=cost, concurrency=point.concurrency, compat=compat)
+
+
+def simulate_run(
+    config: SimConfig,
+    workload: Any,
+    points: list[LoadPoint],
+    runs_root: Path,
+    *,
+    seed: int = 0,
+    compat: str = "inferencex",
+    power: str = "rated",
+    progress: Callable[[int, int, LoadPoint], None] | None = None,
+    point_configs: list[SimConfig] | None = None,
+    search: dict[str, Any] | None = None,
+) -> Path:
+    """Simulate every point and write a run directory in the measured runs' schema; returns its path.
+
+    ``point_configs`` gives each point its own (winning) configuration, as the
+    config search does; by default every point uses ``config``.
+    """
+    configs = point_configs or [config] * len(points)
+    if len(configs) != len(points):
+        raise ValueError("point_configs must have one configuration per point")
+    from scoville.sim.models import load_model
+
+    step_cost(config, config.parallel if config.disaggregation is None else config.disaggregation.decode.parallel)
+    system, power_info = system_and_power(config, power)
+    # Accelerator counts may differ between winning configs; record the largest as the system size.
+    system["accelerators"] = max(c.accelerators for c in configs)
+    arch = load_model(config.model)
+    load_plan = {"points": [dict(p.to_dict(), label=p.label(), config=c.model_dump(),
+                                 accelerators=c.accelerators) for p, c in zip(points, configs)]}
+    manifest = base_manifest(
+        source="simulated",
+        target={"simulator": config.model_dump(), **({"search": search} if search else {})},
+        system=system,
+        model={"name": arch.name, "precision": config.precision or getattr(arch, "default_precision", None)},
+        serving={"framework": "scoville.sim", "parallelism": config.parallel.model_dump(), "config_label": config.label(),
+                 "options": config.model_dump()},
+        workload=workload.to_dict(),
+        load_plan=load_plan,
+        power=power_info,
+        compat=compat,
+    )
+    writer = RunWriter.create(runs_root, manifest, journal=False)
+    t = 0.0
+    power_rows: list[tuple[float, float]] = []
+    for i, (p, c) in enumerate(zip(points, configs)):
+        if progress is not None:
+            progress(i, len(points), p)
+        res = simulate_point(c, workload, p, seed=seed, t_start=t, model_power=power == "model")
+        writer.write_point(p.index, res.table)
+        if res.watts_per_accelerator is not None:
+            total = res.watts_per_accelerator * c.accelerators
+            power_rows += [(res.t_start, total), (res.t_end, total)]
+        t = res.t_end + POINT_GAP_S
+    if progress is not None:
+        progress(len(points), len(points), points[-1] if points else None)  # type: ignore[arg-type]
+    if power_rows:
+        ts, ws = zip(*power_rows)
+        writer.write_power(pa.table({"t": list(ts), "device": ["sim:all"] * len(ts), "watts": list(ws)},
+                                    schema=POWER_SCHEMA))
+    writer.finish()
+    recompute(writer.run_dir)
+    return writer.run_dir
+
+
+def point_rows(config: SimConfig, workload: Any, points: list[LoadPoint], *, seed: int = 0,
+               compat: str = "inferencex", power: str = "rated") -> list[dict[str, Any]]:
+    """Metrics rows of each point without writing a run (the config search's inner loop)."""
+    _, power_info = system_and_power(config, power)
+    from scoville.sim.hardware import load_hardware
+
+    cost = load_hardware(config.hardware).cost_per_hour.get("neocloud")
+    rows = []
+    t = 0.0
+    for p in points:
+        res = simulate_point(config, workload, p, seed=seed, t_start=t, model_power=power == "model")
+        row = {"point": p.index, "label": p.label(), "concurrency": p.concurrency, "rate": p.rate}
+        row.update(point_metrics(res.table, point_context(config, p, power_info, cost, compat,
+                                                          res.watts_per_accelerator)))
+        row["preemptions"] = res.counters.get("preemptions", 0)
+        rows.append(row)
+        t = res.t_end + POINT_GAP_S
+    return rows
