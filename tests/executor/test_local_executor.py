@@ -1,0 +1,67 @@
+"""The executor interface on this machine's process pool (no Ray needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from scoville.errors import UserError
+from scoville.executor import LocalExecutor, TaskError, TaskUserError, make_executor
+from scoville.load import parse_int_list
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with LocalExecutor(max_workers=2) as ex:
+        yield ex
+
+
+def test_map_is_ordered_and_runs_in_the_pool(pool):
+    assert pool.map(abs, range(-6, 6)) == [abs(i) for i in range(-6, 6)]
+    assert pool.map(parse_int_list, ["1-8", "3,5"]) == [[1, 2, 4, 8], [3, 5]]
+
+
+def test_a_failure_names_its_item(pool):
+    with pytest.raises(TaskError) as e:
+        pool.map(int, ["1", "2", "bad-value"])
+    assert e.value.index == 2 and "bad-value" in str(e.value) and isinstance(e.value.cause, ValueError)
+    assert not isinstance(e.value, UserError)
+
+
+def test_a_user_error_in_a_task_stays_a_user_error(pool):
+    with pytest.raises(TaskUserError, match=r"item 1 \('0'\).*positive integers"):
+        pool.map(parse_int_list, ["2", "0"])
+
+
+def test_submit_streams_every_result_including_failures(pool):
+    results = list(pool.submit(int, ["1", "x", "3"]))
+    assert sorted(r.index for r in results) == [0, 1, 2]
+    by_index = {r.index: r for r in results}
+    assert by_index[0].value == 1 and by_index[2].value == 3
+    assert not by_index[1].ok and "'x'" in str(by_index[1].error)
+
+
+def test_one_worker_runs_inline_with_the_same_results():
+    with LocalExecutor(max_workers=1) as ex:
+        assert ex.map(abs, [-1, -2]) == [1, 2]
+        with pytest.raises(TaskError, match="item 0"):
+            ex.map(int, ["nope"])
+
+
+def test_make_executor_validates_the_flags():
+    assert isinstance(make_executor("local"), LocalExecutor)
+    with pytest.raises(UserError, match="unknown --executor 'spark'"):
+        make_executor("spark")
+    with pytest.raises(UserError, match="--ray-address only applies"):
+        make_executor("local", "10.0.0.1:6379")
+    with pytest.raises(UserError, match="--workers must be >= 1"):
+        LocalExecutor(0)
+
+
+def test_importing_the_executor_never_imports_ray():
+    code = ("import sys, scoville.executor, scoville.executor.loadgen; "
+            "ex = scoville.executor.make_executor('ray'); print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,107 @@
+"""Distributed load generation through two Ray client workers against a loopback server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scoville.client.config import ClientConfig
+from scoville.executor.loadgen import LOST, RayLoadCoordinator, sweep_on_ray
+from scoville.load import concurrency_sweep, rate_sweep
+from scoville.metrics import run_metrics
+from scoville.results.manifest import base_manifest
+from scoville.results.store import RunWriter, read_journal, read_manifest, read_point_metrics, read_requests
+from scoville.workload.synthetic import SyntheticWorkload
+
+pytestmark = pytest.mark.ray
+
+
+def manifest_for(cfg, workload, points) -> dict:
+    return base_manifest(
+        source="measured", target=cfg.to_manifest(), system={"hardware": "loopback", "accelerators": 1},
+        model={"name": "test-model"}, serving={}, workload=workload.to_dict(),
+        load_plan={"points": [dict(p.to_dict(), label=p.label()) for p in points]}, power={"source": "none"})
+
+
+def plan_ids(workload, point) -> list[str]:
+    return [s.requests[0].request_id for s in workload.sessions(point.total_requests, stream=point.index)]
+
+
+def test_sweep_through_two_workers_records_exactly_the_plan(ray_cluster, server, tmp_path):
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    workload = SyntheticWorkload(isl=32, osl=12, range_ratio=1.0, seed=3)
+    points = concurrency_sweep([1, 4], requests_per_concurrency=4, warmup_per_concurrency=1)
+    run_dir = sweep_on_ray(cfg, workload, points, tmp_path, manifest_for(cfg, workload, points),
+                           workers=2, num_cpus=0.5)
+
+    records = read_requests(run_dir).to_pylist()
+    assert read_manifest(run_dir)["status"] == "complete"
+    assert len(records) == sum(p.total_requests for p in points) == server.completed
+    for p in points:
+        mine = [r for r in records if r["point"] == p.index]
+        assert sorted(r["request_id"] for r in mine) == sorted(plan_ids(workload, p))
+        assert sum(r["warmup"] for r in mine) == p.warmup_requests
+        assert all(r["ok"] and r["output_tokens"] == 12 for r in mine)
+    # Concurrency 4 was split 2 + 2 across both workers; the server never saw more than 4 at once.
+    assert {r["worker"].split("@")[0] for r in records if r["point"] == 1} == {"ray-0", "ray-1"}
+    assert {r["worker"] for r in records if r["point"] == 0} == {records[0]["worker"]}  # C=1: one worker
+    assert server.max_in_flight <= 4
+    # One clock: every record lies on the coordinator's run clock, in order within each request.
+    assert all(0 < r["t_sent"] <= r["t_first_token"] <= r["t_done"] for r in records)
+    executor = read_manifest(run_dir)["executor"]
+    assert len(executor["client_workers"]) == 2 and not executor["lost_workers"]
+    assert all(abs(s["offset_s"]) <= s["rtt_s"] / 2 + 1e-6 for s in executor["clock_sync"])  # same host
+    # The stored metrics are exactly what recomputing from the records gives.
+    assert read_point_metrics(run_dir) == run_metrics(run_dir)
+
+
+def test_rate_split_keeps_the_plans_arrivals_and_warmup(ray_cluster, server, tmp_path):
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    workload = SyntheticWorkload(isl=16, osl=4, seed=5)
+    points = rate_sweep([40.0], num_requests=24, warmup_requests=6, max_concurrency=4)
+    run_dir = sweep_on_ray(cfg, workload, points, tmp_path, manifest_for(cfg, workload, points),
+                           workers=2, num_cpus=0.5, seed=9)
+    records = read_requests(run_dir).to_pylist()
+    ids = plan_ids(workload, points[0])
+    assert sorted(r["request_id"] for r in records) == sorted(ids)
+    # Warm-up = the plan's first 6 arrivals, whichever worker sent them.
+    assert {r["request_id"] for r in records if r["warmup"]} == set(ids[:6])
+    assert len({r["worker"] for r in records}) == 2
+    assert server.max_in_flight <= 4
+
+
+def test_a_worker_killed_mid_point_loses_only_its_in_flight_requests(ray_cluster, server, tmp_path):
+    server.interval_s = 0.02  # 20 tokens: 0.4 s per request, so the kill lands mid-stream
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    workload = SyntheticWorkload(isl=16, osl=20, range_ratio=1.0, seed=7)
+    point = concurrency_sweep([4], num_requests=16, warmup_requests=4)[0]
+    writer = RunWriter.create(tmp_path, manifest_for(cfg, workload, [point]))
+    coordinator = RayLoadCoordinator(cfg, workload, workers=2, num_cpus=0.5, call_timeout_s=5.0)
+    coordinator.start_workers()
+    victim = coordinator.actors[1]
+    seen = []
+
+    def kill_after_first_records(n: int) -> None:
+        seen.append(n)
+        if len(seen) == 1:
+            ray_cluster.kill(victim, no_restart=True)
+
+    try:
+        records = coordinator.run_point(writer, point, progress=kill_after_first_records)
+    finally:
+        coordinator.close()
+        writer.finish()
+
+    lost = [r for r in records if not r.ok]
+    assert lost and all(r.error.startswith(LOST) for r in lost)
+    assert all(r.worker == coordinator.names[1] for r in lost)
+    assert len(lost) <= 2  # the victim ran 2 of the 4 lanes: at most 2 requests were in flight on it
+    # The point still sent its whole plan: every request accounted for once, the rest re-homed to the survivor.
+    assert sorted(r.request_id for r in records) == sorted(plan_ids(workload, point))
+    assert sum(r.warmup for r in records) == point.warmup_requests
+    assert sorted(r.request_id for r in read_journal(writer.run_dir)) == sorted(r.request_id for r in records)
+    assert coordinator.names[1] in coordinator.describe()["lost_workers"]
+    row = run_metrics(writer.run_dir)[0]
+    assert row["num_errors"] == sum(1 for r in lost if not r.warmup)
