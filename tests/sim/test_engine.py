@@ -1,0 +1,249 @@
+"""SimEngine behaviour a user relies on: batching limits, KV capacity, preemption, prefix caching,
+host offload, disaggregation, speculative decoding, and that both output modes tell one story."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scoville.sim.config import SimConfig, SimConfigError
+from scoville.sim.engine import SimEngine, block_keys, step_cost
+from scoville.workload.spec import RequestSpec
+
+BASE = dict(hardware="h200", model="llama-3.1-8b")
+
+
+def spec(i: int, isl: int = 1000, osl: int = 100, **kw) -> RequestSpec:
+    return RequestSpec(request_id=f"r{i}", input_tokens=isl, output_tokens=osl, **kw)
+
+
+def run_events(engine: SimEngine, specs: list[RequestSpec], t: float = 0.0, watch=None) -> list:
+    for s in specs:
+        engine.submit(s, t)
+    events = []
+    while not engine.idle():
+        nxt = engine.next_event_time()
+        assert nxt is not None
+        events += engine.advance(nxt)
+        if watch:
+            watch(engine)
+    return events
+
+
+def per_request(events) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for e in events:
+        out.setdefault(e.request_id, []).append(e)
+    return out
+
+
+def test_every_request_gets_exactly_its_tokens_in_time_order():
+    eng = SimEngine(SimConfig(**BASE, max_num_seqs=8))
+    specs = [spec(i, isl=500 + 37 * i, osl=20 + 3 * i) for i in range(20)]
+    events = run_events(eng, specs)
+    assert [e.t for e in events] == sorted(e.t for e in events)
+    by = per_request(events)
+    for s in specs:
+        evs = by[s.request_id]
+        assert sum(e.count for e in evs) == s.output_tokens
+        assert evs[-1].finished and not any(e.finished for e in evs[:-1])
+        assert all(b.t > a.t for a, b in zip(evs, evs[1:]))  # one token per step without spec decode
+    st = eng.stats()
+    assert st.generation_tokens_total == sum(s.output_tokens for s in specs)
+    assert st.prompt_tokens_total == sum(s.input_tokens for s in specs)
+    assert st.running == 0 and st.waiting == 0
+
+
+def test_event_mode_and_record_mode_produce_identical_timelines():
+    cfg = SimConfig(**BASE, max_num_seqs=4, max_num_batched_tokens=2048)
+    specs = [spec(i, isl=3000, osl=50 + i) for i in range(10)]
+    events = run_events(SimEngine(cfg, token_events=True), specs)
+    rec = SimEngine(cfg, token_events=False)
+    for s in specs:
+        rec.submit(s, 0.0)
+    done = [e.request_id for e in rec.advance(1e9) if e.finished]
+    assert sorted(done) == sorted(s.request_id for s in specs)
+    by = per_request(events)
+    for s in specs:
+        tr = rec.pop_trace(s.request_id)
+        assert np.allclose(tr.times, [e.t for e in by[s.request_id]])
+        assert tr.counts.tolist() == [e.count for e in by[s.request_id]]
+
+
+def test_max_num_seqs_and_token_budget_bound_each_step():
+    cfg = SimConfig(**BASE, max_num_seqs=3, max_num_batched_tokens=1024)
+    eng = SimEngine(cfg)
+    seen = []
+    run_events(eng, [spec(i, isl=4000, osl=30) for i in range(8)],
+               watch=lambda e: seen.append(e.stats().running))
+    assert max(seen) <= 3
+    # 4000-token prompts under a 1024-token budget take several chunks: TTFT of the first is >= 4 steps
+    eng2 = SimEngine(cfg)
+    first = per_request(run_events(eng2, [spec(0, isl=4000, osl=2)]))["r0"][0].t
+    one_step = step_cost(cfg, cfg.parallel).step_time(1024, 1, 1024 * 1025 / 2, 1024)
+    assert first > 3.5 * one_step
+
+
+def test_admission_stops_when_kv_blocks_run_out():
+    # 4 prompts of 1000 tokens fit in 4096 tokens of KV (16-token blocks: 63 blocks each), the 5th does not.
+    cfg = SimConfig(**BASE, kv_capacity_tokens=4096, max_num_seqs=64)
+    eng = SimEngine(cfg)
+    for i in range(10):
+        eng.submit(spec(i, isl=1000, osl=50), 0.0)
+    eng.advance(1e-6)  # start the first step
+    eng.advance(eng.next_event_time())
+    st = eng.stats()
+    assert st.running == 4 and st.waiting == 6
+    assert st.kv_usage > 0.9
+
+
+def test_preemption_when_decode_outgrows_the_cache_and_every_request_still_completes():
+    cfg = SimConfig(**BASE, kv_capacity_tokens=4096, max_num_seqs=64)
+    eng = SimEngine(cfg)
+    specs = [spec(i, isl=900, osl=400) for i in range(8)]
+    by = per_request(run_events(eng, specs))
+    assert eng.stats().preemptions_total > 0
+    assert eng.counters()["recomputed_tokens"] > 0
+    assert all(sum(e.count for e in by[s.request_id]) == s.output_tokens for s in specs)
+
+
+def test_request_larger_than_the_cache_fails_with_a_clear_error():
+    eng = SimEngine(SimConfig(**BASE, kv_capacity_tokens=2048))
+    events = run_events(eng, [spec(0, isl=4000, osl=10), spec(1, isl=500, osl=10)])
+    err = [e for e in events if e.request_id == "r0"]
+    assert len(err) == 1 and err[0].finished and "KV blocks" in err[0].error
+    assert sum(e.count for e in events if e.request_id == "r1") == 10
+
+
+def test_cancel_frees_blocks_at_once():
+    eng = SimEngine(SimConfig(**BASE, kv_capacity_tokens=8192))
+    eng.submit(spec(0, isl=4000, osl=500), 0.0)
+    eng.advance(0.5)
+    assert eng.stats().kv_usage > 0.4
+    eng.cancel("r0", 0.5)
+    assert eng.stats().kv_usage == 0.0 and eng.idle()
+
+
+def shared_prefix_specs(n: int, prefix_blocks: int = 192, tail: int = 256, groups: int = 6) -> list[RequestSpec]:
+    """``n`` requests over ``groups`` distinct system prompts of ``prefix_blocks`` 16-token blocks.
+
+    Popularity is skewed (a few prompts are hot), as with real shared system prompts.
+    """
+    weights = np.array([2.0 ** -k for k in range(groups)])
+    picks = np.random.default_rng(7).choice(groups, size=n, p=weights / weights.sum())
+    out = []
+    for i in range(n):
+        g = int(picks[i])
+        hashes = tuple(1_000_000 * (g + 1) + b for b in range(prefix_blocks))
+        out.append(RequestSpec(request_id=f"q{i}", input_tokens=prefix_blocks * 16 + tail, output_tokens=8,
+                               block_hashes=hashes, block_size=16, prompt_seed=i))
+    return out
+
+
+def serve_one_at_a_time(cfg: SimConfig, specs: list[RequestSpec]) -> tuple[float, float]:
+    """Mean TTFT and hit rate when requests arrive one after another (no queueing)."""
+    eng = SimEngine(cfg)
+    t, ttfts = 0.0, []
+    for s in specs:
+        eng.submit(s, t)
+        evs = []
+        while not any(e.finished for e in evs):
+            evs += eng.advance(eng.next_event_time())
+        ttfts.append(evs[0].t - t)
+        t = evs[-1].t
+    st = eng.stats()
+    return float(np.mean(ttfts)), st.prefix_cache_hits / st.prefix_cache_queries
+
+
+def test_more_cache_capacity_raises_hit_rate_and_lowers_ttft():
+    specs = shared_prefix_specs(60)
+    common = dict(BASE, enable_prefix_caching=True)
+    # 6 prefixes x 3328 tokens ~ 20k tokens: 8k of KV holds two of them, 32k holds all
+    ttft_small, hit_small = serve_one_at_a_time(SimConfig(**common, kv_capacity_tokens=8192), specs)
+    ttft_big, hit_big = serve_one_at_a_time(SimConfig(**common, kv_capacity_tokens=32768), specs)
+    ttft_off, hit_off = serve_one_at_a_time(SimConfig(**BASE, kv_capacity_tokens=32768), specs)
+    assert hit_off == 0.0
+    assert 0.0 < hit_small < hit_big
+    assert ttft_big < ttft_small < ttft_off
+
+
+def test_cached_tokens_reported_on_the_first_event():
+    eng = SimEngine(SimConfig(**BASE, enable_prefix_caching=True))
+    a, b = shared_prefix_specs(2, groups=1)
+    first = per_request(run_events(eng, [a]))["q0"][0]
+    assert first.cached_tokens == 0
+    t = eng.now
+    second = per_request(run_events(eng, [b], t=t))["q1"][0]
+    assert second.cached_tokens == 192 * 16
+
+
+def test_block_keys_chain_prefixes_across_block_sizes():
+    s1 = RequestSpec(request_id="a", input_tokens=256, output_tokens=1, block_hashes=(1, 2, 3, 4), block_size=64)
+    s2 = RequestSpec(request_id="b", input_tokens=256, output_tokens=1, block_hashes=(1, 2, 9, 4), block_size=64)
+    k1, k2 = block_keys(s1, 16), block_keys(s2, 16)
+    assert len(k1) == 16
+    assert k1[:8] == k2[:8] and all(x != y for x, y in zip(k1[8:], k2[8:]))  # diverge at block 3 and stay apart
+    assert block_keys(RequestSpec(request_id="c", input_tokens=100, output_tokens=1), 16) == []
+
+
+def test_host_offload_tier_reduces_recompute():
+    specs = [spec(i, isl=900, osl=400) for i in range(8)]
+    plain = SimEngine(SimConfig(**BASE, kv_capacity_tokens=4096))
+    tier = SimEngine(SimConfig(**BASE, kv_capacity_tokens=4096,
+                               host_offload={"capacity_gb": 64, "bandwidth_gbps": 50}))
+    by_plain = per_request(run_events(plain, specs))
+    by_tier = per_request(run_events(tier, specs))
+    assert plain.counters()["recomputed_tokens"] > 0
+    assert tier.counters()["swapped_out_blocks"] > 0
+    assert tier.counters()["recomputed_tokens"] < plain.counters()["recomputed_tokens"]
+    for by in (by_plain, by_tier):
+        assert all(sum(e.count for e in by[s.request_id]) == s.output_tokens for s in specs)
+
+
+def test_prefix_blocks_evicted_to_the_host_tier_are_reloaded():
+    specs = shared_prefix_specs(30)
+    common = dict(BASE, enable_prefix_caching=True, kv_capacity_tokens=8192)
+    ttft_no, hit_no = serve_one_at_a_time(SimConfig(**common), specs)
+    ttft_host, hit_host = serve_one_at_a_time(
+        SimConfig(**common, host_offload={"capacity_gb": 64, "bandwidth_gbps": 50}), specs)
+    assert hit_host > hit_no
+    assert ttft_host < ttft_no
+
+
+def test_speculative_decoding_yields_groups_and_faster_decode():
+    plain = SimConfig(**BASE)
+    fast = SimConfig(**BASE, speculative={"num_draft_tokens": 3, "acceptance_rate": 0.8})
+    specs = [spec(i, isl=1000, osl=300) for i in range(4)]
+    ev_plain = per_request(run_events(SimEngine(plain), specs))
+    ev_fast = per_request(run_events(SimEngine(fast, seed=3), specs))
+    for s in specs:
+        assert sum(e.count for e in ev_fast[s.request_id]) == s.output_tokens
+        assert max(e.count for e in ev_fast[s.request_id]) == 4
+        assert ev_fast[s.request_id][-1].t < ev_plain[s.request_id][-1].t
+    counts = [e.count for s in specs for e in ev_fast[s.request_id][1:-1]]
+    expect = fast.speculative.mean_acceptance_length
+    assert abs(np.mean(counts) - expect) < 0.25
+
+
+def test_disaggregated_first_token_waits_for_the_kv_transfer():
+    dis = SimConfig(**BASE, disaggregation={"prefill": {"replicas": 1}, "decode": {"replicas": 1},
+                                            "kv_transfer": "scaleout"})
+    uni = SimConfig(**BASE)
+    s = spec(0, isl=8000, osl=50)
+    ttft_uni = per_request(run_events(SimEngine(uni), [s]))["r0"][0].t
+    ttft_dis = per_request(run_events(SimEngine(dis), [s]))["r0"][0].t
+    xfer = step_cost(dis, dis.parallel).kv_transfer_time(8000, True)
+    assert xfer > 0
+    assert ttft_dis == pytest.approx(ttft_uni + xfer, rel=1e-6)
+
+
+def test_round_robin_spreads_requests_over_replicas():
+    eng = SimEngine(SimConfig(**BASE, replicas=3, router="round_robin"))
+    for i in range(6):
+        eng.submit(spec(i), 0.0)
+    assert [len(i.arrivals) for i in eng.instances] == [2, 2, 2]
+
+
+def test_config_that_does_not_fit_is_a_user_error():
+    with pytest.raises(SimConfigError, match="does not fit"):
+        SimEngine(SimConfig(hardware="h100", model="deepseek-r1"))
