@@ -36,7 +36,7 @@ def read_mooncake(path: Path, block_size: int | None = None) -> list[TraceSessio
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            obj = decode_json(line, path, lineno)
+            obj = decode_json(line.strip(), path, lineno)
             try:
                 if not isinstance(obj, dict):
                     raise FieldProblem(None, "each line must be a JSON object with input_length and output_length")
