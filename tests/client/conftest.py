@@ -54,6 +54,9 @@ class FakeServer:
     headers: list[dict] = field(default_factory=list)
     base_url: str = ""
     send_log: list[tuple[float, int]] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    arrivals: list[float] = field(default_factory=list)
 
     def set(self, behaviour: Behaviour) -> None:
         self.behave = lambda i, body: behaviour
@@ -66,6 +69,15 @@ class FakeServer:
         if self.require_key and request.headers.get("Authorization") != f"Bearer {self.require_key}":
             return web.json_response({"error": {"message": "bad key"}}, status=401)
         body = await request.json()
+        self.arrivals.append(time.perf_counter())
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._stream(request, body)
+        finally:
+            self.in_flight -= 1
+
+    async def _stream(self, request: web.Request, body: dict) -> web.StreamResponse:
         index = len(self.bodies)
         self.bodies.append(body)
         self.headers.append(dict(request.headers))

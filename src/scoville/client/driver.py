@@ -80,6 +80,13 @@ def make_timeout(cfg: ClientConfig) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=cfg.timeout_s, sock_connect=10.0, sock_read=cfg.read_timeout_s)
 
 
+async def sleep_until(t: float, t0: float) -> None:
+    """Sleep until run-clock time ``t``; never returns early (uvloop timers may fire up to 1 ms early)."""
+    perf = time.perf_counter
+    while (delay := t - (perf() - t0)) > 0:
+        await asyncio.sleep(delay)
+
+
 async def drive_point(
     cfg: ClientConfig,
     sessions: Sequence[Session],
@@ -120,9 +127,10 @@ async def drive_point(
         async def run_session(session: Session) -> bool:
             """Turns of one session in order; False once the point is over."""
             nonlocal exhausted
+            t_prev_done = None
             for k, spec in enumerate(session.requests):
-                if k and spec.think_s > 0:
-                    await asyncio.sleep(spec.think_s)
+                if k and spec.think_s > 0 and t_prev_done is not None:
+                    await sleep_until(t_prev_done + spec.think_s, t0)
                 if over():
                     return False
                 n = counters.take_request()
@@ -136,6 +144,7 @@ async def drive_point(
                     async with sem:
                         rec = await send_request(http, cfg, prompts, spec, point=point.index, t0=t0,
                                                  warmup=n < point.warmup_requests, worker=worker)
+                t_prev_done = rec.t_done
                 on_record(rec)
             return True
 
@@ -153,9 +162,7 @@ async def drive_point(
         chosen = range(len(sessions)) if open_sessions is None else open_sessions
 
         async def arrival(i: int) -> None:
-            delay = t_start + float(offsets[i]) - (perf() - t0)
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await sleep_until(t_start + float(offsets[i]), t0)
             if not over():
                 await run_session(sessions[i])
 

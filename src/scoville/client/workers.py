@@ -56,8 +56,10 @@ class _SharedCounters:
         self.request = ctx.Value("q", 0)
         self.session_cap = ctx.Value("q", 0)
         self.request_cap = ctx.Value("q", -1)
+        self.stop = ctx.Event()
 
     def reset(self, sessions: int, requests: int | None) -> None:
+        self.stop.clear()
         for v, x in ((self.session, 0), (self.request, 0), (self.session_cap, sessions),
                      (self.request_cap, -1 if requests is None else requests)):
             with v.get_lock():
@@ -100,8 +102,6 @@ def _worker_main(index: int, count: int, conn: Connection, counters: _SharedCoun
             return
         if msg[0] == "exit":
             return
-        if msg[0] == "stop":  # a stop that raced the end of a point
-            continue
         _, point_dict, t0, t_start, seed = msg
         point = msgspec.convert(point_dict, LoadPoint)
         try:
@@ -129,27 +129,20 @@ def _worker_point(index: int, count: int, name: str, conn: Connection, counters:
         send(b"R" + _encode(rec))
 
     async def main() -> None:
-        loop = asyncio.get_running_loop()
         task = asyncio.ensure_future(drive_point(
             cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
             lanes=lanes if point.rate is None else 0, seed=seed, open_sessions=open_sessions,
             max_in_flight=max_in_flight, worker=name))
-
-        def on_message() -> None:
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError):
-                msg = ("stop",)
-            if msg[0] == "stop":
+        # The parent's stop (Ctrl-C) is an Event in shared memory, polled here: in-flight requests are
+        # cancelled, finished ones were already sent.
+        while not task.done():
+            await asyncio.wait([task], timeout=0.05)
+            if counters.stop.is_set():
                 task.cancel()
-
-        loop.add_reader(conn.fileno(), on_message)
         try:
             await task
         except asyncio.CancelledError:
             pass
-        finally:
-            loop.remove_reader(conn.fileno())
 
     if point.rate is None and lanes == 0:
         return
@@ -183,11 +176,7 @@ class WorkerPool:
         try:
             self._collect(on_record, pending)
         except KeyboardInterrupt:
-            for c in pending:
-                try:
-                    c.send(("stop",))
-                except OSError:
-                    pass
+            self.counters.stop.set()
             try:
                 self._collect(on_record, pending, timeout=5.0)
             except (KeyboardInterrupt, TimeoutError, ClientError):

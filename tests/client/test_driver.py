@@ -1,0 +1,112 @@
+"""Closed- and open-loop drivers, in one process and over worker processes, against a loopback server."""
+
+from __future__ import annotations
+
+import time
+
+import msgspec
+from conftest import Behaviour
+
+from scoville.client.config import ClientConfig
+from scoville.client.workers import WorkerPool, run_point_here
+from scoville.load import LoadPoint, arrival_offsets
+from scoville.workload.spec import RequestSpec, Session
+from scoville.workload.synthetic import SyntheticWorkload
+
+
+class TwoTurns(msgspec.Struct, frozen=True):
+    """A minimal multi-turn workload: every session has two turns, the second after ``think_s``."""
+
+    think_s: float = 0.05
+    kind: str = "two-turns"
+
+    def sessions(self, count: int, stream: int = 0) -> list[Session]:
+        return [Session(session_id=f"s{i}", requests=(
+            RequestSpec(request_id=f"s{i}-t0", session_id=f"s{i}", turn=0, input_tokens=8, output_tokens=4),
+            RequestSpec(request_id=f"s{i}-t1", session_id=f"s{i}", turn=1, input_tokens=16, output_tokens=4,
+                        think_s=self.think_s),
+        )) for i in range(count)]
+
+
+WL = SyntheticWorkload(isl=32, osl=8, range_ratio=1.0, seed=1)
+
+
+def run_here(server, point: LoadPoint, workload=WL, seed: int = 0):
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    recs = []
+    t0 = time.perf_counter()
+    run_point_here(cfg, workload, point, t0=t0, t_start=0.0, on_record=recs.append, seed=seed)
+    return recs
+
+
+def test_closed_loop_sends_count_flags_first_sent_as_warmup_and_holds_concurrency(server):
+    server.set(Behaviour(interval_s=0.004))
+    recs = run_here(server, LoadPoint(index=0, concurrency=3, num_requests=9, warmup_requests=3))
+    assert len(recs) == 12 and all(r.ok for r in recs)
+    assert len({r.request_id for r in recs}) == 12
+    by_send = sorted(recs, key=lambda r: r.t_sent)
+    assert [r.warmup for r in by_send] == [True] * 3 + [False] * 9
+    assert server.max_in_flight == 3
+
+
+def test_sessions_run_their_turns_in_order_after_think_time(server):
+    server.set(Behaviour(interval_s=0.002))
+    recs = run_here(server, LoadPoint(index=0, concurrency=2, num_requests=8), workload=TwoTurns())
+    assert len(recs) == 8
+    by_id = {r.request_id: r for r in recs}
+    for i in range(4):
+        first, second = by_id[f"s{i}-t0"], by_id[f"s{i}-t1"]
+        assert second.turn == 1 and second.session_id == f"s{i}"
+        assert second.t_sent >= first.t_done + 0.05
+
+
+def test_request_count_stops_a_multi_turn_session_midway(server):
+    recs = run_here(server, LoadPoint(index=0, concurrency=1, num_requests=3), workload=TwoTurns(think_s=0.0))
+    assert [r.request_id for r in sorted(recs, key=lambda r: r.t_sent)] == ["s0-t0", "s0-t1", "s1-t0"]
+
+
+def test_open_loop_sends_no_earlier_than_the_arrival_schedule(server):
+    point = LoadPoint(index=2, rate=40.0, num_requests=10)
+    recs = run_here(server, point, seed=5)
+    offsets = arrival_offsets(point, 10, 5)
+    sent = {int(r.request_id.split("-r")[1]): r.t_sent for r in recs}
+    assert len(sent) == 10
+    assert all(sent[i] >= offsets[i] for i in range(10))
+    assert sorted(sent, key=sent.get) == list(range(10))
+
+
+def test_open_loop_max_concurrency_caps_requests_in_flight(server):
+    server.set(Behaviour(interval_s=0.005))
+    recs = run_here(server, LoadPoint(index=0, rate=2000.0, concurrency=2, num_requests=10))
+    assert len(recs) == 10 and server.max_in_flight <= 2
+
+
+def test_duration_stops_sending(server):
+    server.set(Behaviour(interval_s=0.01))
+    recs = run_here(server, LoadPoint(index=0, concurrency=2, num_requests=10_000, duration_s=0.3))
+    assert 2 <= len(recs) < 100
+    assert all(r.t_sent < 0.3 + 0.05 for r in recs)
+
+
+def test_worker_processes_share_counts_warmup_and_one_clock(server):
+    server.set(Behaviour(interval_s=0.003))
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    pool = WorkerPool(2, cfg, WL)
+    try:
+        recs: list = []
+        t0 = time.perf_counter()
+        point = LoadPoint(index=0, concurrency=4, num_requests=16, warmup_requests=4)
+        pool.run_point(point, t0=t0, t_start=0.0, on_record=recs.append)
+        t_end = time.perf_counter() - t0
+        second: list = []
+        pool.run_point(LoadPoint(index=1, concurrency=4, num_requests=4), t0=t0, t_start=t_end,
+                       on_record=second.append)
+    finally:
+        pool.close()
+    assert len(recs) == 20 and len({r.request_id for r in recs}) == 20
+    assert sum(r.warmup for r in recs) == 4
+    assert {r.worker for r in recs} == {"w0", "w1"}
+    assert server.max_in_flight <= 4
+    # Times from both workers are on the parent's clock: inside [0, t_end].
+    assert all(0 <= r.t_sent <= r.t_done <= t_end for r in recs)
+    assert len(second) == 4 and all(r.point == 1 and r.t_sent >= t_end for r in second)

@@ -1,0 +1,144 @@
+"""One streamed request against a real loopback server: timing, token counting, every error path."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import numpy as np
+import pytest
+from conftest import Behaviour
+
+from scoville.client.config import ClientConfig
+from scoville.client.driver import make_timeout
+from scoville.client.request import Prompts, send_request
+from scoville.metrics import PointContext, point_metrics
+from scoville.results.schema import RequestRecord, records_to_table
+from scoville.workload.prompts import prompt_token_ids
+from scoville.workload.spec import RequestSpec
+
+
+def one(server, behaviour: Behaviour, *, isl: int = 16, osl: int = 8, **cfg_kw) -> RequestRecord:
+    server.set(behaviour)
+    cfg = ClientConfig(base_url=server.base_url, model="test-model", **cfg_kw)
+    spec = RequestSpec(request_id="r0", input_tokens=isl, output_tokens=osl, prompt_seed=3)
+
+    async def go() -> RequestRecord:
+        async with aiohttp.ClientSession(timeout=make_timeout(cfg)) as http:
+            return await send_request(http, cfg, Prompts(cfg), spec, point=0, t0=time.perf_counter())
+
+    return asyncio.run(go())
+
+
+def test_completions_body_is_the_inferencex_request(server):
+    rec = one(server, Behaviour(), isl=32, osl=5)
+    body = server.bodies[0]
+    spec = RequestSpec(request_id="r0", input_tokens=32, output_tokens=5, prompt_seed=3)
+    assert body["prompt"] == prompt_token_ids(spec)
+    assert body["max_tokens"] == 5 and body["min_tokens"] == 5 and body["ignore_eos"] is True
+    assert body["temperature"] == 0 and body["stream"] is True
+    assert body["stream_options"]["include_usage"] is True
+    assert rec.ok and rec.output_tokens == 5 and rec.input_tokens == 32 and rec.token_count_source == "server"
+
+
+def test_single_token_chunks_give_one_time_per_token(server):
+    rec = one(server, Behaviour(interval_s=0.002, keepalive_every=2, empty_first=True), osl=6)
+    assert rec.ok, rec.error
+    assert rec.token_counts == [1] * 6 and len(rec.token_times) == 6
+    assert rec.t_sent < rec.t_first_token == rec.token_times[0] <= rec.token_times[-1] <= rec.t_done
+    assert all(b >= a for a, b in zip(rec.token_times, rec.token_times[1:]))
+
+
+def test_multi_token_chunks_count_k_tokens_at_their_arrival(server):
+    rec = one(server, Behaviour(chunk_sizes=[1, 3, 2, 4], continuous_usage=True, interval_s=0.002), osl=10)
+    assert rec.ok and rec.token_counts == [1, 3, 2, 4] and rec.output_tokens == 10
+    ids = one(server, Behaviour(chunk_sizes=[2, 2, 1], token_ids=True, usage=False), osl=5)
+    assert ids.ok and ids.token_counts == [2, 2, 1] and ids.output_tokens == 5
+    assert ids.token_count_source == "chunks"
+
+
+def test_server_usage_is_authoritative_for_output_tokens(server):
+    # Text-only multi-token chunks: the client can only count pieces, the usage event says 6.
+    rec = one(server, Behaviour(per_chunk=3), osl=6)
+    assert rec.token_counts == [1, 1] and rec.output_tokens == 6 and rec.token_count_source == "server"
+
+
+def test_cached_tokens_come_from_usage(server):
+    assert one(server, Behaviour(cached_tokens=12), isl=16).cached_tokens == 12
+
+
+def test_ttft_includes_the_server_delay(server):
+    rec = one(server, Behaviour(ttft_s=0.05))
+    assert rec.t_first_token - rec.t_sent >= 0.05
+
+
+def test_metrics_through_the_client_match_hand_computation(server):
+    recs = [one(server, Behaviour(chunk_sizes=[1, 2, 1, 4], continuous_usage=True, interval_s=0.003), osl=8)
+            for _ in range(3)]
+    m = point_metrics(records_to_table(recs), PointContext(accelerators=2, watts_per_accelerator=500.0))
+    tpot = [(r.t_done - r.t_first_token) / 7 for r in recs]
+    ttft = [r.t_first_token - r.t_sent for r in recs]
+    gaps = [b - a for r in recs for a, b in zip(r.token_times, r.token_times[1:])]
+    window = max(r.t_done for r in recs) - min(r.t_sent for r in recs)
+    assert m["tpot_s_median"] == pytest.approx(float(np.median(tpot)))
+    assert m["ttft_s_mean"] == pytest.approx(float(np.mean(ttft)))
+    assert m["itl_s_p90"] == pytest.approx(float(np.percentile(gaps, 90)))
+    assert m["output_throughput"] == pytest.approx(24 / window)
+    assert m["total_throughput_per_accelerator"] == pytest.approx((24 + 48) / window / 2)
+    assert m["total_throughput_per_kw"] == pytest.approx((24 + 48) / window / 1.0)
+    assert m["interactivity"] == pytest.approx(1 / float(np.median(tpot)))
+
+
+def test_chat_api_sends_text_and_takes_counts_from_usage(server):
+    rec = one(server, Behaviour(), api="chat", isl=20, osl=4)
+    msg = server.bodies[0]["messages"][0]
+    assert msg["role"] == "user" and len(msg["content"].split()) == 20
+    assert rec.ok and rec.input_tokens == 20 and rec.output_tokens == 4 and rec.token_count_source == "server"
+    no_usage = one(server, Behaviour(usage=False), api="chat", isl=20, osl=4)
+    assert no_usage.ok and no_usage.token_count_source == "chunks+estimate-input"
+
+
+def test_api_key_is_sent_as_bearer(server):
+    server.require_key = "sekrit"
+    assert one(server, Behaviour(), api_key="sekrit").ok
+    denied = one(server, Behaviour())
+    assert not denied.ok and denied.http_status == 401
+
+
+@pytest.mark.parametrize("behaviour, status, match", [
+    (Behaviour(status=500), 500, "HTTP 500: .*boom"),
+    (Behaviour(status=429, error_body='{"error": "rate limited"}'), 429, "HTTP 429"),
+    (Behaviour(malformed_after=2), 200, "malformed SSE data"),
+    (Behaviour(error_event_after=1), 200, "engine died"),
+    (Behaviour(disconnect_after=2), 200, "disconnected|ended before"),
+    (Behaviour(done=False, finish=False), 200, "ended before the server finished"),
+    (Behaviour(tokens=0, usage=False), 200, "no tokens"),
+])
+def test_errors_are_recorded_not_raised(server, behaviour, status, match):
+    rec = one(server, behaviour, osl=6)
+    assert not rec.ok and rec.http_status == status
+    assert rec.error and __import__("re").search(match, rec.error), rec.error
+    assert rec.t_done is not None and rec.t_done >= rec.t_sent
+
+
+def test_disconnect_keeps_the_tokens_received_before_it(server):
+    rec = one(server, Behaviour(disconnect_after=3), osl=6)
+    assert not rec.ok and rec.token_counts == [1, 1, 1]
+
+
+def test_stalled_stream_times_out(server):
+    rec = one(server, Behaviour(stall_after=2), osl=6, read_timeout_s=0.3)
+    assert not rec.ok and "timeout" in rec.error and rec.token_counts == [1, 1]
+
+
+def test_unreachable_server_is_an_error_record():
+    cfg = ClientConfig(base_url="http://127.0.0.1:9", model="m")
+    spec = RequestSpec(request_id="r", input_tokens=4, output_tokens=2)
+
+    async def go() -> RequestRecord:
+        async with aiohttp.ClientSession(timeout=make_timeout(cfg)) as http:
+            return await send_request(http, cfg, Prompts(cfg), spec, point=0, t0=time.perf_counter())
+
+    rec = asyncio.run(go())
+    assert not rec.ok and "cannot connect" in rec.error

@@ -1,0 +1,88 @@
+"""The SSE parser on byte streams cut at every awkward place a transport can cut them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scoville.client.sse import SSEError, StreamParser
+
+
+def ev(obj) -> bytes:
+    return f"data: {obj if isinstance(obj, str) else json.dumps(obj)}\n\n".encode()
+
+
+def text_chunk(text: str, finish: str | None = None, **extra) -> dict:
+    return {"choices": [dict({"index": 0, "text": text, "finish_reason": finish}, **extra)]}
+
+
+STREAM = (ev(text_chunk("a")) + b": keep-alive\n\n" + ev(text_chunk("")) + ev(text_chunk("b c", token_ids=[5, 6]))
+          + ev(text_chunk("d", "length"))
+          + ev({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 4,
+                                         "prompt_tokens_details": {"cached_tokens": 3}}})
+          + ev("[DONE]"))
+
+
+def test_every_split_point_gives_the_same_result():
+    whole = StreamParser()
+    whole.feed(STREAM, 1.0)
+    assert whole.counts == [1, 2, 1]
+    assert (whole.usage_completion, whole.usage_prompt, whole.cached_tokens) == (4, 7, 3)
+    assert whole.done and whole.finished and whole.keepalives == 1
+    for cut in range(1, len(STREAM)):
+        p = StreamParser()
+        p.feed(STREAM[:cut], 1.0)
+        p.feed(STREAM[cut:], 2.0)
+        assert p.counts == whole.counts, cut
+        assert p.usage_completion == 4 and p.done
+
+
+def test_each_event_is_stamped_with_the_read_that_completed_it():
+    p = StreamParser()
+    a, b = ev(text_chunk("x")), ev(text_chunk("y"))
+    p.feed(a + b[:5], 1.0)     # first event complete, second only begun
+    p.feed(b[5:], 2.5)
+    assert p.times == [1.0, 2.5]
+
+
+def test_crlf_line_endings_and_multiline_data():
+    p = StreamParser()
+    p.feed(b'data: {"choices": [{"text": "hi"}]}\r\n\r\ndata: [DONE]\r\n\r\n', 0.5)
+    assert p.counts == [1] and p.done
+
+
+def test_cumulative_usage_per_chunk_gives_exact_multi_token_counts():
+    p = StreamParser()
+    for cum, text in ((1, "a"), (4, "bcd"), (4, ""), (6, "ef")):
+        p.feed(ev(dict(text_chunk(text), usage={"prompt_tokens": 9, "completion_tokens": cum})), float(cum))
+    assert p.counts == [1, 3, 2] and p.times == [1.0, 4.0, 6.0]
+    assert p.count_source == "usage" and p.usage_completion == 6
+
+
+def test_chat_deltas_role_only_first_chunk_carries_no_token():
+    p = StreamParser()
+    p.feed(ev({"choices": [{"delta": {"role": "assistant", "content": ""}}]}), 1.0)
+    p.feed(ev({"choices": [{"delta": {"content": "Hi"}}]}), 2.0)
+    p.feed(ev({"choices": [{"delta": {"reasoning_content": "hmm"}}]}), 3.0)
+    assert p.times == [2.0, 3.0]
+
+
+def test_close_accepts_a_final_event_without_blank_line():
+    p = StreamParser()
+    p.feed(ev(text_chunk("a", "stop")) + b"data: [DONE]", 1.0)
+    assert not p.done
+    p.close(1.5)
+    assert p.done
+
+
+@pytest.mark.parametrize("bad, match", [
+    (b"data: {not json\n\n", "malformed SSE data"),
+    (b"garbage line\n\n", "malformed SSE line"),
+    (ev({"error": {"message": "out of memory"}}), "out of memory"),
+    (ev("[DONE]") + ev(text_chunk("late")), "after \\[DONE\\]"),
+])
+def test_malformed_input_and_error_events_raise(bad, match):
+    p = StreamParser()
+    with pytest.raises(SSEError, match=match):
+        p.feed(ev(text_chunk("ok")) + bad, 1.0)
