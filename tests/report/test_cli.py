@@ -1,0 +1,90 @@
+"""`scoville compare` and `scoville report` through the real Typer app."""
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from scoville.cli import compare_cmd
+from scoville.errors import UserError
+
+
+@pytest.fixture(scope="module")
+def app():
+    a = typer.Typer()
+    compare_cmd.register(a)
+    return a
+
+
+def run(app, *args):
+    return CliRunner().invoke(app, list(args), catch_exceptions=True)
+
+
+def test_compare_json_auto_reproduces_104x(app, report_runs):
+    root, _ = report_runs
+    res = run(app, "compare", "base00", "cont00", "--runs", str(root), "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    cont = data["systems"][1]
+    assert cont["at_interactivity"][0]["ratio"] == pytest.approx(12_258 / 118)
+    assert cont["ratios"]["peak"] == pytest.approx(85_400 / 45_000)
+    assert data["systems"][0]["power_source"] == "rated" and data["systems"][0]["power_boundary"] == "chip"
+
+
+def test_compare_markdown_with_requested_interactivities(app, report_runs):
+    root, _ = report_runs
+    res = run(app, "compare", "base00", "cont00", "--runs", str(root), "--markdown", "--at-interactivity",
+              "100,300", "--per", "accelerator", "--metric", "output")
+    assert res.exit_code == 0, res.output
+    assert "| output tok/s/accelerator at 300 tok/s/user | beyond reach |" in res.output
+    assert res.output.startswith("|  | H200 ×8 | GB300 NVL72 (sim) |")
+
+
+def test_compare_table_shows_power_basis_and_beyond_reach(app, report_runs):
+    root, _ = report_runs
+    res = CliRunner().invoke(app, ["compare", "base00", "cont00", "meas00", "--runs", str(root),
+                                   "--at-interactivity", "auto,190"], env={"COLUMNS": "220"})
+    assert res.exit_code == 0, res.output
+    assert "103.9×" in res.output and "[nvml, board boundary]" in res.output and "beyond reach" in res.output
+
+
+def test_pooled_runs_with_plus(app, report_runs):
+    root, _ = report_runs
+    res = run(app, "compare", "base00+meas00", "--runs", str(root), "--json", "--per", "accelerator")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["systems"][0]["runs"] == ["20261202T100000Z-base00", "20261202T100002Z-meas00"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["compare", "nosuchrun"], "no run 'nosuchrun'"),
+    (["compare", "base00", "--per", "watt"], "--per 'watt'"),
+    (["compare", "base00", "--at-interactivity", "fast"], "'fast' is not a number"),
+    (["compare", "base00", "--json", "--markdown"], "not both"),
+    (["compare", "base00", "+"], "'+' names no run"),
+])
+def test_user_errors_are_one_line_messages(app, report_runs, args, message):
+    root, _ = report_runs
+    res = run(app, *args, "--runs", str(root))
+    assert isinstance(res.exception, UserError), res.output
+    assert message in str(res.exception) and "\n" not in str(res.exception)
+
+
+def test_report_writes_html_and_images(app, report_runs, tmp_path):
+    root, _ = report_runs
+    out = tmp_path / "r" / "report.html"
+    res = run(app, "report", "base00", "cont00", "--runs", str(root), "-o", str(out), "--png", str(tmp_path / "png"),
+              "--svg", str(tmp_path / "svg"), "--title", "H200 vs GB300")
+    assert res.exit_code == 0, res.output
+    assert "<title>H200 vs GB300</title>" in out.read_text()
+    pngs = sorted(p.name for p in (tmp_path / "png").iterdir())
+    assert "frontier-kw-interactivity.png" in pngs and "cdf-ttft-20261202T100000Z-base00.png" in pngs
+    assert (tmp_path / "png" / "frontier-kw-interactivity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = (tmp_path / "svg" / "frontier-kw-interactivity.svg").read_text()
+    assert "<svg" in svg and len(pngs) == len(list((tmp_path / "svg").iterdir()))
+
+
+def test_report_to_a_folder_is_refused(app, report_runs, tmp_path):
+    root, _ = report_runs
+    res = run(app, "report", "base00", "--runs", str(root), "-o", str(tmp_path))
+    assert isinstance(res.exception, UserError) and "is a folder" in str(res.exception)

@@ -1,0 +1,80 @@
+"""The HTML report file: self-contained, complete, and with the charts and figures a reader needs."""
+
+import json
+import re
+
+import pytest
+
+from scoville.report.html import write_report
+
+
+def figures(html_text: str) -> dict:
+    m = re.search(r"const FIGS = (\{.*?\});\n", html_text, re.S)
+    assert m, "report carries no figure data"
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+@pytest.fixture(scope="module")
+def report(report_runs, tmp_path_factory):
+    _, runs = report_runs
+    out = write_report(runs, tmp_path_factory.mktemp("out") / "report.html")
+    return out, out.read_text()
+
+
+def test_report_is_self_contained(report):
+    _, text = report
+    assert "plotly.js v" in text  # the bundle is inlined from the plotly package
+    # outside the bundle (whose own strings mention plot.ly), the page references nothing remote
+    page = re.sub(r"<script>/\*\*\n\* plotly\.js.*?</script>", "", text, count=1, flags=re.S)
+    assert len(page) < len(text) / 2
+    assert "<script src" not in page and "<link" not in page
+    assert not re.search(r"""(src|href|url)\s*[=(]\s*["']?(https?:)?//""", page)
+
+
+def test_comparison_table_carries_the_yardsticks_and_power_basis(report):
+    _, text = report
+    assert "103.9×" in text and "1.90×" in text
+    assert "12,258" in text and "118" in text
+    assert "[nvml, board boundary]" in text and "[rated, chip boundary]" in text
+    assert "Throughput per accelerator" in text and "Throughput per dollar" in text
+
+
+def test_frontier_charts_have_a_points_and_a_frontier_trace_per_system(report):
+    _, text = report
+    figs = figures(text)
+    labels = ["H200 ×8", "GB300 NVL72 (sim)", "B200 ×8"]
+    for x in ("interactivity", "e2e", "ttft"):
+        acc = figs[f"frontier-accelerator-{x}"]
+        assert [t["name"] for t in acc["data"]] == [n for label in labels for n in (f"{label} points", label)]
+        kw = figs[f"frontier-kw-{x}"]
+        assert len(kw["data"]) == 6 and "[nvml, board boundary]" in kw["data"][5]["name"]
+    inter = figs["frontier-kw-interactivity"]
+    assert inter["layout"]["yaxis"]["type"] == "log"  # 100 .. 85,400 tok/s/kW spans decades
+    assert "tok/s/user" in inter["layout"]["xaxis"]["title"]["text"]
+    assert "tok/s/kW" in inter["layout"]["yaxis"]["title"]["text"]
+    # frontier line ends where the frontier ends: never drawn past the last point
+    base_line = figs["frontier-kw-interactivity"]["data"][1]
+    assert max(base_line["x"]) == pytest.approx(169)
+
+
+def test_each_run_has_cdfs_power_only_where_measured_and_its_full_manifest(report):
+    _, text = report
+    figs = figures(text)
+    for run in ("20261202T100000Z-base00", "20261202T100001Z-cont00", "20261202T100002Z-meas00"):
+        for kind in ("ttft", "tpot", "itl"):
+            assert figs[f"cdf-{kind}-{run}"]["data"], f"no {kind} CDF for {run}"
+        assert run in text
+    assert [t["name"] for t in figs["cdf-tpot-20261202T100002Z-meas00"]["data"]] == [f"c{2 ** i}" for i in range(7)]
+    assert "power-20261202T100002Z-meas00" in figs
+    assert len(figs["power-20261202T100002Z-meas00"]["data"]) == 8  # one line per device
+    assert "power-20261202T100000Z-base00" not in figs
+    for fact in ("GB300 NVL72", "llama-70b", "fp8", "&quot;tp&quot;: 72", "1k1k", "nvml, board", "rated, chip"):
+        assert fact in text
+    assert "Full manifest" in text
+
+
+def test_report_rejects_an_empty_run_list(tmp_path):
+    from scoville.errors import UserError
+
+    with pytest.raises(UserError):
+        write_report([], tmp_path / "r.html")
