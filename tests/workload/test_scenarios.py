@@ -1,0 +1,86 @@
+"""The --scenario registry and the workload commands."""
+
+import json
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from scoville.cli import workload_cmd
+from scoville.workload.scenarios import Workload, describe_scenario, list_scenarios, resolve_workload
+from scoville.workload.synthetic import SyntheticWorkload, WorkloadError
+from scoville.workload.traces import TraceWorkload, load_trace
+
+DATA = Path(str(files("scoville") / "data" / "traces"))
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("8k1k", "synthetic"), ("1k1k", "synthetic"), ("chat-multiturn", "sessions"), ("agentic-coding", "sessions"),
+    ("longctx-128k", "sessions"), ("mix-chat-agentic", "mix"), ("mix-all", "mix"),
+    ("mix:chat-multiturn=1,agentic-coding=2", "mix"),
+])
+def test_every_named_scenario_resolves_to_a_workload(name, kind):
+    w = resolve_workload(name, seed=3)
+    assert isinstance(w, Workload) and w.kind == kind and w.name == name
+    assert json.dumps(w.to_dict())  # the manifest can record it
+    assert w.to_dict()["seed"] == 3
+    sessions = w.sessions(2, stream=0)
+    assert len(sessions) == 2 and all(s.requests for s in sessions)
+
+
+def test_listing_covers_every_name_and_each_has_parameters():
+    names = [n for n, _ in list_scenarios()]
+    for n in names[:-1]:
+        assert describe_scenario(n)
+    assert {"8k1k", "chat-multiturn", "agentic-coding", "longctx-128k"} <= set(names)
+
+
+def test_custom_lengths_and_traces_resolve():
+    w = resolve_workload(None, isl=100, osl=20, range_ratio=1.0)
+    assert isinstance(w, SyntheticWorkload) and w.sessions(1)[0].requests[0].input_tokens == 100
+    t = resolve_workload(None, trace=DATA / "azure_sample.csv", time_scale=2.0)
+    assert isinstance(t, TraceWorkload) and t.options.time_scale == 2.0
+    assert resolve_workload("chat-multiturn", think_scale=0).sessions(1)[0].requests[-1].think_s == 0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": "9k9k"}, "unknown scenario"),
+    ({"name": "8k1k", "trace": DATA / "azure_sample.csv"}, "not both"),
+    ({"name": None, "trace_format": "azure"}, "needs --trace"),
+    ({"name": "agentic-coding", "isl": 10}, "single-turn lengths"),
+    ({"name": "8k1k", "time_scale": 2}, "session scenarios and traces"),
+    ({"name": "chat-multiturn", "time_scale": 2}, "do not apply"),
+    ({"name": None}, "give --scenario"),
+])
+def test_bad_requests_are_user_errors(kwargs, match):
+    name = kwargs.pop("name")
+    with pytest.raises(WorkloadError, match=match):
+        resolve_workload(name, **kwargs)
+
+
+@pytest.fixture
+def cli():
+    app = typer.Typer()
+    workload_cmd.register(app)
+    return app
+
+
+def test_scenarios_command_lists_and_describes(cli):
+    r = CliRunner().invoke(cli, ["scenarios", "--json"])
+    assert r.exit_code == 0
+    assert {x["name"] for x in json.loads(r.output)} >= {"agentic-coding", "8k1k"}
+    r = CliRunner().invoke(cli, ["scenarios", "agentic-coding", "--json"])
+    assert json.loads(r.output)["parameters"]["shared prefix tokens"].startswith("16384")
+
+
+def test_export_then_trace_info_round_trip(cli, tmp_path):
+    out = tmp_path / "chat.jsonl"
+    r = CliRunner().invoke(cli, ["export-trace", "chat-multiturn", str(out), "--sessions", "3", "--rate", "2"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["trace-info", str(out), "--json"])
+    info = json.loads(r.output)
+    assert (info["format"], info["sessions"], info["requests"]) == ("scoville", 3, 30)
+    assert info["span_s"] > 0
+    assert load_trace(out).arrivals(3)[0] == 0.0
