@@ -247,3 +247,20 @@ def test_round_robin_spreads_requests_over_replicas():
 def test_config_that_does_not_fit_is_a_user_error():
     with pytest.raises(SimConfigError, match="does not fit"):
         SimEngine(SimConfig(hardware="h100", model="deepseek-r1"))
+
+
+def test_next_turn_of_a_session_reuses_the_previous_reply_blocks():
+    eng = SimEngine(SimConfig(**BASE, enable_prefix_caching=True))
+    t0 = RequestSpec(request_id="s-t0", session_id="s", turn=0, input_tokens=320, output_tokens=100,
+                     block_hashes=tuple(range(20)), block_size=16)
+    # the next prompt = previous prompt + reply + a new message; its hashes extend the previous ones
+    t1 = RequestSpec(request_id="s-t1", session_id="s", turn=1, input_tokens=480, output_tokens=10,
+                     block_hashes=tuple(range(20)) + tuple(range(100, 110)), block_size=16)
+    run_events(eng, [t0])
+    first = per_request(run_events(eng, [t1], t=eng.now))["s-t1"][0]
+    # prompt and reply are cached except the last, partly filled block (419 tokens of KV -> 26 full blocks)
+    assert first.cached_tokens == 26 * 16
+    # a prompt that does not extend the previous one gets only what its own hashes share
+    other = RequestSpec(request_id="s-t2", session_id="s", turn=2, input_tokens=480, output_tokens=10,
+                        block_hashes=tuple(range(5)) + tuple(range(200, 225)), block_size=16)
+    assert per_request(run_events(eng, [other], t=eng.now))["s-t2"][0].cached_tokens == 5 * 16

@@ -40,6 +40,9 @@ from scoville.sim.scheduler import Instance, Req, Span, StepTimer
 from scoville.workload.spec import RequestSpec
 
 
+_MAX_SESSIONS = 100_000  # sessions whose last turn's cached blocks the engine remembers
+
+
 @dataclass
 class RequestTrace:
     """Everything the driver needs to write one RequestRecord."""
@@ -122,6 +125,8 @@ class SimEngine:
         self._outbox: list[TokenEvent] = []
         self._traces: dict[str, RequestTrace] = {}
         self._rr = itertools.count()
+        # session id -> (hash-derived keys of its last prompt, keys its KV was cached under, tokens held)
+        self._sessions: dict[str, tuple[list[Hashable], list[Hashable], int]] = {}
         self.now = 0.0
 
     def _make(self, name: str, role: str, parallel: ParallelConfig, max_seqs: int, budget: int) -> Instance:
@@ -153,7 +158,10 @@ class SimEngine:
         """Route a request arriving at ``now`` to an instance's queue."""
         if spec.request_id in self._reqs:
             raise ValueError(f"request id {spec.request_id!r} is already in flight")
-        req = Req(spec, block_keys(spec, self.config.block_size) if self.config.enable_prefix_caching else [])
+        keys = block_keys(spec, self.config.block_size) if self.config.enable_prefix_caching else []
+        if keys and spec.session_id in self._sessions:
+            keys = self._session_keys(spec, keys)
+        req = Req(spec, keys)
         inst = self._route(req, self.prefill_pool)
         why = self._never_fits(req, inst)
         if why:
@@ -339,7 +347,25 @@ class SimEngine:
                 out.append(TokenEvent(rid, last.t, last.count, finished=True))
                 self._reqs.pop(rid, None)
 
+    def _session_keys(self, spec: RequestSpec, keys: list[Hashable]) -> list[Hashable]:
+        """Map a session's next prompt onto the blocks its previous turn left cached.
+
+        Only when the new prompt really extends the previous one (its hashed
+        prefix matches and it is at least as long as prompt + reply): then the
+        leading blocks are the previous turn's prompt and reply, token for token.
+        """
+        prev_prompt, prev_keys, prev_tokens = self._sessions.pop(spec.session_id)  # type: ignore[arg-type]
+        if keys[:len(prev_prompt)] != prev_prompt or spec.input_tokens < prev_tokens:
+            return keys
+        n = min(len(prev_keys), spec.input_tokens // self.config.block_size)
+        return prev_keys[:n] + keys[n:]
+
     def _on_finish(self, req: Req, t: float) -> None:
+        if req.final_keys and req.spec.session_id:
+            orig = block_keys(req.spec, self.config.block_size)
+            self._sessions[req.spec.session_id] = (orig, req.final_keys, req.prompt + req.generated)
+            if len(self._sessions) > _MAX_SESSIONS:  # a long-lived emulator: forget the oldest
+                del self._sessions[next(iter(self._sessions))]
         if self.token_events:
             self._reqs.pop(req.rid, None)
             return

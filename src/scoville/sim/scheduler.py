@@ -61,7 +61,7 @@ class Req:
 
     __slots__ = ("spec", "rid", "prompt", "target", "num_tokens", "computed", "generated", "n_blocks",
                  "hashed", "keys", "reg", "cached_tokens", "admitted", "t_first", "times", "counts",
-                 "swapped", "lost", "kv_ready", "instance")
+                 "swapped", "lost", "kv_ready", "instance", "final_keys")
 
     def __init__(self, spec: RequestSpec, keys: list[Hashable]) -> None:
         self.spec = spec
@@ -84,6 +84,7 @@ class Req:
         self.lost = 0                      # tokens of KV thrown away by a preemption (to recompute)
         self.kv_ready = False              # arrived with its prompt KV (disaggregated decode)
         self.instance: "Instance | None" = None
+        self.final_keys: list[Hashable] = []  # cached keys of its prompt + output blocks, at finish
 
     @property
     def decoding(self) -> bool:
@@ -193,6 +194,24 @@ class Instance:
         if self.kv.host is not None and ("swap", req.rid) in self.kv.host:
             self.kv.host.pop(("swap", req.rid))
         self.plan = None
+
+    def _retire(self, r: Req) -> None:
+        """A finished request leaves: in a session, its output blocks stay cached for the next turn.
+
+        A session's next prompt extends this one byte for byte (history + reply +
+        new message), so, as vLLM does by hashing generated blocks too, the
+        reply's full blocks are registered under session-scoped keys the engine
+        maps onto the next turn's prompt (``SimEngine.submit``).
+        """
+        if self.kv.prefix_caching and r.spec.session_id and r.reg >= 0 and len(r.hashed) == r.reg:
+            full = r.computed // self.kv.block_size
+            for j in range(len(r.hashed), full):
+                k = r.keys[j] if j < len(r.keys) else ("sess", r.spec.session_id, r.spec.turn, j)
+                if not self.kv.register(k):
+                    break
+                r.hashed.append(k)
+            r.final_keys = list(r.hashed)
+        self._release(r)
 
     def _release(self, req: Req) -> None:
         self.kv.release(req.hashed, req.n_blocks - len(req.hashed))
@@ -398,7 +417,7 @@ class Instance:
             self._emit(r, end, a, done)
             if done:
                 running.remove(r)
-                self._release(r)
+                self._retire(r)
                 self._finish(r, end)
                 finished_at = end
         return finished_at
@@ -575,6 +594,6 @@ class Instance:
         self._emit_span(span, j, per_req)
         for r in finished:
             self.running.remove(r)
-            self._release(r)
+            self._retire(r)
             self._finish(r, self.clock)
         return self.clock if finished else None
