@@ -55,6 +55,7 @@ class Chart:
     y_log: bool = False
     note: str | None = None
     bands: list[tuple[float, float, str]] = field(default_factory=list)  # shaded x-ranges with labels
+    vlines: list[tuple[float, str]] = field(default_factory=list)  # dashed markers at x, with labels
 
     def autoscale(self) -> "Chart":
         """Log axes where the plotted values span decades."""
@@ -129,7 +130,21 @@ def frontier_charts(systems: Sequence[System], metric: str = "total") -> list[Ch
     """Throughput per accelerator and per kW against interactivity, E2E latency and TTFT."""
     has_power = any(isinstance(r.get(f"{metric}_throughput_per_kw"), (int, float)) for s in systems for r in s.rows)
     pers = ("accelerator", "kW") if has_power else ("accelerator",)
-    return [frontier_chart(systems, x_key, per, metric) for x_key in X_AXES for per in pers]
+    charts = [frontier_chart(systems, x_key, per, metric) for x_key in X_AXES for per in pers]
+    if len(systems) > 1:
+        for c in charts:
+            _mark_baseline_reach(c, systems[0].label)
+    return charts
+
+
+def _mark_baseline_reach(chart: Chart, baseline: str) -> None:
+    """On interactivity charts, a dashed line where the baseline's frontier ends (the ``auto`` comparison)."""
+    if not chart.id.endswith("-interactivity"):
+        return
+    base = next((s for s in chart.series if s.kind == "points" and s.group == baseline), None)
+    if base is not None and base.x:
+        reach = max(base.x)
+        chart.vlines.append((reach, f"{baseline} reach: {reach:.4g} tok/s/user"))
 
 
 def _quantile_curve(values: np.ndarray) -> tuple[list[float], list[float]]:

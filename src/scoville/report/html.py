@@ -59,10 +59,11 @@ pre { background: var(--bg-alt); padding: 12px; border-radius: 6px; font-size: 1
 def plotly_js() -> str:
     """The plotly.js bundle shipped inside the plotly Python package."""
     try:
-        return (resources.files("plotly") / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+        js = (resources.files("plotly") / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError) as e:
         raise UserError("plotly.js not found in the plotly package; reinstall it: pip install --force-reinstall "
                         "plotly") from e
+    return js.replace("</script", "<\\/script")  # inlined: a literal end tag would close the <script>
 
 
 def _e(v: Any) -> str:

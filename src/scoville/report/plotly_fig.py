@@ -84,6 +84,14 @@ def figure(chart: Chart) -> dict[str, Any]:
         layout["annotations"] = [{"x": (a + b) / 2, "y": 1, "xref": "x", "yref": "paper", "text": label,
                                   "showarrow": False, "yanchor": "bottom", "font": {"size": 11, "color": "#555"}}
                                  for a, b, label in chart.bands]
+    for x, label in chart.vlines:
+        layout.setdefault("shapes", []).append(
+            {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+             "line": {"color": "#555", "width": 1.5, "dash": "dash"}})
+        layout.setdefault("annotations", []).append(
+            {"x": math.log10(x) if chart.x_log else x, "y": 1, "xref": "x", "yref": "paper", "text": label,
+             "showarrow": False, "xanchor": "right", "yanchor": "top", "textangle": 0,
+             "font": {"size": 12, "color": "#555"}, "bgcolor": "rgba(255,255,255,0.8)"})
     if chart.note:
         layout.setdefault("annotations", []).append(
             {"text": chart.note, "xref": "paper", "yref": "paper", "x": 1, "y": 1.02, "xanchor": "right",

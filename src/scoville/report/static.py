@@ -65,6 +65,10 @@ def draw(chart: Chart, path: Path) -> Path:
             ax.axvspan(a, b, color="#888", alpha=0.12, lw=0)
             ax.annotate(label, ((a + b) / 2, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
                         fontsize=9, color="#555")
+        for x, label in chart.vlines:
+            ax.axvline(x, color="#555", lw=1.3, ls="--", zorder=1)
+            ax.annotate(label, (x, 0.99), xycoords=("data", "axes fraction"), ha="right", va="top", fontsize=10,
+                        color="#555", xytext=(-4, 0), textcoords="offset points")
         for s in chart.series:
             if s.kind == "points":
                 on = [i for i, d in enumerate(s.dominated or [False] * len(s.x)) if not d]
