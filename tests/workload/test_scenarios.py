@@ -84,3 +84,35 @@ def test_export_then_trace_info_round_trip(cli, tmp_path):
     assert (info["format"], info["sessions"], info["requests"]) == ("scoville", 3, 30)
     assert info["span_s"] > 0
     assert load_trace(out).arrivals(3)[0] == 0.0
+
+
+@pytest.mark.parametrize("name", ["chat-multiturn", "mix-all"])
+def test_manifest_dict_rebuilds_the_same_workload(name):
+    import msgspec
+
+    from scoville.workload.sessions import workload_from_dict
+
+    w = resolve_workload(name, seed=9)
+    back = workload_from_dict(json.loads(json.dumps(w.to_dict())))
+    assert msgspec.json.encode(list(back.sessions(3, stream=1))) == msgspec.json.encode(list(w.sessions(3, stream=1)))
+
+
+def test_trace_rebuild_refuses_a_changed_file(tmp_path):
+    from scoville.workload.sessions import workload_from_dict
+
+    path = tmp_path / "t.csv"
+    path.write_text((DATA / "azure_sample.csv").read_text())
+    w = resolve_workload(None, trace=path, time_scale=0.5)
+    d = json.loads(json.dumps(w.to_dict()))
+    assert workload_from_dict(d).options.time_scale == 0.5
+    path.write_text(path.read_text() + "2023-11-16 18:20:00.0,10,2\n")
+    with pytest.raises(WorkloadError, match="changed since"):
+        workload_from_dict(d)
+
+
+def test_lazy_sessions_index_like_a_list():
+    s = resolve_workload("chat-multiturn").sessions(4)
+    assert len(s) == 4 and s[-1].session_id == s[3].session_id == "p0-s3"
+    assert [x.session_id for x in s[1:3]] == ["p0-s1", "p0-s2"]
+    with pytest.raises(IndexError):
+        s[4]

@@ -84,7 +84,9 @@ def test_hand_worked_prefix_cache_hits():
 
 def test_sessions_are_deterministic_and_independent_of_count():
     w = chat_multiturn(seed=7)
-    enc = msgspec.json.encode
+    def enc(sessions):
+        return msgspec.json.encode(list(sessions))
+
     assert enc(w.sessions(4, stream=2)) == enc(chat_multiturn(seed=7).sessions(4, stream=2))
     assert enc(w.sessions(5)[:3]) == enc(w.sessions(3))
     assert enc(w.sessions(2, stream=0)) != enc(w.sessions(2, stream=1))

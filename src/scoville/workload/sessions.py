@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 import zlib
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 import msgspec
 import numpy as np
@@ -83,6 +84,38 @@ class Dist(msgspec.Struct, kw_only=True, frozen=True):
         if self.lo is not None or self.hi is not None:
             body += f" clipped to [{self.lo if self.lo is not None else '-'}, {self.hi if self.hi is not None else '-'}]"
         return body
+
+
+class LazySessions(Sequence[Session]):
+    """The sessions of one point, each built when a driver first asks for it.
+
+    Drivers draw sessions for a whole point up front (up to 100k when only a
+    duration bounds it); an agentic session holds tens of thousands of block
+    hashes, so building them all eagerly would take gigabytes. Every session is
+    a pure function of its index, so building on access changes nothing else:
+    ``len``, indexing, slicing and iteration behave as on a list.
+    """
+
+    def __init__(self, count: int, build: Callable[[int], Session]) -> None:
+        self._count, self._build = count, build
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, i: int) -> Session: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Session]: ...
+
+    def __getitem__(self, i: int | slice) -> Session | list[Session]:
+        if isinstance(i, slice):
+            return [self._build(j) for j in range(*i.indices(self._count))]
+        if not -self._count <= i < self._count:
+            raise IndexError(f"session {i} of {self._count}")
+        return self._build(i % self._count)
+
+    def __repr__(self) -> str:
+        return f"LazySessions({self._count})"
 
 
 def fixed(x: float) -> Dist:
@@ -211,10 +244,10 @@ class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
             context = input_tokens + output
         return Session(session_id=sid, requests=tuple(specs))
 
-    def sessions(self, count: int, stream: int = 0) -> list[Session]:
+    def sessions(self, count: int, stream: int = 0) -> LazySessions:
         """``count`` sessions of point ``stream`` (each point draws its own, sharing only the shared prefix)."""
         shared = self._shared_hashes()
-        return [self.session(i, stream, shared) for i in range(count)]
+        return LazySessions(count, lambda i: self.session(i, stream, shared))
 
 
 class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
@@ -249,10 +282,10 @@ class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
         rng = np.random.default_rng([self.seed, _salt(self.name), stream])
         return rng.choice(len(self.components), size=count, p=p / p.sum())
 
-    def sessions(self, count: int, stream: int = 0) -> list[Session]:
+    def sessions(self, count: int, stream: int = 0) -> LazySessions:
         shared = [c._shared_hashes() for c in self.components]
-        picks = self.choices(count, stream)
-        return [self.components[c].session(i, stream, shared[c]) for i, c in enumerate(picks.tolist())]
+        picks = self.choices(count, stream).tolist()
+        return LazySessions(count, lambda i: self.components[picks[i]].session(i, stream, shared[picks[i]]))
 
 
 CONTEXT_128K = 131072
@@ -346,3 +379,22 @@ def mix(weights: dict[str, float], *, name: str, seed: int = 0, description: str
     components = tuple(SESSION_SCENARIOS[n](seed=seed, **opts) for n in weights)
     return MixWorkload(name=name, components=components, weights=tuple(weights.values()), seed=seed,
                        description=description)
+
+
+def workload_from_dict(d: dict[str, Any]) -> Any:
+    """Rebuild a session, mix or trace workload from the ``to_dict()`` a manifest recorded (``--resume``)."""
+    kind = d.get("kind")
+    if kind == "sessions":
+        return msgspec.convert(d, SessionWorkload)
+    if kind == "mix":
+        return msgspec.convert(d, MixWorkload)
+    if kind == "trace":
+        from scoville.workload.traces import TraceOptions, load_trace
+
+        options = {k: d[k] for k in TraceOptions.__struct_fields__ if k in d}
+        w = load_trace(d["path"], d.get("format"), **options)
+        if d.get("sha256") and w.sha256 != d["sha256"]:
+            raise WorkloadError(f"{d['path']} changed since the run recorded it (sha256 differs); "
+                                "restore the original trace to resume")
+        return w
+    raise WorkloadError(f"cannot rebuild a workload of kind {kind!r}")

@@ -37,6 +37,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from scoville.workload.sessions import LazySessions
 from scoville.workload.spec import RequestSpec, Session
 from scoville.workload.synthetic import WorkloadError
 from scoville.workload.traces.common import TraceSession
@@ -219,33 +220,33 @@ class TraceWorkload:
             ))
         return specs
 
-    def sessions(self, count: int, stream: int = 0) -> list[Session]:
+    def sessions(self, count: int, stream: int = 0) -> LazySessions:
         """``count`` sessions; past the trace's end sessions are recycled under a fresh cache-bust marker."""
         n = len(self.trace_sessions)
-        agentx = self.options.replay == "agentx"
-        if agentx:
-            rng = np.random.default_rng([self.options.seed, stream, 0xA6E7])
-            perm = rng.permutation(n)
-        out = []
-        for i in range(count):
-            j = int(perm[i % n]) if agentx else i % n
-            s, replay = self.trace_sessions[j], i // n
-            sid = f"p{stream}-{s.key}" + (f"-r{replay}" if replay else "")
-            ns = self._namespace(s, stream, replay)
-            if not agentx or len(s.turns) < 2:
-                out.append(Session(session_id=sid, requests=tuple(self._specs(s, sid, ns, 0, self._thinks[j]))))
-                continue
-            length = len(s.turns)
-            lo = max(1, math.floor(0.25 * length))
-            hi = max(lo, min(length - 1, math.floor(0.75 * length)))
-            k = int(rng.integers(lo, hi + 1))
-            prev = s.turns[k - 1]
-            prime = RequestSpec(
-                request_id=f"{sid}-prime", input_tokens=prev.input_tokens, output_tokens=1, session_id=sid,
-                turn=k - 1, block_hashes=remap_hashes(prev.hash_ids, ns), block_size=s.block_size,
-                prompt_seed=(ns ^ ((k - 1) * 0x9E3779B1)) & ((1 << 62) - 1), warmup=True,
-            )
-            rest = self._specs(s, sid, ns, k, self._thinks[j])
-            first = msgspec.structs.replace(rest[0], think_s=self._thinks[j][k])
-            out.append(Session(session_id=sid, requests=(prime, first, *rest[1:])))
-        return out
+        perm = None
+        if self.options.replay == "agentx":
+            perm = np.random.default_rng([self.options.seed, stream, 0xA6E7]).permutation(n).tolist()
+        return LazySessions(count, lambda i: self._session(i, stream, perm))
+
+    def _session(self, i: int, stream: int, perm: list[int] | None) -> Session:
+        n = len(self.trace_sessions)
+        j = perm[i % n] if perm is not None else i % n
+        s, replay = self.trace_sessions[j], i // n
+        sid = f"p{stream}-{s.key}" + (f"-r{replay}" if replay else "")
+        ns = self._namespace(s, stream, replay)
+        if perm is None or len(s.turns) < 2:
+            return Session(session_id=sid, requests=tuple(self._specs(s, sid, ns, 0, self._thinks[j])))
+        # AgentX lane: start at a random turn k in [25 %, 75 %] after priming turn k-1's prompt.
+        length = len(s.turns)
+        lo = max(1, math.floor(0.25 * length))
+        hi = max(lo, min(length - 1, math.floor(0.75 * length)))
+        k = int(np.random.default_rng([self.options.seed, stream, 0xA6E7, i]).integers(lo, hi + 1))
+        prev = s.turns[k - 1]
+        prime = RequestSpec(
+            request_id=f"{sid}-prime", input_tokens=prev.input_tokens, output_tokens=1, session_id=sid,
+            turn=k - 1, block_hashes=remap_hashes(prev.hash_ids, ns), block_size=s.block_size,
+            prompt_seed=(ns ^ ((k - 1) * 0x9E3779B1)) & ((1 << 62) - 1), warmup=True,
+        )
+        rest = self._specs(s, sid, ns, k, self._thinks[j])
+        first = msgspec.structs.replace(rest[0], think_s=self._thinks[j][k])
+        return Session(session_id=sid, requests=(prime, first, *rest[1:]))
