@@ -83,13 +83,16 @@ def test_a_worker_killed_mid_point_loses_only_its_in_flight_requests(ray_cluster
     victim = coordinator.actors[1]
     seen = []
 
-    def kill_after_first_records(n: int) -> None:
-        seen.append(n)
+    def journal_and_kill_after_the_first_record(rec) -> None:
+        writer.record(rec)
+        seen.append(rec)
         if len(seen) == 1:
             ray_cluster.kill(victim, no_restart=True)
 
     try:
-        records = coordinator.run_point(writer, point, progress=kill_after_first_records)
+        records = coordinator.run_point(point, t0=writer.t0, t_start=writer.now(),
+                                        on_record=journal_and_kill_after_the_first_record)
+        writer.write_point(point.index, records)
     finally:
         coordinator.close()
         writer.finish()

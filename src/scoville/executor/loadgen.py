@@ -25,9 +25,11 @@ the survivor, so the server may see it twice, while the run records it once.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -178,6 +180,29 @@ class _Active(msgspec.Struct, kw_only=True):
     last_done: dict[int, float] = {}  # session index -> t_done of its latest finished turn
 
 
+@dataclass
+class _PointCtx:
+    """Everything about the point being driven that the polling loop needs."""
+
+    point: LoadPoint
+    sessions: list[Session]
+    t0: float
+    t_start: float
+    seed: int
+    offsets: dict[int, ClockSync]
+    on_record: Callable[[RequestRecord], None]
+    active: list[_Active] = field(default_factory=list)
+    records: list[RequestRecord] = field(default_factory=list)
+    rid_to_session: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rid_to_session = {spec.request_id: k for k, s in enumerate(self.sessions) for spec in s.requests}
+
+    def emit(self, rec: RequestRecord) -> None:
+        self.records.append(rec)
+        self.on_record(rec)
+
+
 class RayLoadCoordinator:
     """Drives load points through ``workers`` Ray client actors and writes one run directory."""
 
@@ -223,10 +248,17 @@ class RayLoadCoordinator:
             self._lose(i)
             return None
 
-    # -- one point -------------------------------------------------------------------------------
-    def run_point(self, writer: RunWriter, point: LoadPoint, seed: int = 0,
-                  progress: Callable[[int], None] | None = None) -> list[RequestRecord]:
-        """Send ``point`` through the live workers; every record is journaled as it arrives."""
+    # -- one point (the interface of scoville.client.workers.WorkerPool.run_point) ----------------
+    def run_point(self, point: LoadPoint, *, t0: float, t_start: float, on_record: Callable[[RequestRecord], None],
+                  seed: int = 0) -> list[RequestRecord]:
+        """Send ``point`` through the live workers, calling ``on_record`` (the journal) as records arrive.
+
+        ``t0`` is the run clock's origin on this machine (``RunWriter.t0``);
+        ``t_start`` is pushed back by ``start_delay_s`` if needed so that every
+        worker has its start instant in hand before it comes. On Ctrl-C the
+        workers stop sending, what they finished is still collected, and the
+        KeyboardInterrupt is re-raised (the caller marks the run interrupted).
+        """
         if self._ray is None:
             self.start_workers()
         sessions = point_sessions(self.workload, point)
@@ -239,85 +271,78 @@ class RayLoadCoordinator:
         live = sorted(offsets)
         if not live:
             raise UserError("every Ray client worker is lost; check the cluster (`ray status`) and rerun")
-        t_start = writer.now() + self.start_delay_s
-        records: list[RequestRecord] = []
-        active: list[_Active] = []
+        t_start = max(t_start, time.perf_counter() - t0 + self.start_delay_s)
+        ctx = _PointCtx(point=point, sessions=sessions, t0=t0, t_start=t_start, seed=seed, offsets=offsets,
+                        on_record=on_record)
         for share in split_point(point, len(live), seed):
-            w = live[share.worker]
-            active.append(self._start(w, share, point, writer, offsets[w], t_start, seed))
-        rid_to_session = {spec.request_id: k for k, s in enumerate(sessions) for spec in s.requests}
+            ctx.active.append(self._start(live[share.worker], share, ctx))
         try:
-            while active:
+            while ctx.active:
                 time.sleep(self.poll_s)
-                refs = [self.actors[a.worker].poll.remote(a.run_id) for a in active]
-                still: list[_Active] = []
-                for a, ref in zip(active, refs):
-                    try:
-                        report = _decode_report(self._get(ref))
-                    except Exception as e:
-                        self._lose(a.worker)
-                        lost = self._record_lost(a, sessions, writer, f"{LOST} ({self.names[a.worker]}: "
-                                                 f"{type(e).__name__}); in flight when it died")
-                        records.extend(lost)
-                        still.extend(self._reassign(a, point, writer, offsets, t_start, seed, records))
-                        continue
-                    self._absorb(a, report, rid_to_session, writer, records)
-                    if progress is not None and report.records:
-                        progress(len(report.records))
-                    if not report.done:
-                        still.append(a)
-                    elif report.error:  # the client itself crashed: what it had in flight is lost
-                        records.extend(self._record_lost(a, sessions, writer, f"{LOST} ({self.names[a.worker]}: "
-                                                         f"{report.error})"))
-                active = still
-        except BaseException:
+                self._poll_all(ctx)
+        except KeyboardInterrupt:
             self.stop()
+            with contextlib.suppress(Exception, KeyboardInterrupt):
+                self._poll_all(ctx)  # keep what finished before the stop
             raise
-        writer.write_point(point.index, records)
-        return records
+        return ctx.records
 
-    def _start(self, w: int, share: Share, point: LoadPoint, writer: RunWriter, sync: ClockSync,
-               t_start: float, seed: int) -> _Active:
+    def _poll_all(self, ctx: "_PointCtx") -> None:
+        refs = [self.actors[a.worker].poll.remote(a.run_id) for a in ctx.active]
+        still: list[_Active] = []
+        for a, ref in zip(ctx.active, refs):
+            name = self.names[a.worker]
+            try:
+                report = _decode_report(self._get(ref))
+            except Exception as e:  # dead, or silent for call_timeout_s: either way it is gone
+                self._lose(a.worker)
+                self._record_lost(a, ctx, f"{LOST} ({name}: {type(e).__name__}); in flight when it died")
+                still.extend(self._reassign(a, ctx))
+                continue
+            self._absorb(a, report, ctx)
+            if not report.done:
+                still.append(a)
+            elif report.error:  # the client itself crashed: what it had in flight is lost
+                self._record_lost(a, ctx, f"{LOST} ({name}: {report.error})")
+        ctx.active = still
+
+    def _start(self, w: int, share: Share, ctx: "_PointCtx") -> _Active:
         run_id, self._next_run = self._next_run, self._next_run + 1
-        self._get(self.actors[w].start.remote(run_id, share, point, writer.t0 + sync.offset, t_start, seed))
+        t0_worker = ctx.t0 + ctx.offsets[w].offset
+        self._get(self.actors[w].start.remote(run_id, share, ctx.point, t0_worker, ctx.t_start, ctx.seed))
         return _Active(run_id=run_id, worker=w, share=share)
 
     @staticmethod
-    def _absorb(a: _Active, report: WorkerReport, rid_to_session: dict[str, int], writer: RunWriter,
-                records: list[RequestRecord]) -> None:
+    def _absorb(a: _Active, report: WorkerReport, ctx: "_PointCtx") -> None:
         a.started.update(report.started)
         for rec in report.records:
-            writer.record(rec)
-            records.append(rec)
+            ctx.emit(rec)
             a.finished.add(rec.request_id)
-            k = rid_to_session.get(rec.request_id)
+            k = ctx.rid_to_session.get(rec.request_id)
             if k is not None and rec.t_done is not None:
                 a.last_done[k] = max(a.last_done.get(k, 0.0), rec.t_done)
         a.accounted += len(report.records)
 
-    def _record_lost(self, a: _Active, sessions: list[Session], writer: RunWriter, error: str) -> list[RequestRecord]:
+    def _record_lost(self, a: _Active, ctx: "_PointCtx", error: str) -> None:
         """One error record per started session whose next turn never came back (the in-flight ones)."""
-        lost = []
         budget = None if a.share.requests is None else a.share.requests - a.accounted
+        lost = 0
         for k in sorted(a.started, key=a.started.__getitem__):
-            if budget is not None and len(lost) >= budget:
+            if budget is not None and lost >= budget:
                 break
-            pending = [spec for spec in sessions[k].requests if spec.request_id not in a.finished]
+            pending = [spec for spec in ctx.sessions[k].requests if spec.request_id not in a.finished]
             if not pending:
                 continue
             spec = pending[0]
-            n = a.accounted + len(lost)
-            rec = RequestRecord(point=a.share.point.index, request_id=spec.request_id, session_id=spec.session_id,
-                                turn=spec.turn, t_sent=max(a.started[k], a.last_done.get(k, 0.0)), ok=False,
-                                error=error, warmup=n < a.share.point.warmup_requests,
-                                worker=self.names[a.worker], input_tokens=spec.input_tokens)
-            writer.record(rec)
-            lost.append(rec)
-        a.accounted += len(lost)
-        return lost
+            ctx.emit(RequestRecord(
+                point=ctx.point.index, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
+                t_sent=max(a.started[k], a.last_done.get(k, 0.0)), ok=False, error=error,
+                warmup=a.accounted + lost < a.share.point.warmup_requests, worker=self.names[a.worker],
+                input_tokens=spec.input_tokens))
+            lost += 1
+        a.accounted += lost
 
-    def _reassign(self, a: _Active, point: LoadPoint, writer: RunWriter, offsets: dict[int, ClockSync],
-                  t_start: float, seed: int, records: list[RequestRecord]) -> list[_Active]:
+    def _reassign(self, a: _Active, ctx: "_PointCtx") -> list[_Active]:
         """Hand the sessions a lost worker had not started to a survivor, with its lanes."""
         taken = set(a.started) | set(a.last_done)
         remaining = tuple(k for k in a.share.sessions if k not in taken)
@@ -325,26 +350,25 @@ class RayLoadCoordinator:
         if not remaining or left == 0:
             return []
         old = a.share.point
-        warm = max(0, old.warmup_requests - a.accounted)
         n = len(remaining) if left is None else left
-        sub = msgspec.structs.replace(old, warmup_requests=min(warm, n),
-                                      num_requests=0 if left is None else n - min(warm, n))
+        warm = min(max(0, old.warmup_requests - a.accounted), n)
+        sub = msgspec.structs.replace(old, warmup_requests=warm, num_requests=0 if left is None else n - warm)
         share = Share(worker=a.share.worker, point=sub, sessions=remaining, lanes=a.share.lanes,
                       max_in_flight=a.share.max_in_flight, requests=left)
-        for w in (w for w in sorted(offsets) if self.alive[w]):
+        for w in sorted(ctx.offsets):
+            if not self.alive[w]:
+                continue
             try:
-                return [self._start(w, share, point, writer, offsets[w], t_start, seed)]
+                return [self._start(w, share, ctx)]
             except Exception:
                 self._lose(w)
         # Nobody left to send them: record the shortfall instead of silently shrinking the point.
-        sessions = point_sessions(self.workload, point)
         for j, k in enumerate(remaining[:n]):
-            spec = sessions[k].requests[0]
-            rec = RequestRecord(point=point.index, request_id=spec.request_id, session_id=spec.session_id,
-                                turn=spec.turn, t_sent=writer.now(), ok=False, warmup=j < sub.warmup_requests,
-                                error=f"{LOST}: not sent, no client worker left", input_tokens=spec.input_tokens)
-            writer.record(rec)
-            records.append(rec)
+            spec = ctx.sessions[k].requests[0]
+            ctx.emit(RequestRecord(
+                point=ctx.point.index, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
+                t_sent=time.perf_counter() - ctx.t0, ok=False, warmup=j < warm,
+                error=f"{LOST}: not sent, no client worker left", input_tokens=spec.input_tokens))
         return []
 
     def stop(self) -> None:
@@ -370,22 +394,31 @@ class RayLoadCoordinator:
 def sweep_on_ray(cfg: ClientConfig, workload: Any, points: list[LoadPoint], runs_root: Path,
                  manifest: dict[str, Any], *, workers: int = 2, ray_address: str | None = None, seed: int = 0,
                  num_cpus: float = 1.0, call_timeout_s: float = 10.0,
-                 progress: Callable[[int, int], None] | None = None) -> Path:
+                 on_record: Callable[[RequestRecord], None] | None = None) -> Path:
     """A measured sweep whose load comes from ``workers`` Ray client workers; returns the run directory.
 
     ``manifest`` is built by the caller exactly as for a local run
     (``base_manifest(source="measured", ...)`` with ``load_plan`` listing the
-    points); this adds ``executor`` (workers, clock offsets, losses).
+    points); this adds ``executor`` (workers, clock offsets, losses). Each
+    point is journaled as it runs, compacted to Parquet when it ends, and the
+    metrics recomputed, as ``scoville.client.sweep`` does for a local run.
     """
     writer = RunWriter.create(runs_root, manifest)
     coordinator = RayLoadCoordinator(cfg, workload, workers=workers, ray_address=ray_address, num_cpus=num_cpus,
                                      call_timeout_s=call_timeout_s)
+
+    def journal(rec: RequestRecord) -> None:
+        writer.record(rec)
+        if on_record is not None:
+            on_record(rec)
+
     status = "interrupted"
     try:
         coordinator.start_workers()
         for point in points:
-            coordinator.run_point(writer, point, seed,
-                                  None if progress is None else (lambda n, p=point.index: progress(p, n)))
+            records = coordinator.run_point(point, t0=writer.t0, t_start=writer.now(), on_record=journal, seed=seed)
+            writer.write_point(point.index, records)
+            recompute(writer.run_dir)
             writer.manifest["executor"] = coordinator.describe()
             writer.save_manifest()
         status = "complete"
@@ -393,5 +426,5 @@ def sweep_on_ray(cfg: ClientConfig, workload: Any, points: list[LoadPoint], runs
         writer.manifest["executor"] = coordinator.describe()
         coordinator.close()
         writer.finish(status)
-    recompute(writer.run_dir)
+        recompute(writer.run_dir)
     return writer.run_dir
