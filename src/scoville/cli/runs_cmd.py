@@ -18,32 +18,37 @@ console = Console()
 RunsRoot = Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")]
 
 
-def _fmt(v: object) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
+def _fmt(v: object, scale: float = 1.0) -> str:
+    """Compact cells: 3 significant digits, thousands grouped, nothing for missing values."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        x = float(v) * scale
+        if x == 0 or abs(x) >= 100:
+            return f"{x:,.0f}"
+        return f"{x:.3g}"
     return "" if v is None else str(v)
 
 
-def points_table(title: str, rows: list[dict], columns: list[tuple[str, str]]) -> Table:
+def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, float]]) -> Table:
+    """One row per load point; each column is (metric key, header, scale)."""
     table = Table(title=title, header_style="bold")
-    for _, header in columns:
+    for _, header, _ in columns:
         table.add_column(header, justify="right")
     for r in rows:
-        table.add_row(*[_fmt(r.get(key)) for key, _ in columns])
+        table.add_row(*[_fmt(r.get(key), scale) for key, _, scale in columns])
     return table
 
 
 POINT_COLUMNS = [
-    ("label", "point"),
-    ("num_ok", "ok"),
-    ("num_errors", "err"),
-    ("ttft_s_median", "TTFT p50 s"),
-    ("tpot_s_median", "TPOT p50 s"),
-    ("interactivity", "tok/s/user"),
-    ("e2e_s_median", "E2E p50 s"),
-    ("output_throughput", "out tok/s"),
-    ("total_throughput_per_accelerator", "tot tok/s/acc"),
-    ("total_throughput_per_kw", "tot tok/s/kW"),
+    ("label", "point", 1.0),
+    ("num_ok", "ok", 1.0),
+    ("num_errors", "err", 1.0),
+    ("ttft_s_median", "TTFT p50\nms", 1e3),
+    ("tpot_s_median", "TPOT p50\nms", 1e3),
+    ("interactivity", "tok/s\n/user", 1.0),
+    ("e2e_s_median", "E2E p50\ns", 1.0),
+    ("output_throughput", "output\ntok/s", 1.0),
+    ("total_throughput_per_accelerator", "total tok/s\n/accel", 1.0),
+    ("total_throughput_per_kw", "total tok/s\n/kW", 1.0),
 ]
 
 
