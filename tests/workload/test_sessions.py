@@ -133,3 +133,29 @@ def test_bad_parameters_are_user_errors():
     with pytest.raises(WorkloadError, match="no room"):
         SessionWorkload(name="x", turns=fixed(1), first_message=fixed(1), message=fixed(1), output=fixed(1),
                         think=fixed(0), shared_prefix_tokens=100, context_limit=50)
+
+
+def test_simulator_block_keys_hit_where_token_hashing_would():
+    """The simulator keys blocks from block_hashes; a real server hashes token ids. They must agree."""
+    from scoville.sim.engine import block_keys
+
+    def token_keys(spec, bs):
+        ids, keys, prev = prompt_token_ids(spec), [], 0
+        for j in range(len(ids) // bs):
+            prev = hash((prev, *ids[j * bs:(j + 1) * bs]))
+            keys.append(prev)
+        return keys
+
+    def common(a, b):
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        return n
+
+    s1, s2 = chat_multiturn(seed=11).sessions(2)
+    for engine_bs in (16, 48):
+        pairs = list(zip(s1.requests, s1.requests[1:])) + [(s1.requests[0], s2.requests[0])]
+        for a, b in pairs:
+            sim = common(block_keys(a, engine_bs), block_keys(b, engine_bs))
+            real = common(token_keys(a, engine_bs), token_keys(b, engine_bs))
+            assert sim == real > 0

@@ -9,12 +9,15 @@ prompt is turn *k*'s prompt followed by turn *k*'s reply and the new message —
 token for token — and a prefix cache, simulated or real, hits exactly on the
 part that was sent before.
 
-Cache accounting convention (for the simulator and the emulator): a prompt's
-last block is usually partial; its hash is that of the *full* block the session
-will later complete, so a cache must insert only the ``input_tokens //
-block_size`` full blocks of a prompt. Then the next turn hits exactly the full
-blocks of the previous prompt, as vLLM does (the previous reply's blocks never
-hit: a real server's reply differs from the synthesised history).
+Cache accounting convention (for the simulator and the emulator): a block
+hash fixes all ``block_size`` tokens of its block, and a prompt usually ends
+inside its last block, so consecutive turns share that last hash while only
+the earlier turn's *first tokens* of it were sent. A cache must therefore key
+each of its blocks on the content up to that block's end (as
+``scoville.sim.engine.block_keys`` does, or as a real server does by hashing
+token ids); then the next turn hits exactly the cached blocks that lie inside
+the previous prompt, as vLLM does. The previous reply's blocks never hit: a real
+server's reply differs from the synthesised history.
 
 Every draw comes from ``numpy`` generators seeded by ``(seed, scenario, stream,
 session index)``, so a session's content does not depend on how many sessions
@@ -291,8 +294,17 @@ class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
 CONTEXT_128K = 131072
 
 
+def _build(seed: int, opts: dict[str, Any], **defaults: Any) -> SessionWorkload:
+    """A scenario's defaults with any field overridden (e.g. ``turns=fixed(8)`` for a shorter bench)."""
+    unknown = sorted(set(opts) - set(SessionWorkload.__struct_fields__))
+    if unknown:
+        raise WorkloadError(f"unknown session option(s) {', '.join(unknown)}")
+    return SessionWorkload(**{**defaults, **opts, "seed": seed})
+
+
 def chat_multiturn(seed: int = 0, **opts: Any) -> SessionWorkload:
-    return SessionWorkload(
+    return _build(
+        seed, opts,
         name="chat-multiturn",
         description="10-turn chat conversations: 512-token shared system prompt, short user messages, "
                     "~300-token replies, a few seconds of user think time",
@@ -302,13 +314,12 @@ def chat_multiturn(seed: int = 0, **opts: Any) -> SessionWorkload:
         message=lognormal(200, 0.8, 8, 4096),
         output=lognormal(300, 0.6, 16, 2048),
         think=lognormal(4.0, 0.6, 0.5, 30.0),
-        seed=seed,
-        **opts,
     )
 
 
 def agentic_coding(seed: int = 0, **opts: Any) -> SessionWorkload:
-    return SessionWorkload(
+    return _build(
+        seed, opts,
         name="agentic-coding",
         description="coding-agent sessions: 16k-token shared system+tool prompt, many short tool-call "
                     "replies each followed by a large tool result, context growing to 96k-124k tokens",
@@ -320,8 +331,6 @@ def agentic_coding(seed: int = 0, **opts: Any) -> SessionWorkload:
         think=lognormal(0.8, 1.0, 0.05, 30.0),
         max_context=uniform(98304, 126976),
         context_limit=CONTEXT_128K,
-        seed=seed,
-        **opts,
     )
 
 
@@ -330,7 +339,8 @@ def longctx_128k(seed: int = 0, **opts: Any) -> SessionWorkload:
     # that input plus output fit a 128k (131072-token) window.
     osl = 1024
     isl = CONTEXT_128K - osl
-    return SessionWorkload(
+    return _build(
+        seed, opts,
         name="longctx-128k",
         description=f"single-turn long-context requests: input uniform [{math.ceil(0.8 * isl)}, {isl}], "
                     f"output uniform [{math.ceil(0.8 * osl)}, {osl}] (fits a 128k window)",
@@ -340,8 +350,6 @@ def longctx_128k(seed: int = 0, **opts: Any) -> SessionWorkload:
         output=uniform(math.ceil(0.8 * osl), osl),
         think=fixed(0),
         context_limit=CONTEXT_128K,
-        seed=seed,
-        **opts,
     )
 
 
