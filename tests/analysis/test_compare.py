@@ -100,8 +100,16 @@ def test_pooled_runs_form_one_frontier(tmp_path):
 def test_duplicate_labels_are_disambiguated(tmp_path):
     a = make_run(tmp_path, "20261202T1-aaaaaa", [(20.0, 5000.0)], precision="fp8")
     b = make_run(tmp_path, "20261202T1-bbbbbb", [(20.0, 5000.0)], precision="fp4")
-    labels = [s.label for s in load_systems([[a], [b]])]
+    systems = load_systems([[a], [b]])
+    labels = [s.label for s in systems]
     assert len(set(labels)) == 2 and "fp8" in labels[0] and "fp4" in labels[1]
+    # a ratio between different precisions is flagged, not silently quoted
+    assert compare(systems).warnings() == ["different precisions: fp8 vs fp4"]
+
+
+def test_like_for_like_systems_carry_no_warnings(seed_runs):
+    _, base, cont = seed_runs
+    assert compare(load_systems([[base], [cont]])).warnings() == []
 
 
 def test_goodput_recomputes_slo_attainment_from_requests(tmp_path):

@@ -78,3 +78,24 @@ def test_report_rejects_an_empty_run_list(tmp_path):
 
     with pytest.raises(UserError):
         write_report([], tmp_path / "r.html")
+
+
+def test_runs_without_power_or_with_a_broken_sample_still_report(tmp_path):
+    import pyarrow as pa
+    from runs_factory import make_run
+
+    from scoville.results.store import RunWriter
+
+    nopower = make_run(tmp_path, "nopower", [(50.0, 1000.0), (20.0, 3000.0)], store_metrics=False)
+    m = json.loads((nopower / "manifest.json").read_text())
+    m["power"] = {"source": "none"}
+    (nopower / "manifest.json").write_text(json.dumps(m))
+    measured = make_run(tmp_path, "measured", [(50.0, 1000.0), (20.0, 3000.0)], measured_power=True,
+                        store_metrics=False)
+    w = RunWriter(measured, json.loads((measured / "manifest.json").read_text()), journal=False)
+    w.write_power(pa.table({"t": [0.5], "device": ["gpu0"], "watts": [float("nan")]}))  # a sensor glitch
+    text = write_report([nopower, measured], tmp_path / "r.html").read_text()
+    figs = figures(text)
+    assert "Throughput per kW is not compared" in text and "no power figure" in text
+    assert "no power figure, not shown: " in figs["frontier-kw-interactivity"]["layout"]["annotations"][-1]["text"]
+    assert "power-measured" in figs

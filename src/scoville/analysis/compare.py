@@ -92,6 +92,7 @@ class SystemResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.system.describe(),
+            "power_basis": self.system.power_basis,
             "peak": self.peak,
             "highest_interactivity": self.highest_interactivity,
             "lowest_ttft_s": self.lowest_ttft_s,
@@ -134,8 +135,25 @@ class Comparison:
             "extrapolation": "never (undefined outside a frontier's range)",
             "requested_interactivity": self.requested,
             "baseline": self.baseline.system.label,
+            "warnings": self.warnings(),
             "systems": [s.to_dict() for s in self.systems],
         }
+
+    def warnings(self) -> list[str]:
+        """Differences between the systems that a reader must weigh before trusting a ratio."""
+        out = []
+        checks = (("model", "models"), ("precision", "precisions"), ("workload", "workloads"),
+                  ("compat", "metric modes (compat)"))
+        described = [s.system.describe() for s in self.systems]
+        for key, what in checks:
+            values = list(dict.fromkeys(str(d.get(key)) for d in described))
+            if len(values) > 1:
+                out.append(f"different {what}: " + " vs ".join(values))
+        if self.per == "kW":
+            bases = list(dict.fromkeys(s.system.power_basis for s in self.systems))
+            if len(bases) > 1:
+                out.append("per-kW figures use different power bases: " + " vs ".join(bases))
+        return out
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """Header and rows (metrics down, systems across, then one ratio column per contender)."""
@@ -182,6 +200,7 @@ class Comparison:
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
         lines.append("")
+        lines += [f"**Note:** {w}." for w in self.warnings()]
         lines.append(f"Interactivity = 1/median(TPOT); latencies: {LATENCY_ESTIMATOR}; throughput at an "
                      f"interactivity by {self.baseline.frontier.method} interpolation along each frontier, "
                      "never extrapolated. Ratios are each system over the first.")

@@ -83,6 +83,8 @@ def register(app: typer.Typer) -> None:
             table.add_row(*[f"[italic red]{escape(c)}[/]" if c.endswith(("beyond reach", "below range"))
                             else escape(c) for c in r])
         console.print(table)
+        for w in result.warnings():
+            console.print(f"[yellow]note:[/] {escape(w)}")
         console.print("[dim]interactivity = 1/median(TPOT); latencies are medians, lowest over load points; "
                       f"values at an interactivity by {result.baseline.frontier.method} interpolation along each "
                       "frontier, never extrapolated; ratios are each system over the first.[/]")

@@ -229,9 +229,13 @@ def power_chart(run_id: str, power: pa.Table, plan: list[dict[str, Any]],
         return None
     chart = Chart(id=f"power-{run_id}", title="Power over time (measured)", x_label="time since run start (s)",
                   y_label="power (W)")
-    t = power.column("t").to_numpy()
-    w = power.column("watts").to_numpy()
+    t = power.column("t").to_numpy(zero_copy_only=False).astype(float)
+    w = power.column("watts").to_numpy(zero_copy_only=False).astype(float)
     devices = np.asarray(power.column("device").to_pylist(), dtype=object)
+    finite = np.isfinite(t) & np.isfinite(w)  # a dropped sample must not break the page's JSON
+    t, w, devices = t[finite], w[finite], devices[finite]
+    if t.size == 0:
+        return None
     names = sorted(set(devices.tolist()))
     for i, dev in enumerate(names):
         mask = devices == dev

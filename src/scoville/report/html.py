@@ -46,7 +46,7 @@ th, td { border-bottom: 1px solid var(--line); padding: 5px 10px; text-align: ri
 th:first-child, td:first-child { text-align: left; }
 thead th { background: var(--bg-alt); position: sticky; top: 0; }
 table.cmp td:first-child { font-weight: 600; white-space: normal; min-width: 260px; }
-.undef { color: #a33; font-style: italic; }
+.undef { color: #a33; font-style: italic; } .warn { color: #8a5a00; }
 .scroll { overflow-x: auto; }
 table.facts td { text-align: left; } table.facts td:first-child { color: var(--muted); width: 220px; }
 details { margin: 8px 0; } summary { cursor: pointer; color: var(--muted); }
@@ -85,7 +85,7 @@ def _chart_div(chart: Chart) -> str:
     return f'<div class="chart" id="{_e(chart.id)}" data-chart="{_e(chart.id)}"></div>'
 
 
-def comparison_section(comparisons: list[Comparison]) -> str:
+def comparison_section(comparisons: list[Comparison], left_out: list[str]) -> str:
     parts = ["<h2>Comparison</h2>",
              '<p class="note">Ratios are each system over the first (the baseline). Throughput at an interactivity '
              "is read off each system's Pareto frontier by monotone (Steffen) interpolation and is never "
@@ -96,6 +96,8 @@ def comparison_section(comparisons: list[Comparison]) -> str:
         header, rows = c.table()
         parts.append(f"<h3>Throughput per {_e(c.per)}</h3>")
         parts.append(_table(header, rows, "cmp"))
+        parts += [f'<p class="note warn">Note: {_e(w)}.</p>' for w in c.warnings()]
+    parts += [f'<p class="note">{_e(msg)}</p>' for msg in left_out]
     return "\n".join(parts)
 
 
@@ -191,14 +193,15 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     return "\n".join(parts)
 
 
-def _comparisons(systems: list[System], at: Sequence[float | str]) -> list[Comparison]:
-    out = []
+def _comparisons(systems: list[System], at: Sequence[float | str]) -> tuple[list[Comparison], list[str]]:
+    """Every comparison the runs allow, and why any was left out (no power or no price recorded)."""
+    out, left_out = [], []
     for per in ("kW", "accelerator", "dollar"):
         try:
             out.append(compare(systems, at, per=per))
-        except UserError:
-            continue  # e.g. no power or no price recorded: that table is left out, the others stay
-    return out
+        except UserError as e:
+            left_out.append(f"Throughput per {per} is not compared: {e}.")
+    return out, left_out
 
 
 def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[float | str] = ("auto",)) -> str:
@@ -211,7 +214,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
     frontiers = frontier_charts(systems)
     for c in frontiers:
         figures[c.id] = figure(c)
-    comparisons = _comparisons(systems, at)
+    comparisons, left_out = _comparisons(systems, at)
     title = title or "scoville report: " + " vs ".join(s.label for s in systems)
     legend = "".join(f'<span><span class="swatch" style="background:{colors[s.label]}"></span><b>{_e(s.label)}</b>'
                      f' <span class="meta">{_e(s.source)} · power {_e(s.power_basis)} · '
@@ -220,7 +223,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
             f'<div class="meta">generated {datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} by scoville '
             f"{_e(scoville.__version__)}</div>",
             f'<div class="systems">{legend}</div>',
-            comparison_section(comparisons),
+            comparison_section(comparisons, left_out),
             "<h2>Pareto frontiers</h2>",
             '<p class="note">Filled markers lie on a frontier, hollow ones are dominated by another load point or '
             "configuration of the same system; lines are the Steffen interpolation along each frontier. "
