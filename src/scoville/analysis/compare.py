@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 from scoville.analysis.frontier import Frontier, frontier
 from scoville.analysis.runs import System
 from scoville.errors import UserError
 
-Per = Literal["kW", "accelerator", "dollar"]
 PER_CHOICES: tuple[str, ...] = ("kW", "accelerator", "dollar")
 METRIC_CHOICES: tuple[str, ...] = ("total", "output")
 UNITS = {"kW": "tok/s/kW", "accelerator": "tok/s/accelerator", "dollar": "tok/$"}

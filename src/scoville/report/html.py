@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import json
-import time
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
