@@ -303,6 +303,14 @@ def _build(seed: int, opts: dict[str, Any], **defaults: Any) -> SessionWorkload:
 
 
 def chat_multiturn(seed: int = 0, **opts: Any) -> SessionWorkload:
+    """``chat-multiturn``: 10-turn conversations.
+
+    Shared system prompt 512 tokens; first user message lognormal (median 400,
+    sigma 0.7, 16-4096); later messages lognormal (median 200, sigma 0.8,
+    8-4096); replies lognormal (median 300, sigma 0.6, 16-2048); user think
+    time lognormal (median 4 s, sigma 0.6, 0.5-30 s). A session ends near 5-8k
+    tokens of context, so the cache reuses most of every later prompt.
+    """
     return _build(
         seed, opts,
         name="chat-multiturn",
@@ -318,6 +326,17 @@ def chat_multiturn(seed: int = 0, **opts: Any) -> SessionWorkload:
 
 
 def agentic_coding(seed: int = 0, **opts: Any) -> SessionWorkload:
+    """``agentic-coding``: a coding agent's tool loop.
+
+    Shared system + tool-schema prompt 16384 tokens (identical across every
+    session, as one agent product's prompt is); task message lognormal (median
+    800, sigma 0.6, 64-8192); then each turn is a short tool call (reply
+    lognormal median 160, sigma 0.7, 16-2048) followed by a large tool result
+    (lognormal median 2000, sigma 0.9, 64-24576) and tool execution time
+    (lognormal median 0.8 s, sigma 1.0, 0.05-30 s). Up to 200 turns, ending
+    before the context passes a per-session ceiling uniform on [96k, 124k]
+    tokens (128k window): typically about 30 turns.
+    """
     return _build(
         seed, opts,
         name="agentic-coding",
@@ -335,6 +354,7 @@ def agentic_coding(seed: int = 0, **opts: Any) -> SessionWorkload:
 
 
 def longctx_128k(seed: int = 0, **opts: Any) -> SessionWorkload:
+    """``longctx-128k``: single-turn long-context requests, no prefix reuse (unique prompts)."""
     # Input and output lengths on [0.8 L, L] as InferenceX draws them, with L chosen so
     # that input plus output fit a 128k (131072-token) window.
     osl = 1024
