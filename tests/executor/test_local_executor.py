@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
 import pytest
 
 from scoville.errors import UserError
-from scoville.executor import LocalExecutor, TaskError, TaskUserError, make_executor
+from scoville.executor import LocalExecutor, RayUnavailableError, TaskError, TaskUserError, make_executor
+from scoville.executor.ray_executor import check_reachable
 from scoville.load import parse_int_list
 
 
@@ -65,3 +67,25 @@ def test_importing_the_executor_never_imports_ray():
             "ex = scoville.executor.make_executor('ray'); print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_an_address_with_no_cluster_fails_in_seconds_with_a_hint():
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there now
+    with pytest.raises(RayUnavailableError, match=f"no Ray cluster answers at 127.0.0.1:{port}.*ray start --head"):
+        check_reachable(f"127.0.0.1:{port}")
+    with pytest.raises(RayUnavailableError, match="not HOST:PORT"):
+        check_reachable("head-node:abc")
+    check_reachable("auto")  # left to Ray's own discovery
+
+
+def test_without_ray_installed_the_error_says_how_to_install_it():
+    code = ("import sys; sys.modules['ray'] = None\n"
+            "from scoville.executor import make_executor\n"
+            "try:\n    make_executor('ray').map(abs, [1])\n"
+            "except Exception as e:\n    print(type(e).__name__, e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ("RayUnavailableError --executor ray needs Ray, which is not installed: "
+                                  "pip install 'scoville[ray]'")

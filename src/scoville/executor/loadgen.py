@@ -175,9 +175,8 @@ class _Active(msgspec.Struct, kw_only=True):
     worker: int
     share: Share
     started: dict[int, float] = {}
-    finished: set[str] = set()
-    accounted: int = 0          # records received (finished requests)
-    last_done: dict[int, float] = {}  # session index -> t_done of its latest finished turn
+    finished: dict[str, float] = {}  # request id -> t_done (t_sent when it has none)
+    accounted: int = 0                # records received or written for this share
 
 
 @dataclass
@@ -193,10 +192,6 @@ class _PointCtx:
     on_record: Callable[[RequestRecord], None]
     active: list[_Active] = field(default_factory=list)
     records: list[RequestRecord] = field(default_factory=list)
-    rid_to_session: dict[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.rid_to_session = {spec.request_id: k for k, s in enumerate(self.sessions) for spec in s.requests}
 
     def emit(self, rec: RequestRecord) -> None:
         self.records.append(rec)
@@ -317,10 +312,7 @@ class RayLoadCoordinator:
         a.started.update(report.started)
         for rec in report.records:
             ctx.emit(rec)
-            a.finished.add(rec.request_id)
-            k = ctx.rid_to_session.get(rec.request_id)
-            if k is not None and rec.t_done is not None:
-                a.last_done[k] = max(a.last_done.get(k, 0.0), rec.t_done)
+            a.finished[rec.request_id] = rec.t_done if rec.t_done is not None else rec.t_sent
         a.accounted += len(report.records)
 
     def _record_lost(self, a: _Active, ctx: "_PointCtx", error: str) -> None:
@@ -330,13 +322,16 @@ class RayLoadCoordinator:
         for k in sorted(a.started, key=a.started.__getitem__):
             if budget is not None and lost >= budget:
                 break
-            pending = [spec for spec in ctx.sessions[k].requests if spec.request_id not in a.finished]
+            turns = ctx.sessions[k].requests
+            pending = [spec for spec in turns if spec.request_id not in a.finished]
             if not pending:
                 continue
             spec = pending[0]
+            # Its exact send time is unknown: record the earliest it can have been sent.
+            t_sent = max([a.started[k]] + [a.finished[t.request_id] for t in turns if t.request_id in a.finished])
             ctx.emit(RequestRecord(
                 point=ctx.point.index, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
-                t_sent=max(a.started[k], a.last_done.get(k, 0.0)), ok=False, error=error,
+                t_sent=t_sent, ok=False, error=error,
                 warmup=a.accounted + lost < a.share.point.warmup_requests, worker=self.names[a.worker],
                 input_tokens=spec.input_tokens))
             lost += 1
@@ -344,8 +339,7 @@ class RayLoadCoordinator:
 
     def _reassign(self, a: _Active, ctx: "_PointCtx") -> list[_Active]:
         """Hand the sessions a lost worker had not started to a survivor, with its lanes."""
-        taken = set(a.started) | set(a.last_done)
-        remaining = tuple(k for k in a.share.sessions if k not in taken)
+        remaining = tuple(k for k in a.share.sessions if k not in a.started)
         left = None if a.share.requests is None else a.share.requests - a.accounted
         if not remaining or left == 0:
             return []

@@ -10,6 +10,7 @@ first; we never shut down a connection we did not open).
 
 from __future__ import annotations
 
+import socket
 from types import ModuleType
 from typing import Any, Callable, Iterable, Iterator
 
@@ -32,6 +33,27 @@ def ray_module() -> ModuleType:
     return ray
 
 
+def check_reachable(address: str | None, timeout_s: float = 3.0) -> None:
+    """Fail in seconds, not minutes, when ``HOST:PORT`` has nothing listening.
+
+    Ray retries an unreachable GCS for minutes before giving up; a plain TCP
+    connect tells the common mistakes (wrong address, cluster not started)
+    apart at once. ``auto``, ``ray://`` client addresses and None are left to Ray.
+    """
+    if not address or address == "auto" or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            return
+    except ValueError:
+        raise RayUnavailableError(f"--ray-address {address!r} is not HOST:PORT (e.g. 10.0.0.5:6379)") from None
+    except OSError as e:
+        raise RayUnavailableError(
+            f"no Ray cluster answers at {address} ({e.strerror or e}); start one there with "
+            "`ray start --head --port=6379`, or fix --ray-address") from None
+
+
 def connect(address: str | None) -> tuple[ModuleType, bool]:
     """Connect this process to Ray once; returns the module and whether *we* started the connection.
 
@@ -41,6 +63,7 @@ def connect(address: str | None) -> tuple[ModuleType, bool]:
     ray = ray_module()
     if ray.is_initialized():
         return ray, False
+    check_reachable(address)
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     except (ConnectionError, RuntimeError, ValueError) as e:
