@@ -199,16 +199,22 @@ def latency_samples(requests: pa.Table) -> dict[int, dict[str, np.ndarray]]:
     return out
 
 
-CDF_KINDS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (gaps between streamed chunks)"))
+CDF_KINDS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (chunk gaps)"))
 
 
-def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[str, np.ndarray]]) -> list[Chart]:
-    """TTFT / TPOT / ITL CDFs of one run, one line per load point."""
+def safe_id(run_id: str) -> str:
+    """A run id usable as an HTML id and a file name."""
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in run_id)
+
+
+def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[str, np.ndarray]],
+               label: str = "") -> list[Chart]:
+    """TTFT / TPOT / ITL CDFs of one run, one line per load point (``label`` names the system in titles)."""
     labels = {p["index"]: p.get("label") or f"point {p['index']}" for p in plan}
     colors = point_colors(len(samples))
     charts = []
     for kind, title in CDF_KINDS:
-        chart = Chart(id=f"cdf-{kind}-{run_id}", title=f"{title} CDF", x_label=f"{kind.upper()} (s)",
+        chart = Chart(id=f"cdf-{kind}-{run_id}", title=f"{label}: {title} CDF" if label else f"{title} CDF", x_label=f"{kind.upper()} (s)",
                       y_label="fraction of requests" if kind != "itl" else "fraction of gaps")
         for color, (idx, s) in zip(colors, samples.items()):
             xs, ys = _quantile_curve(s[kind])
@@ -223,11 +229,11 @@ MAX_POWER_SAMPLES = 3000
 
 
 def power_chart(run_id: str, power: pa.Table, plan: list[dict[str, Any]],
-                samples: dict[int, dict[str, np.ndarray]]) -> Chart | None:
+                samples: dict[int, dict[str, np.ndarray]], label: str = "") -> Chart | None:
     """Measured power per device over the run, with each load point's window shaded."""
     if power.num_rows == 0:
         return None
-    chart = Chart(id=f"power-{run_id}", title="Power over time (measured)", x_label="time since run start (s)",
+    chart = Chart(id=f"power-{run_id}", title=f"{label + ': ' if label else ''}Power over time (measured)", x_label="time since run start (s)",
                   y_label="power (W)")
     t = power.column("t").to_numpy(zero_copy_only=False).astype(float)
     w = power.column("watts").to_numpy(zero_copy_only=False).astype(float)

@@ -21,7 +21,7 @@ import scoville
 from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_value
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
-from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
+from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart, safe_id,
                                     system_colors)
 from scoville.report.plotly_fig import figure
 from scoville.results.store import read_power, read_requests
@@ -167,7 +167,7 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     rows = [r for r in system.rows if r.get("run_id") == manifest.get("run_id", run_dir.name)]
     plan = (manifest.get("load_plan") or {}).get("points", [])
     run_id = manifest.get("run_id", run_dir.name)
-    safe_id = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in run_id)
+    chart_key = safe_id(run_id)
     parts = [f'<h2><span class="swatch" style="background:{color}"></span>{_e(system.label)} '
              f'<span class="meta">· run {_e(run_id)}</span></h2>']
     parts.append('<h3>Setup</h3>' + _table(["", ""], [[k, v] for k, v in _facts(manifest)], "facts")
@@ -177,11 +177,11 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
                                                         for r in sorted(rows, key=lambda r: r.get("point", 0))]))
     requests = read_requests(run_dir)
     samples = latency_samples(requests) if requests.num_rows else {}
-    charts = cdf_charts(safe_id, plan, samples) if samples else []
+    charts = cdf_charts(chart_key, plan, samples, system.label) if samples else []
     if charts:
         parts.append("<h3>Latency distributions</h3><div class=\"grid3\">" +
                      "".join(_chart_div(c) for c in charts) + "</div>")
-    pc = power_chart(safe_id, read_power(run_dir), plan, samples)
+    pc = power_chart(chart_key, read_power(run_dir), plan, samples, system.label)
     if pc is not None:
         parts.append("<h3>Power over time</h3>" + _chart_div(pc))
         charts.append(pc)

@@ -12,15 +12,11 @@ from typing import Any, Sequence
 
 from scoville.analysis.runs import load_systems
 from scoville.errors import UserError
-from scoville.report.charts import Chart, cdf_charts, frontier_charts, latency_samples, power_chart
+from scoville.report.charts import Chart, cdf_charts, frontier_charts, latency_samples, power_chart, safe_id
 from scoville.report.plotly_fig import log_ticks, tick_label
 from scoville.results.store import read_power, read_requests
 
 FORMATS = ("png", "svg")
-
-
-def _safe(run_id: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in run_id)
 
 
 def report_charts(groups: list[list[Path]]) -> list[Chart]:
@@ -30,12 +26,12 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
     for s in systems:
         for d, m in zip(s.run_dirs, s.manifests):
             plan = (m.get("load_plan") or {}).get("points", [])
-            run_id = _safe(m.get("run_id", d.name))
+            run_id = safe_id(m.get("run_id", d.name))
             requests = read_requests(d)
             samples = latency_samples(requests) if requests.num_rows else {}
             if samples:
-                charts.extend(cdf_charts(run_id, plan, samples))
-            pc = power_chart(run_id, read_power(d), plan, samples)
+                charts.extend(cdf_charts(run_id, plan, samples, s.label))
+            pc = power_chart(run_id, read_power(d), plan, samples, s.label)
             if pc is not None:
                 charts.append(pc)
     return charts
