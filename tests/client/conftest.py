@@ -74,6 +74,8 @@ class FakeServer:
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             return await self._stream(request, body)
+        except ConnectionResetError:  # the client went away (killed, interrupted, timed out)
+            return web.Response(status=499)
         finally:
             self.in_flight -= 1
 

@@ -25,7 +25,8 @@ from scoville.client.sweep import (Sweep, SweepInterrupted, SweepResult, emulato
 from scoville.load import concurrency_sweep, parse_float_list, parse_int_list, rate_sweep
 from scoville.power.sources import cost_per_hour, plan_power, system_info
 from scoville.results.catalog import resolve_run
-from scoville.workload.synthetic import scenario
+from scoville.results.store import read_journal, read_manifest
+from scoville.workload.scenarios import resolve_workload
 
 console = Console(stderr=True)
 
@@ -41,7 +42,12 @@ def _write_report(run_dir: Path) -> Path | None:
         from scoville.report.html import write_report
     except ImportError:
         return None
-    return write_report([run_dir], run_dir / "report.html")
+    try:
+        return write_report([run_dir], run_dir / "report.html")
+    except Exception as e:  # the measurement is on disk; a report failure must not hide its summary
+        console.print(f"[yellow]warning[/]: report not written ({type(e).__name__}: {e}); "
+                      f"the run is complete in {run_dir}")
+        return None
 
 
 def power_note(manifest_power: dict[str, Any]) -> str:
@@ -89,7 +95,7 @@ def register(app: typer.Typer) -> None:
         api_key: Annotated[Optional[str], typer.Option(envvar="SCOVILLE_API_KEY", help="Bearer token (never written to disk).")] = None,
         model: Annotated[Optional[str], typer.Option(help="Model name to request (default: the server's first).")] = None,
         api: Annotated[str, typer.Option(help="completions (token-id prompts) or chat (text prompts).")] = "completions",
-        scenario_name: Annotated[Optional[str], typer.Option("--scenario", help="1k1k, 1k8k or 8k1k (InferenceX).")] = None,
+        scenario_name: Annotated[Optional[str], typer.Option("--scenario", help="1k1k, 1k8k, 8k1k (InferenceX) or a session scenario (`scoville scenarios`).")] = None,
         isl: Annotated[Optional[int], typer.Option(help="Input tokens per request (max of the range).")] = None,
         osl: Annotated[Optional[int], typer.Option(help="Output tokens per request (max of the range).")] = None,
         range_ratio: Annotated[Optional[float], typer.Option(help="Lengths uniform on [ratio·L, L]; 0.8 = InferenceX, 1 = fixed.")] = None,
@@ -126,8 +132,6 @@ def register(app: typer.Typer) -> None:
                 run_dir = resolve_run(runs, resume)
                 with progress:
                     result = resume_sweep(run_dir, api_key=api_key, base_url=url, observer=progress)
-                from scoville.results.store import read_manifest
-
                 _print_result(result, read_manifest(result.run_dir).get("power", {}), json_out)
                 return
             with contextlib.ExitStack() as stack:
@@ -151,7 +155,7 @@ def register(app: typer.Typer) -> None:
                     target_url, model_name = url, model or ""
                     if wl_name is None and wl_isl is None and wl_osl is None:
                         wl_name = "1k1k"
-                workload = scenario(wl_name, isl=wl_isl, osl=wl_osl, range_ratio=range_ratio, seed=seed)
+                workload = resolve_workload(wl_name, isl=wl_isl, osl=wl_osl, range_ratio=range_ratio, seed=seed)
                 points = _points(concurrency, rate, single=single, num_requests=num_requests,
                                  warmup_requests=warmup_requests, duration=duration, burstiness=burstiness,
                                  max_concurrency=max_concurrency, default_concurrency=default_c)
@@ -177,10 +181,10 @@ def register(app: typer.Typer) -> None:
                     result = run_sweep(sweep, runs, observer=progress, command=sys.argv)
             _print_result(result, plan.manifest(), json_out)
         except SweepInterrupted as e:
-            done = sum(r.get("num_requests", 0) for r in e.result.rows)
-            console.print(f"[yellow]interrupted[/]: {done} measured requests kept in {e.result.run_dir}; "
+            kept = len(read_journal(e.result.run_dir))
+            console.print(f"[yellow]interrupted[/]: {kept} finished requests kept in {e.result.run_dir}; "
                           f"resume with: scoville sweep --resume {e.result.run_dir}")
-            raise typer.Exit(130) from None
+            sys.exit(130)  # not typer.Exit: the app runs with standalone_mode=False, which drops its code
 
     app.command("sweep")(measure)
     app.command("run", help="Measure one load point (one --concurrency or one --rate).")(measure)

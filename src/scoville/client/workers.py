@@ -95,6 +95,7 @@ def _worker_main(index: int, count: int, conn: Connection, counters: _SharedCoun
                  workload: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     name = f"w{index}"
+    conn.send_bytes(b"S")  # imported and ready: the parent starts no point before every worker is
     while True:
         try:
             msg = conn.recv()
@@ -165,6 +166,14 @@ class WorkerPool:
             child.close()
             self.conns.append(parent)
             self.procs.append(p)
+        for c, p in zip(self.conns, self.procs):
+            try:
+                ready = c.poll(60) and c.recv_bytes() == b"S"
+            except (EOFError, OSError):
+                ready = False
+            if not ready:
+                self.close()
+                raise ClientError(f"client worker {p.name} did not start (exit code {p.exitcode})")
 
     def run_point(self, point: LoadPoint, *, t0: float, t_start: float, on_record: Callable[[RequestRecord], None],
                   seed: int = 0) -> None:

@@ -1,0 +1,127 @@
+"""`scoville sweep` / `scoville run` as a user runs them: real subprocesses, kill -9, Ctrl-C, --resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Behaviour
+
+from scoville.results.store import finished_points, read_journal, read_manifest, read_requests
+
+CLI = [sys.executable, "-c", "from scoville.cli import main; main()"]
+ENV = dict(os.environ, COLUMNS="300")  # Rich wraps at 80 columns when not on a terminal
+
+
+def scoville(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+def start(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+
+
+def wait_for(pred, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached")
+        time.sleep(0.02)
+
+
+def only_run(runs: Path) -> Path:
+    dirs = [d for d in runs.iterdir() if (d / "manifest.json").exists()] if runs.exists() else []
+    return dirs[0] if len(dirs) == 1 else None
+
+
+def test_run_json_output_and_summary(server, tmp_path):
+    server.set(Behaviour(interval_s=0.001))
+    p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "4", "--concurrency", "2",
+                 "--num-requests", "4", "--hardware", "h200", "--runs", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["status"] == "complete" and out["power"]["source"] == "rated"
+    assert [r["label"] for r in out["points"]] == ["c=2"] and out["points"][0]["num_ok"] == 4
+    p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "4", "--rate", "50",
+                 "--num-requests", "3", "--runs", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "rate=50/s" in p.stdout and "power: none" in p.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--concurrency", "1,2"], "measures one point"),
+    (["sweep", "--concurrency", "x"], "cannot read 'x'"),
+    (["sweep", "--concurrency", "1", "--rate", "2"], "not both"),
+    (["sweep", "--scenario", "9k9k"], "unknown scenario '9k9k'"),
+    (["sweep", "--power", "all-in"], "needs a --hardware"),
+    (["sweep", "--api", "grpc"], "unknown --api"),
+])
+def test_bad_options_end_in_one_line(server, tmp_path, args, message):
+    p = scoville(*args, "--url", server.base_url, "--runs", str(tmp_path))
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
+
+
+def test_unreachable_url_fails_fast(tmp_path):
+    p = scoville("sweep", "--url", "http://127.0.0.1:9", "--runs", str(tmp_path), timeout=30)
+    assert p.returncode == 2 and "cannot reach http://127.0.0.1:9: is the server running?" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_kill_9_loses_nothing_finished_and_resume_completes(server, tmp_path):
+    server.set(Behaviour(interval_s=0.01))  # 8 tokens: ~80 ms per request
+    runs = tmp_path / "runs"
+    proc = start("sweep", "--url", server.base_url, "--isl", "16", "--osl", "8", "--range-ratio", "1",
+                 "--concurrency", "1,2,3", "--num-requests", "6", "--warmup-requests", "1", "--runs", str(runs))
+    try:
+        wait_for(lambda: (run := only_run(runs)) is not None and 0 in finished_points(run)
+                 and any(r.point == 1 for r in read_journal(run)))
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    run = only_run(runs)
+    journal_before = read_journal(run)
+    point0 = [r for r in read_requests(run).to_pylist() if r["point"] == 0]
+    assert read_manifest(run)["status"] == "running" and len(point0) == 7
+    assert 2 not in finished_points(run)
+
+    p = scoville("sweep", "--resume", run.name, "--runs", str(runs), "--json")
+    assert p.returncode == 0, p.stderr
+    m = read_manifest(run)
+    assert m["status"] == "complete" and len(m["resumed_at"]) == 1
+    assert finished_points(run) == {0, 1, 2}
+    assert [r for r in read_requests(run).to_pylist() if r["point"] == 0] == point0
+    assert read_journal(run)[: len(journal_before)] == journal_before  # the journal only grew
+    rows = json.loads(p.stdout)["points"]
+    assert [r["num_requests"] for r in rows] == [6, 6, 6] and all(r["num_ok"] == 6 for r in rows)
+    # Times stay monotonic across the resume: the redone points start after everything before the kill.
+    t_kill = max(r.t_done for r in journal_before)
+    assert min(r["t_sent"] for r in read_requests(run).to_pylist() if r["point"] == 2) > t_kill
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_marks_interrupted_keeps_records_and_says_how_to_resume(server, tmp_path, workers):
+    server.set(Behaviour(interval_s=0.01))
+    runs = tmp_path / "runs"
+    proc = start("sweep", "--url", server.base_url, "--isl", "16", "--osl", "8", "--concurrency", "2",
+                 "--num-requests", "200", "--workers", workers, "--runs", str(runs))
+    wait_for(lambda: (run := only_run(runs)) is not None and len(read_journal(run)) >= 4)
+    seen = len(read_journal(only_run(runs)))
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    run = only_run(runs)
+    assert proc.returncode == 130, err
+    assert f"resume with: scoville sweep --resume {run}" in " ".join(err.split())
+    assert "Traceback" not in err
+    m = read_manifest(run)
+    assert m["status"] == "interrupted" and "files" in m
+    kept = read_journal(run)
+    assert seen <= len(kept) < 200 and all(r.ok for r in kept)
+    assert os.path.exists(run / "requests.jsonl") and 0 not in finished_points(run)
