@@ -42,6 +42,10 @@ padding-bottom: 4px; } h3 { font-size: 18px; margin: 24px 0 8px; }
 .chart { border: 1px solid var(--line); border-radius: 8px; padding: 4px; min-height: 470px; }
 table { border-collapse: collapse; font-size: 14px; margin: 8px 0 4px; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid var(--line); padding: 5px 10px; text-align: right; white-space: nowrap; }
+table.points { font-size: 13px; } table.points th, table.points td { padding: 4px 6px; }
+table.points th:nth-child(6), table.points td:nth-child(6), table.points th:nth-child(9), table.points td:nth-child(9),
+table.points th:nth-child(12), table.points td:nth-child(12), table.points th:nth-child(15), table.points td:nth-child(15),
+table.points th:nth-child(18), table.points td:nth-child(18) { border-left: 1px solid var(--line); }
 th:first-child, td:first-child { text-align: left; }
 thead th { background: var(--bg-alt); position: sticky; top: 0; }
 table.cmp td:first-child { font-weight: 600; white-space: normal; min-width: 260px; }
@@ -174,7 +178,8 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
                  .replace("<thead><tr><th></th><th></th></tr></thead>", ""))
     parts.append("<h3>Latency percentiles per load point (s)</h3>")
     parts.append(_table([h for _, h in POINT_COLUMNS], [[_cell(k, r.get(k)) for k, _ in POINT_COLUMNS]
-                                                        for r in sorted(rows, key=lambda r: r.get("point", 0))]))
+                                                        for r in sorted(rows, key=lambda r: r.get("point", 0))],
+                        "points"))
     requests = read_requests(run_dir)
     samples = latency_samples(requests) if requests.num_rows else {}
     charts = cdf_charts(chart_key, plan, samples, system.label) if samples else []
