@@ -110,21 +110,19 @@ class TraceWorkload:
                  sha256: str) -> None:
         self.path, self.format, self.options, self.sha256 = path, fmt, options, sha256
         self.name = f"trace:{path.name}"
-        kept = sessions
+        # Keep each session's ordinal in the file: it names its local hash namespace, stable under sub-sampling.
+        kept = [(i, s) for i, s in enumerate(sessions) if s.turns]
         if options.sample is not None:
-            keep = np.random.default_rng([options.seed, 0x5A3B1E]).random(len(kept)) < options.sample
-            kept = [s for s, k in zip(kept, keep.tolist()) if k]
-        kept = [s for s in kept if s.turns]
-        order = sorted(range(len(kept)), key=lambda i: (kept[i].turns[0].t is None, kept[i].turns[0].t or 0.0, i))
-        kept = [kept[i] for i in order]
+            keep = np.random.default_rng([options.seed, 0x5A3B1E]).random(len(sessions)) < options.sample
+            kept = [(i, s) for i, s in kept if keep[i]]
+        kept.sort(key=lambda p: (p[1].turns[0].t is None, p[1].turns[0].t or 0.0, p[0]))
         if options.max_sessions is not None:
             kept = kept[: options.max_sessions]
         if not kept:
             raise WorkloadError(f"{path}: no sessions left to replay (empty trace, or --sample / --max-sessions too small)")
-        self.trace_sessions: list[TraceSession] = kept
-        # Ordinal of each session in the file, for its local hash namespace (stable under sub-sampling).
-        self._ordinal = {id(s): i for i, s in enumerate(sessions)}
-        self._thinks = [self._think_times(s) for s in kept]
+        self.trace_sessions: list[TraceSession] = [s for _, s in kept]
+        self._ordinals = [i for i, _ in kept]
+        self._thinks = [self._think_times(s) for s in self.trace_sessions]
 
     # --- description ---------------------------------------------------------------------------
 
@@ -196,9 +194,9 @@ class TraceWorkload:
 
     # --- sessions --------------------------------------------------------------------------------
 
-    def _namespace(self, s: TraceSession, stream: int, replay: int) -> int:
-        if s.scope == "local":
-            return _namespace(stream, replay, self._ordinal[id(s)])
+    def _namespace(self, j: int, stream: int, replay: int) -> int:
+        if self.trace_sessions[j].scope == "local":
+            return _namespace(stream, replay, self._ordinals[j])
         return _namespace(stream, replay)
 
     def _specs(self, s: TraceSession, sid: str, namespace: int, start: int,
@@ -233,7 +231,7 @@ class TraceWorkload:
         j = perm[i % n] if perm is not None else i % n
         s, replay = self.trace_sessions[j], i // n
         sid = f"p{stream}-{s.key}" + (f"-r{replay}" if replay else "")
-        ns = self._namespace(s, stream, replay)
+        ns = self._namespace(j, stream, replay)
         if perm is None or len(s.turns) < 2:
             return Session(session_id=sid, requests=tuple(self._specs(s, sid, ns, 0, self._thinks[j])))
         # AgentX lane: start at a random turn k in [25 %, 75 %] after priming turn k-1's prompt.
