@@ -134,3 +134,17 @@ def test_interactivity_argument_parsing():
     for bad in ("", "fast", "-3"):
         with pytest.raises(UserError):
             parse_interactivities(bad)
+
+
+def test_interactivity_below_a_sweep_gives_a_lower_bound_not_a_guess(tmp_path):
+    # the contender's slowest point already serves 150 tok/s/user; at 100 it does at least its peak
+    base = make_run(tmp_path, "base", [(50.0, 8000.0), (120.0, 1000.0)])
+    fast = make_run(tmp_path, "fast", [(150.0, 20000.0), (300.0, 5000.0)])
+    c = compare(load_systems([[base], [fast]]), [100.0, 40.0])
+    at100 = c.systems[1].at[0]
+    assert at100.value == pytest.approx(20000) and at100.bound == "at least"
+    assert at100.ratio == pytest.approx(20000 / c.systems[0].at[0].value) and at100.ratio_bound == "at least"
+    at40 = c.systems[1].at[1]
+    assert at40.ratio is None and at40.ratio_why_undefined == "both below the measured range"
+    row = next(r for r in c.table()[1] if "at 100 tok/s/user" in r[0])
+    assert row[2].startswith("≥ 20,000") and row[3].startswith("≥ ")

@@ -60,6 +60,9 @@ def test_interpolation_hits_knots_and_is_never_extrapolated():
     assert f.at(170) is None and f.why_undefined(170) == "beyond reach"
     assert f.at(5) is None and f.why_undefined(5) == "below range"
     assert f.method == "steffen"
+    # below every measured interactivity, the highest-throughput point is a measured lower bound
+    assert f.at_least(5) == 45000
+    assert f.at_least(170) is None and f.at_least(100) is None
 
 
 def test_frontier_ending_early_is_beyond_reach_past_its_last_point():

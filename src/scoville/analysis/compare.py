@@ -65,7 +65,13 @@ def ratio(value: float | None, base: float | None) -> float | None:
 
 @dataclass
 class AtInteractivity:
-    """Throughput of one system at one interactivity, and its ratio to the baseline's."""
+    """Throughput of one system at one interactivity, and its ratio to the baseline's.
+
+    ``bound`` is None for a value on the frontier (interpolated), "at least"
+    where the interactivity lies below everything the sweep measured (the
+    highest-throughput point already serves users faster, so its throughput is a
+    lower bound); ``ratio_bound`` is then "at least" or "at most" accordingly.
+    """
 
     interactivity: float
     auto: bool
@@ -73,6 +79,8 @@ class AtInteractivity:
     why_undefined: str | None
     ratio: float | None
     ratio_why_undefined: str | None
+    bound: str | None = None
+    ratio_bound: str | None = None
 
 
 @dataclass
@@ -100,8 +108,9 @@ class SystemResult:
                           "point": p.row.get("point"), "concurrency": p.row.get("concurrency")}
                          for p in self.frontier.points],
             "at_interactivity": [{"interactivity": a.interactivity, "auto": a.auto, "value": a.value,
-                                  "why_undefined": a.why_undefined, "ratio": a.ratio,
-                                  "ratio_why_undefined": a.ratio_why_undefined} for a in self.at],
+                                  "bound": a.bound, "why_undefined": a.why_undefined, "ratio": a.ratio,
+                                  "ratio_bound": a.ratio_bound, "ratio_why_undefined": a.ratio_why_undefined}
+                                 for a in self.at],
             "ratios": dict(self.ratios),
         }
 
@@ -187,10 +196,10 @@ class Comparison:
                      *[fmt_ratio(s.ratios.get("lowest_e2e_s")) for s in contenders]])
         for i, a in enumerate(base.at):
             label = f"{tput} at {fmt_value(a.interactivity)} tok/s/user" + (" (auto)" if a.auto else "")
-            cells = [with_basis(s, s.at[i].value) if s.at[i].value is not None else (s.at[i].why_undefined or "—")
-                     for s in self.systems]
-            ratios = [fmt_ratio(s.at[i].ratio) if s.at[i].ratio is not None else (s.at[i].ratio_why_undefined or "—")
-                      for s in contenders]
+            cells = [_bounded(s.at[i].bound, with_basis(s, s.at[i].value)) if s.at[i].value is not None
+                     else (s.at[i].why_undefined or "—") for s in self.systems]
+            ratios = [_bounded(s.at[i].ratio_bound, fmt_ratio(s.at[i].ratio)) if s.at[i].ratio is not None
+                      else (s.at[i].ratio_why_undefined or "—") for s in contenders]
             rows.append([label, *cells, *ratios])
         return header, rows
 
@@ -202,8 +211,13 @@ class Comparison:
         lines += [f"**Note:** {w}." for w in self.warnings()]
         lines.append(f"Interactivity = 1/median(TPOT); latencies: {LATENCY_ESTIMATOR}; throughput at an "
                      f"interactivity by {self.baseline.frontier.method} interpolation along each frontier, "
-                     "never extrapolated. Ratios are each system over the first.")
+                     "never extrapolated; ≥ marks a lower bound where every measured point was already faster. "
+                     "Ratios are each system over the first.")
         return "\n".join(lines) + "\n"
+
+
+def _bounded(bound: str | None, text: str) -> str:
+    return {"at least": f"≥ {text}", "at most": f"≤ {text}"}.get(bound or "", text)
 
 
 def fmt_value(v: float | None) -> str:
@@ -277,16 +291,35 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("auto",), *,
             targets.append((float(a), False))
     for r in results:
         for x, auto in targets:
-            value = r.frontier.at(x)
-            base_value = base.frontier.at(x)
-            why = r.frontier.why_undefined(x)
-            if value is None:
-                ratio_why = why
-            elif base_value is None:
-                ratio_why = f"baseline {base.frontier.why_undefined(x)}"
-            else:
-                ratio_why = None
-            r.at.append(AtInteractivity(x, auto, value, why, ratio(value, base_value), ratio_why))
+            r.at.append(_at(r.frontier, base.frontier, x, auto))
         for key in ("peak", "highest_interactivity", "lowest_ttft_s", "lowest_e2e_s"):
             r.ratios[key] = ratio(getattr(r, key), getattr(base, key))
     return Comparison(per, metric, y, UNITS[per], list(at), results)
+
+
+def _read(f: Frontier, x: float) -> tuple[float | None, str | None, str | None]:
+    """(value, bound, why undefined) of a frontier at x."""
+    value = f.at(x)
+    if value is not None:
+        return value, None, None
+    floor = f.at_least(x)
+    if floor is not None:
+        return floor, "at least", None
+    return None, None, f.why_undefined(x)
+
+
+def _at(f: Frontier, base: Frontier, x: float, auto: bool) -> AtInteractivity:
+    value, bound, why = _read(f, x)
+    base_value, base_bound, base_why = _read(base, x)
+    r, r_bound, r_why = ratio(value, base_value), None, None
+    if value is None:
+        r_why = why
+    elif base_value is None:
+        r_why = f"baseline {base_why}"
+    elif bound and base_bound:
+        r, r_why = None, "both below the measured range"  # two lower bounds bound no ratio
+    elif bound:
+        r_bound = "at least"
+    elif base_bound:
+        r_bound = "at most"
+    return AtInteractivity(x, auto, value, why, r, r_why, bound, r_bound)

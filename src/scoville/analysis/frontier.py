@@ -83,6 +83,18 @@ class Frontier:
         past_best = x > best_end if self.x_dir == "higher" else x < best_end
         return "beyond reach" if past_best else "below range"
 
+    def at_least(self, x: float) -> float | None:
+        """A measured lower bound on y where x lies on the *easy* side of the frontier ("below range").
+
+        A system whose every load point is faster than X tok/s/user serves X
+        tok/s/user at least as well as its highest-throughput point does, so
+        that point's y is a lower bound on its frontier at X (a measurement,
+        not an extrapolation). None anywhere else.
+        """
+        if self.why_undefined(x) != "below range":
+            return None
+        return self.points[0].y if self.x_dir == "higher" else self.points[-1].y
+
     @property
     def reach(self) -> float | None:
         """The best x the frontier attains (highest interactivity, lowest latency)."""

@@ -77,7 +77,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") 
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
 
     def cell(c: str) -> str:
-        undef = c in ("beyond reach", "below range", "no points") or c.startswith("baseline ")
+        undef = c in ("beyond reach", "below range", "no points") or c.startswith(("baseline ", "both below"))
         return f'<td class="undef">{_e(c)}</td>' if undef else f"<td>{_e(c)}</td>"
 
     body = "".join("<tr>" + "".join(cell(c) for c in r) + "</tr>" for r in rows)
@@ -93,6 +93,8 @@ def comparison_section(comparisons: list[Comparison], left_out: list[str]) -> st
              '<p class="note">Ratios are each system over the first (the baseline). Throughput at an interactivity '
              "is read off each system's Pareto frontier by monotone (Steffen) interpolation and is never "
              "extrapolated: \u201cbeyond reach\u201d means the frontier ends before that interactivity. "
+             "\u2265 marks a lower bound: every load point the sweep measured already served users faster, so the "
+             "highest-throughput one bounds the frontier from below. "
              "<em>auto</em> is the highest interactivity the baseline reaches. Total throughput counts input + "
              "output tokens (InferenceX's \u201cthroughput per GPU\u201d).</p>"]
     for c in comparisons:
