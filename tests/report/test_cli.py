@@ -76,7 +76,9 @@ def test_report_writes_html_and_images(app, report_runs, tmp_path):
     res = run(app, "report", "base00", "cont00", "--runs", str(root), "-o", str(out), "--png", str(tmp_path / "png"),
               "--svg", str(tmp_path / "svg"), "--title", "H200 vs GB300")
     assert res.exit_code == 0, res.output
-    assert "<title>H200 vs GB300</title>" in out.read_text()
+    text = out.read_text()
+    assert "<title>H200 vs GB300</title>" in text
+    assert "power: rated, chip boundary" in text  # shared power basis shown on each per-kW chart
     pngs = sorted(p.name for p in (tmp_path / "png").iterdir())
     assert "frontier-kw-interactivity.png" in pngs and "cdf-ttft-20261202T100000Z-base00.png" in pngs
     assert (tmp_path / "png" / "frontier-kw-interactivity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

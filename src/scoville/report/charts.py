@@ -54,8 +54,19 @@ class Chart:
     x_log: bool = False
     y_log: bool = False
     note: str | None = None
+    subtitle: str | None = None  # e.g. the power basis every per-kW value on the chart shares
     bands: list[tuple[float, float, str]] = field(default_factory=list)  # shaded x-ranges with labels
     vlines: list[tuple[float, str]] = field(default_factory=list)  # dashed markers at x, with labels
+
+    def label_side(self, x: float) -> str:
+        """Where a marker's label goes so it stays inside the plot: "left" of x in the right half, else "right"."""
+        xs = [v for s in self.series for v in s.x if v is not None and math.isfinite(v) and (v > 0 or not self.x_log)]
+        if not xs:
+            return "left"
+        lo, hi = min(xs), max(xs)
+        if self.x_log:
+            lo, hi, x = math.log10(lo), math.log10(hi), math.log10(x)
+        return "left" if hi == lo or (x - lo) / (hi - lo) > 0.5 else "right"
 
     def autoscale(self) -> "Chart":
         """Log axes where the plotted values span decades."""
@@ -104,10 +115,10 @@ def frontier_chart(systems: Sequence[System], x_key: str, per: str, metric: str 
     missing = [s.label for s in systems if s not in with_y]
     bases = {s.power_basis for s in with_y}
     y_label = f"{metric} throughput ({UNITS[per]})"
-    if per == "kW" and len(bases) == 1:
-        y_label = f"{metric} throughput ({UNITS[per]}; power: {next(iter(bases))})"
     chart = Chart(id=f"frontier-{per.lower()}-{x_key}", title=f"Throughput per {per} {x_title}",
                   x_label=x_label, y_label=y_label)
+    if per == "kW" and len(bases) == 1:
+        chart.subtitle = f"power: {next(iter(bases))}"
     if missing:
         chart.note = "no power figure, not shown: " + ", ".join(missing)
     for s in with_y:

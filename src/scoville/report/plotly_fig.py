@@ -67,12 +67,14 @@ def trace(series: Any) -> dict[str, Any]:
 def figure(chart: Chart) -> dict[str, Any]:
     """``{"data": [...], "layout": {...}}`` ready for Plotly.newPlot."""
     layout: dict[str, Any] = {
-        "title": {"text": chart.title, "font": {"size": 18}, "x": 0.02, "xanchor": "left"},
+        "title": {"text": chart.title + (f"<br><span style='font-size:13px;color:#555'>{chart.subtitle}</span>"
+                                         if chart.subtitle else ""),
+                  "font": {"size": 18}, "x": 0.02, "xanchor": "left"},
         "xaxis": _axis(chart.x_label, chart.x_log, _positive([v for s in chart.series for v in s.x])),
         "yaxis": _axis(chart.y_label, chart.y_log, _positive([v for s in chart.series for v in s.y])),
         "font": {"family": FONT, "size": 14, "color": "#222"},
         "paper_bgcolor": "white", "plot_bgcolor": "white",
-        "margin": {"l": 80, "r": 20, "t": 60, "b": 70},
+        "margin": {"l": 80, "r": 20, "t": 78 if chart.subtitle else 60, "b": 70},
         "legend": {"orientation": "h", "y": -0.22, "x": 0, "font": {"size": 13}},
         "hovermode": "closest",
         "height": 460,
@@ -90,7 +92,8 @@ def figure(chart: Chart) -> dict[str, Any]:
              "line": {"color": "#555", "width": 1.5, "dash": "dash"}})
         layout.setdefault("annotations", []).append(
             {"x": math.log10(x) if chart.x_log else x, "y": 1, "xref": "x", "yref": "paper", "text": label,
-             "showarrow": False, "xanchor": "right", "yanchor": "top", "textangle": 0,
+             "showarrow": False, "xanchor": "right" if chart.label_side(x) == "left" else "left",
+             "yanchor": "top", "textangle": 0,
              "font": {"size": 12, "color": "#555"}, "bgcolor": "rgba(255,255,255,0.8)"})
     if chart.note:
         layout.setdefault("annotations", []).append(

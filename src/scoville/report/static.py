@@ -56,6 +56,7 @@ def draw(chart: Chart, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     wide = chart.id.startswith("power-")
     fig, ax = plt.subplots(figsize=(12, 5) if wide else (8, 5.5), dpi=150, layout="constrained")
@@ -65,9 +66,11 @@ def draw(chart: Chart, path: Path) -> Path:
             ax.annotate(label, ((a + b) / 2, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
                         fontsize=9, color="#555")
         for x, label in chart.vlines:
+            left = chart.label_side(x) == "left"
             ax.axvline(x, color="#555", lw=1.3, ls="--", zorder=1)
-            ax.annotate(label, (x, 0.99), xycoords=("data", "axes fraction"), ha="right", va="top", fontsize=10,
-                        color="#555", xytext=(-4, 0), textcoords="offset points")
+            ax.annotate(label, (x, 0.99), xycoords=("data", "axes fraction"), ha="right" if left else "left",
+                        va="top", fontsize=10, color="#555", xytext=(-4 if left else 4, 0),
+                        textcoords="offset points")
         for s in chart.series:
             if s.kind == "points":
                 on = [i for i, d in enumerate(s.dominated or [False] * len(s.x)) if not d]
@@ -79,13 +82,19 @@ def draw(chart: Chart, path: Path) -> Path:
             else:
                 ax.plot(s.x, s.y, color=s.color, lw=2.6 if s.kind == "frontier" else 1.8,
                         drawstyle="steps-post" if s.step else "default", label=s.name)
+        short = FuncFormatter(lambda v, _pos: tick_label(v) if v >= 0 else f"{v:g}")
         if chart.x_log:
             ax.set_xscale("log")
             _apply_log_ticks(ax.xaxis, [v for s in chart.series for v in s.x])
+        else:
+            ax.xaxis.set_major_formatter(short)
         if chart.y_log:
             ax.set_yscale("log")
             _apply_log_ticks(ax.yaxis, [v for s in chart.series for v in s.y])
-        ax.set_title(chart.title, fontsize=15, loc="left", pad=14 if chart.bands else 6)
+        else:
+            ax.yaxis.set_major_formatter(short)
+        title = chart.title + (f"\n{chart.subtitle}" if chart.subtitle else "")
+        ax.set_title(title, fontsize=15, loc="left", pad=14 if chart.bands else 6)
         ax.set_xlabel(chart.x_label, fontsize=13)
         ax.set_ylabel(chart.y_label, fontsize=13)
         ax.tick_params(labelsize=11)
