@@ -27,7 +27,7 @@ rated_watts: 1000
 idle_watts: 100
 runtime_reserve_gb: 4
 efficiency: {{compute: 1.0, memory: 1.0, attention_compute: 1.0, scaleup: 1.0, scaleout: 1.0,
-             step_overhead_us: 0.0, layer_overhead_us: 0.0, moe_imbalance: 0.0}}
+             step_overhead_us: 0.0, kernel_overhead_us: 0.0, collective_us: 0.0, moe_imbalance: 0.0}}
 """
 
 TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,

@@ -151,7 +151,20 @@ class StepCost:
             self._prefill_flop_per_kv = 0.0
             self._absorb_flop_per_tok = 0.0
         self._step_oh = hw.eff("step_overhead_us") * 1e-6
-        self._layer_oh = hw.eff("layer_overhead_us") * 1e-6 * m.num_layers
+        self._layer_oh = hw.eff("kernel_overhead_us") * 1e-6 * self.kernels_per_step
+
+    @property
+    def kernels_per_step(self) -> int:
+        """Kernels one forward step launches (what the per-kernel overhead multiplies): per layer a norm and the
+        attention block (QKV, attention, O: 3 for GQA; q_a, q_b, kv_a, kv norm, rope, absorb, attention, v-absorb,
+        O: 9 for MLA), then a norm and the FFN (gate-up, down: 2 dense; router, top-k, permute, two grouped GEMMs,
+        un-permute: 6 MoE, +2 shared experts), plus a collective kernel each where the parallelism needs one."""
+        m, p = self.model, self.par
+        attn = 1 + (9 if m.attention == "mla" else 3)
+        dense = 1 + 2
+        moe = 1 + 6 + (2 if m.num_shared_experts else 0)
+        coll = (2 if p.tp > 1 else 0) + (2 if p.ep > 1 and p.dp > 1 else 0)
+        return m.num_layers * (attn + coll) + m.num_dense_layers * dense + m.num_moe_layers * moe + 2
 
     # -- roofline helpers ---------------------------------------------------------------------------
     def _gemm(self, tokens: np.ndarray, params: float, weight_bytes: float, rate: float, n_out: float) -> np.ndarray:
@@ -164,7 +177,7 @@ class StepCost:
         if ranks <= 1:
             return 0.0
         hw = self.hw
-        lat = hw.scaleup_latency_us * 1e-6 * math.log2(ranks)
+        lat = (hw.eff("collective_us") + hw.scaleup_latency_us * math.log2(ranks)) * 1e-6
         return lat + 2 * (ranks - 1) / ranks * nbytes / (hw.scaleup_bandwidth_gbps * 1e9 * hw.eff("scaleup"))
 
     def _alltoall(self, nbytes: np.ndarray, ranks: int) -> np.ndarray | float:
@@ -177,7 +190,7 @@ class StepCost:
         far = max(0.0, (ranks - hw.scaleup_domain) / ranks)
         near_bw = hw.scaleup_bandwidth_gbps * 1e9 * hw.eff("scaleup")
         far_bw = hw.scaleout_bandwidth_gbps * 1e9 * hw.eff("scaleout")
-        lat = hw.scaleout_latency_us if far else hw.scaleup_latency_us
+        lat = hw.eff("collective_us") + (hw.scaleout_latency_us if far else hw.scaleup_latency_us)
         return lat * 1e-6 + nbytes * ((off - far) / near_bw + far / far_bw)
 
     def _max_rank_load(self, assignments: np.ndarray) -> np.ndarray:
@@ -233,7 +246,10 @@ class StepCost:
         comm = np.zeros_like(T)
         if p.tp > 1:
             comm = comm + 2 * m.num_layers * self._allreduce(Tr * h * ACT_BYTES, p.tp)
-        if p.ep > 1 and m.num_moe_layers:
+        if p.ep > 1 and p.dp > 1 and m.num_moe_layers:
+            # DP attention + EP: each rank's tokens travel to their experts and back (dispatch + combine).
+            # With dp == 1 every TP rank already holds every token; the expert outputs are combined by the
+            # second all-reduce above, so there is no all-to-all.
             sent = Tr * m.experts_per_token * h
             comm = comm + m.num_moe_layers * (self._alltoall(sent * DISPATCH_BYTES, p.ep) + self._alltoall(sent * COMBINE_BYTES, p.ep))
         out["comm"] = comm
@@ -322,5 +338,5 @@ class StepCost:
             "weight_gb_per_accelerator": self.weight_bytes_per_accelerator / 1e9,
             "kv_bytes_per_token": self.kv_bytes_per_token, "kv_bytes_per_seq": self.kv_bytes_per_seq,
             "efficiency": {k: self.hw.eff(k) for k in ("compute", "memory", "attention_compute", "scaleup", "scaleout",
-                                                       "step_overhead_us", "layer_overhead_us", "moe_imbalance")},
+                                                       "step_overhead_us", "kernel_overhead_us", "collective_us", "moe_imbalance")},
         }

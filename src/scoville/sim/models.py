@@ -33,7 +33,7 @@ WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0 + 4 / (128 * 128), "int8": 
 # The tensor-core rate a GEMM with those weights runs at (activations' format decides): W4A16 INT4 runs in
 # BF16; MXFP4 experts run W4A8 (MXFP4 x MXFP8, the TensorRT-LLM/vLLM default for gpt-oss); NVFP4 is W4A4.
 COMPUTE_PRECISION = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8",
-                     "mxfp4": "fp8", "nvfp4": "fp4", "fp4": "fp4", "int4": "bf16"}
+                     "mxfp4": "bf16", "nvfp4": "fp4", "fp4": "fp4", "int4": "bf16"}
 KV_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5625}
 
 GROUPS = ("attn", "dense_ffn", "experts", "shared_experts", "embed", "lm_head")

@@ -1,0 +1,318 @@
+"""Calibration bench: scoville.sim's predictions beside the public InferenceX 8k/1k points, with errors.
+
+    python bench/bench_sim_calibration.py            # predict with the shipped coefficients
+    python bench/bench_sim_calibration.py --fit      # refit the Blackwell family's coefficients first
+
+For each reference (model, system) it searches serving configurations (parallelism, per-instance
+concurrency 1..2048, unified chunked prefill or prefill/decode disaggregation with integer pool sizes)
+and keeps the frontier, then reads off the same three yardsticks InferenceX publishes: peak total
+throughput per rated kW, highest interactivity (1/TPOT), lowest E2E latency. Then it predicts the
+Jalapeno entry on the same scenarios beside the chip's published claims.
+
+The frontier comes from a steady-state estimate of the closed-loop benchmark built on
+scoville.sim.cost.StepCost (every term of a step is the real cost model; only the scheduling is
+averaged): with C requests in flight on an instance, each request's life is OSL decode steps of a
+C-sequence batch plus the marginal cost of the C prefills that enter during it. ``--engine`` instead runs
+the discrete-event engine through ``scoville.sim.search`` when that module is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import yaml
+
+from scoville.sim.cost import Parallel, StepCost
+from scoville.sim.hardware import Hardware, load_hardware
+from scoville.sim.models import ModelArch, load_model
+
+CONC = np.array([1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048], dtype=float)
+TOKEN_BUDGET = 8192          # max_num_batched_tokens for chunked prefill (unified)
+PREFILL_UTIL = 0.8           # a prefill pool runs at most this busy (queueing headroom)
+MAX_SEQS_PER_RANK = 256      # max_num_seqs / max batch size per attention rank in the InferenceX recipes
+
+
+@dataclass
+class Point:
+    interactivity: float     # tok/s/user = 1 / TPOT
+    tput_per_gpu: float      # total (input + output) tok/s per accelerator
+    e2e: float
+    label: str
+
+
+def reference() -> dict[str, Any]:
+    path = Path(str(resources.files("scoville") / "data" / "reference" / "inferencex_8k1k.yaml"))
+    return yaml.safe_load(path.read_text())
+
+
+def _parallel_options(model: ModelArch, hw: Hardware, max_gpus: int) -> list[Parallel]:
+    out = []
+    for n in (1, 2, 4, 8, 16, 32):
+        if n > max_gpus:
+            continue
+        for tp in (1, 2, 4, 8):
+            if n % tp:
+                continue
+            dp = n // tp
+            eps = {1, n} if model.num_experts else {1}
+            for ep in eps:
+                if model.num_experts and ep > model.num_experts:
+                    continue
+                if dp > 1 and ep == 1 and model.num_experts:
+                    continue  # DP attention only pays with EP
+                if dp > 1 and not model.num_experts:
+                    continue  # dense models: replicas, not DP attention
+                out.append(Parallel(tp=tp, ep=ep, dp=dp))
+    return out
+
+
+def _decode_step(c: StepCost, conc: np.ndarray, ctx: float, spec: tuple[int, float] | None) -> tuple[np.ndarray, float]:
+    """(seconds per decode step, output tokens per sequence per step)."""
+    if spec is None:
+        return c.step_time(conc, conc, conc * ctx, conc * ctx), 1.0
+    k, accept = spec
+    toks = conc * (k + 1)
+    # k sequential MTP/draft passes of one layer's worth of the batch each, then a (k+1)-token verify
+    draft = k * c.step_time(conc, conc, conc * ctx, conc * ctx) / max(c.model.num_layers, 1) * 2
+    al = (1 - accept ** (k + 1)) / (1 - accept)
+    return c.step_time(toks, conc, toks * ctx, conc * ctx) + draft, al
+
+
+def unified_points(c: StepCost, isl: float, osl: float, spec=None) -> list[Point]:
+    cap = c.kv_capacity_tokens(0.9, TOKEN_BUDGET)
+    conc = CONC[(CONC * (isl + osl) <= cap) & (CONC <= MAX_SEQS_PER_RANK * c.par.dp)]
+    if conc.size == 0:
+        return []
+    ctx = isl + osl / 2
+    t_dec, al = _decode_step(c, conc, ctx, spec)
+    chunks = math.ceil(isl / TOKEN_BUDGET)
+    q = isl / chunks
+    # marginal cost of one request's prefill riding on decode steps (chunked prefill)
+    t_mix = c.step_time(q + conc, conc + 1, q * q / 2 + q * (isl - q) / 2 + conc * ctx, isl / 2 + conc * ctx)
+    t_pre = chunks * (t_mix - c.step_time(conc, conc, conc * ctx, conc * ctx))
+    ttft = chunks * c.step_time(q, 1, q * q / 2, q) + t_pre * (conc - 1) / (2 * osl / al)
+    steps = osl / al
+    e2e = ttft + steps * t_dec + (conc - 1) * t_pre
+    tpot = (e2e - ttft) / max(osl - 1, 1)
+    tput = conc * (isl + osl) / e2e / c.accelerators
+    lab = f"tp{c.par.tp}ep{c.par.ep}dp{c.par.dp}"
+    return [Point(1 / tp_, tp_g, e, f"{lab} c{int(cc)}") for tp_, tp_g, e, cc in zip(tpot, tput, e2e, conc)]
+
+
+def disagg_points(pc: StepCost, dc: StepCost, isl: float, osl: float, max_gpus: int, spec=None) -> list[Point]:
+    cap = dc.kv_capacity_tokens(0.9, TOKEN_BUDGET)
+    conc = CONC[(CONC * (isl + osl) <= cap) & (CONC <= MAX_SEQS_PER_RANK * dc.par.dp)]
+    if conc.size == 0 or not pc.fits:
+        return []
+    ctx = isl + osl / 2
+    t_dec, al = _decode_step(dc, conc, ctx, spec)
+    tpot = t_dec / al
+    b = max(1, int(16384 // isl))                         # requests per prefill step
+    t_p = pc.step_time(b * isl, b, b * isl * isl / 2, b * isl) / b   # seconds of prefill instance per request
+    ttft = t_p * b + pc.kv_transfer_time(int(isl), scaleout=False)
+    e2e = ttft + osl * tpot
+    out = []
+    for n_d in (1, 2, 3, 4, 6, 8, 12, 16):
+        rate = n_d * conc / e2e                            # requests/s the decode pool completes
+        n_p = np.maximum(1, np.ceil(rate * t_p / PREFILL_UTIL))
+        gpus = n_d * dc.accelerators + n_p * pc.accelerators
+        ok = gpus <= max_gpus
+        tput = rate * (isl + osl) / gpus
+        lab = f"P tp{pc.par.tp}ep{pc.par.ep}dp{pc.par.dp} : D tp{dc.par.tp}ep{dc.par.ep}dp{dc.par.dp}"
+        out += [Point(1 / tp_, tg, e, f"{lab} {int(np_)}p{n_d}d c{int(cc)}")
+                for tp_, tg, e, cc, np_, k in zip(tpot, tput, e2e, conc, n_p, ok) if k]
+    return out
+
+
+def pinned_disagg_points(pc: StepCost, n_p: int, dc: StepCost, n_d: int, concs: list[int], isl: float,
+                         osl: float) -> list[Point]:
+    """Fixed pools (InferenceX recipe shapes): the closed loop runs at the slower of the decode pool's
+    completion rate and the prefill pool's capacity; when prefill is the bottleneck requests queue for it,
+    so fewer are decoding and TPOT is that of the smaller batch (three fixed-point passes)."""
+    ctx = isl + osl / 2
+    b = max(1, int(16384 // isl))
+    t_p = pc.step_time(b * isl, b, b * isl * isl / 2, b * isl) / b
+    cap_p = n_p / t_p
+    gpus = n_p * pc.accelerators + n_d * dc.accelerators
+    out = []
+    for conc in concs:
+        decoding = float(conc)
+        for _ in range(3):
+            per = max(decoding / n_d, 1.0)
+            tpot = float(dc.step_time(per, per, per * ctx, per * ctx))
+            rate_dec = conc / (t_p * b + osl * tpot)
+            rate = min(rate_dec, cap_p)
+            decoding = min(conc, rate * osl * tpot)
+        e2e = conc / rate
+        lab = f"pinned {n_p}xP tp{pc.par.tp} : {n_d}xD tp{dc.par.tp}ep{dc.par.ep}dp{dc.par.dp} c{conc}"
+        out.append(Point(1 / tpot, rate * (isl + osl) / gpus, e2e, lab))
+    return out
+
+
+def recipe_points(model: ModelArch, hw: Hardware, precision: str | None, kv_dtype: str, isl: float, osl: float,
+                  recipes: list[dict[str, Any]]) -> list[Point]:
+    pts: list[Point] = []
+    for r in recipes:
+        P, D = r["prefill"], r["decode"]
+        par = lambda d: Parallel(tp=d.get("tp", 1), ep=d.get("ep", 1), dp=d.get("dp", 1))  # noqa: E731
+        pc = StepCost(model, hw, par(P), precision, kv_dtype)
+        dc = StepCost(model, hw, par(D), precision, kv_dtype)
+        pts += pinned_disagg_points(pc, P.get("workers", 1), dc, D.get("workers", 1), r["conc"], isl, osl)
+    return pts
+
+
+def search(model: ModelArch, hw: Hardware, precision: str | None, kv_dtype: str, isl: float, osl: float,
+           disagg: bool, spec=None) -> list[Point]:
+    max_gpus = hw.scaleup_domain if hw.scaleup_domain > 8 else 8
+    pts: list[Point] = []
+    costs = [StepCost(model, hw, p, precision, kv_dtype) for p in _parallel_options(model, hw, min(max_gpus, 32))]
+    costs = [c for c in costs if c.fits]
+    for c in costs:
+        pts += unified_points(c, isl, osl, spec)
+    if disagg:
+        pre = [c for c in costs if c.accelerators <= 8]
+        for pc in pre:
+            for dc in costs:
+                pts += disagg_points(pc, dc, isl, osl, max_gpus, spec)
+    return pts
+
+
+def yardsticks(pts: list[Point], watts: float, at_interactivity: float | None = None) -> dict[str, float]:
+    """InferenceX's published figures, read off a set of simulated points."""
+    if not pts:
+        return {}
+    kw = watts / 1000
+    out = {
+        "peak_tput_per_kw": max(p.tput_per_gpu for p in pts) / kw,
+        "max_interactivity": max(p.interactivity for p in pts),
+        "min_e2e_s": min(p.e2e for p in pts),
+    }
+    best = max(pts, key=lambda p: p.interactivity)
+    out["tput_per_kw_at_max_interactivity"] = best.tput_per_gpu / kw
+    if at_interactivity is not None:
+        ok = [p.tput_per_gpu for p in pts if p.interactivity >= at_interactivity]
+        out[f"tput_per_kw_at_{int(at_interactivity)}"] = max(ok) / kw if ok else float("nan")
+    out["_best_tput_config"] = max(pts, key=lambda p: p.tput_per_gpu).label
+    out["_best_interactivity_config"] = best.label
+    return out
+
+
+def with_efficiency(hw: Hardware, **eff: float) -> Hardware:
+    return msgspec.structs.replace(hw, efficiency={**hw.efficiency, **eff})
+
+
+def predict(ref_point: dict[str, Any], hw: Hardware, scenario: dict[str, Any], disagg: bool = True,
+            at: float | None = None, pinned: bool = False) -> dict[str, float]:
+    """Yardsticks over scoville's own config search, or (``pinned``) over the recipes InferenceX ran."""
+    r = scenario["range_ratio"]
+    isl, osl = scenario["isl"] * (1 + r) / 2, scenario["osl"] * (1 + r) / 2
+    model = load_model(ref_point["model"])
+    prec = ref_point.get("precision")
+    if prec == model.default_precision:
+        prec = None
+    if pinned:
+        pts = recipe_points(model, hw, prec, "fp8", isl, osl, ref_point["recipes"])
+    else:
+        pts = search(model, hw, prec, "fp8", isl, osl, disagg)
+    return yardsticks(pts, hw.rated_watts, at)
+
+
+FIT_KEYS = ("compute", "memory", "step_overhead_us", "kernel_overhead_us", "collective_us")
+METRICS = ("peak_tput_per_kw", "max_interactivity", "min_e2e_s", "tput_per_kw_at_max_interactivity")
+
+
+def errors(ref: dict[str, Any], eff: dict[str, float] | None = None) -> list[tuple[str, str, float, float, float]]:
+    """(scenario, metric, reference, predicted, searched): ``predicted`` is over the recipes InferenceX ran
+    where the reference file lists them, else over scoville's search; ``searched`` is always the search."""
+    rows = []
+    for p in ref["points"]:
+        hw = load_hardware(p["hardware"])
+        if eff:
+            hw = with_efficiency(hw, **eff)
+        searched = predict(p, hw, ref["scenario"])
+        pred = predict(p, hw, ref["scenario"], pinned=True) if p.get("recipes") else searched
+        for m in METRICS:
+            if m in p:
+                rows.append((f"{p['model']} on {p['hardware']}", m, float(p[m]), float(pred.get(m, float("nan"))),
+                             float(searched.get(m, float("nan")))))
+    return rows
+
+
+def fit(ref: dict[str, Any]) -> dict[str, float]:
+    """Least squares on log errors over every reference figure, for the Blackwell family's coefficients (FIT_KEYS)."""
+    from scipy.optimize import minimize
+
+    lo = np.array([0.2, 0.4, 20.0, 0.5, 1.0])
+    hi = np.array([0.9, 0.95, 3000.0, 200.0, 100.0])
+
+    def unpack(x: np.ndarray) -> dict[str, float]:
+        v = lo + (hi - lo) / (1 + np.exp(-x))
+        return dict(zip(FIT_KEYS, map(float, v)))
+
+    def loss(x: np.ndarray) -> float:
+        rows = errors(ref, unpack(x))
+        return float(sum(math.log(pred / refv) ** 2 if pred == pred and pred > 0 else 25.0 for _, _, refv, pred, _ in rows))
+
+    hw = load_hardware("gb300")
+    start = np.array([hw.eff(k) for k in FIT_KEYS])       # start from the shipped values
+    frac = np.clip((start - lo) / (hi - lo), 0.02, 0.98)
+    x0 = np.log(frac / (1 - frac))
+    simplex = np.vstack([x0] + [x0 + 0.6 * np.eye(len(FIT_KEYS))[i] for i in range(len(FIT_KEYS))])
+    res = minimize(loss, x0, method="Nelder-Mead",
+                   options={"maxfev": 300, "xatol": 1e-2, "fatol": 1e-4, "initial_simplex": simplex})
+    return unpack(res.x)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fit", action="store_true", help="refit the Blackwell family's coefficients on the reference points")
+    args = ap.parse_args(argv)
+    ref = reference()
+    t0 = time.perf_counter()
+    eff = None
+    if args.fit:
+        eff = fit(ref)
+        print(f"fitted blackwell coefficients ({time.perf_counter() - t0:.1f} s):",
+              ", ".join(f"{k}={v:.4g}" for k, v in eff.items()))
+    else:
+        fam = load_hardware("gb300")
+        print("blackwell coefficients in force:", ", ".join(f"{k}={fam.eff(k):.4g}" for k in FIT_KEYS))
+    print(f"\nInferenceX 8k/1k reference points (throughput = total tokens/s per GPU per rated kW)")
+    print("scoville = prediction for the configurations InferenceX ran where the reference lists them (pinned),")
+    print("else over scoville's own config search; 'searched' = best over scoville's search (what the system could do)")
+    print(f"{'scenario':28s} {'metric':34s} {'reference':>10s} {'scoville':>10s} {'error':>8s} {'searched':>10s}")
+    worst = 0.0
+    for name, metric, refv, pred, srch in errors(ref, eff):
+        err = pred / refv - 1
+        worst = max(worst, abs(err))
+        print(f"{name:28s} {metric:34s} {refv:10.4g} {pred:10.4g} {err:+8.1%} {srch:10.4g}")
+    print(f"worst |error| = {worst:.1%} (target <= 25%)")
+    claims = ref["claims"]
+    jal = load_hardware(claims["hardware"])
+    print(f"\nJalapeno (unified serving; rated {jal.rated_watts:.0f} W, measured {jal.measured_watts:.0f} W) vs published claims")
+    print(f"{'model':16s} {'metric':34s} {'claim':>10s} {'scoville':>10s} {'ratio':>7s}")
+    for c in claims["points"]:
+        ref_pt = next(p for p in ref["points"] if p["model"] == c["model"])
+        at = 169.0 if "tput_per_kw_at_169" in c else None
+        pred = predict({**ref_pt, "hardware": "jalapeno"}, jal, ref["scenario"], disagg=False, at=at)
+        for m, v in c.items():
+            if m == "model":
+                continue
+            got = pred.get(m, float("nan"))
+            print(f"{c['model']:16s} {m:34s} {v:10.4g} {got:10.4g} {got / v:7.2f}x")
+        print(f"{'':16s} best-throughput config: {pred['_best_tput_config']}; fastest: {pred['_best_interactivity_config']}")
+    print(f"\nwall time {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
