@@ -239,13 +239,21 @@ def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[
 MAX_POWER_SAMPLES = 3000
 
 
+def power_basis(manifest: dict[str, Any]) -> str:
+    """"nvml, board boundary": whose power a run recorded, as every per-kW figure must say."""
+    power, system = manifest.get("power") or {}, manifest.get("system") or {}
+    return f"{power.get('source', 'none')}, {power.get('boundary') or system.get('power_boundary', 'unknown')} boundary"
+
+
 def power_chart(run_id: str, power: pa.Table, plan: list[dict[str, Any]],
-                samples: dict[int, dict[str, np.ndarray]], label: str = "") -> Chart | None:
-    """Measured power per device over the run, with each load point's window shaded."""
+                samples: dict[int, dict[str, np.ndarray]], label: str = "", basis: str = "") -> Chart | None:
+    """Recorded power per device over the run (``basis`` says whose: nvml, csv, model), load points shaded."""
     if power.num_rows == 0:
         return None
-    chart = Chart(id=f"power-{run_id}", title=f"{label + ': ' if label else ''}Power over time (measured)", x_label="time since run start (s)",
-                  y_label="power (W)")
+    chart = Chart(id=f"power-{run_id}", title=f"{label + ': ' if label else ''}Power over time",
+                  x_label="time since run start (s)", y_label="power (W)",
+                  subtitle=(f"power: {basis} · " if basis else "") + "shaded: each load point's measured window "
+                           "(warm-up excluded)")
     t = power.column("t").to_numpy(zero_copy_only=False).astype(float)
     w = power.column("watts").to_numpy(zero_copy_only=False).astype(float)
     devices = np.asarray(power.column("device").to_pylist(), dtype=object)

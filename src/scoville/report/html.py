@@ -21,8 +21,8 @@ import scoville
 from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_value
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
-from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart, safe_id,
-                                    system_colors)
+from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
+                                    safe_id, system_colors)
 from scoville.report.plotly_fig import figure
 from scoville.results.store import read_power, read_requests
 
@@ -188,7 +188,7 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     if charts:
         parts.append("<h3>Latency distributions</h3><div class=\"grid3\">" +
                      "".join(_chart_div(c) for c in charts) + "</div>")
-    pc = power_chart(chart_key, read_power(run_dir), plan, samples, system.label)
+    pc = power_chart(chart_key, read_power(run_dir), plan, samples, system.label, power_basis(manifest))
     if pc is not None:
         parts.append("<h3>Power over time</h3>" + _chart_div(pc))
         charts.append(pc)

@@ -12,7 +12,8 @@ from typing import Any, Sequence
 
 from scoville.analysis.runs import load_systems
 from scoville.errors import UserError
-from scoville.report.charts import Chart, cdf_charts, frontier_charts, latency_samples, power_chart, safe_id
+from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
+                                    safe_id)
 from scoville.report.plotly_fig import log_ticks, tick_label
 from scoville.results.store import read_power, read_requests
 
@@ -31,7 +32,7 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
             samples = latency_samples(requests) if requests.num_rows else {}
             if samples:
                 charts.extend(cdf_charts(run_id, plan, samples, s.label))
-            pc = power_chart(run_id, read_power(d), plan, samples, s.label)
+            pc = power_chart(run_id, read_power(d), plan, samples, s.label, power_basis(m))
             if pc is not None:
                 charts.append(pc)
     return charts
