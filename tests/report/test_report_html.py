@@ -99,3 +99,15 @@ def test_runs_without_power_or_with_a_broken_sample_still_report(tmp_path):
     assert "Throughput per kW is not compared" in text and "no power figure" in text
     assert "no power figure, not shown: " in figs["frontier-kw-interactivity"]["layout"]["annotations"][-1]["text"]
     assert "power-measured" in figs
+
+
+def test_a_points_configuration_is_summarised_for_its_hover():
+    from scoville.report.charts import config_summary
+
+    cfg = json.dumps({"block_size": 16, "parallel": {"tp": 8, "dp": 1}, "replicas": 2, "disaggregation": None,
+                      "precision": "fp8", "router": "least_loaded"})
+    assert config_summary(cfg) == "parallel tp8 dp1 · replicas 2 · precision fp8"
+    pd = {"disaggregation": {"prefill": {"parallel": {"tp": 4}, "replicas": 2}, "decode": {"parallel": {"tp": 8}}}}
+    assert config_summary(pd) == "disaggregation prefill(parallel(tp4) replicas2) decode(parallel(tp8))"
+    assert config_summary("{not json") == "{not json"
+    assert len(config_summary({"options": "x" * 500})) == 160

@@ -8,6 +8,7 @@ unreadable on a linear axis). Each system keeps one colour on every chart.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -102,8 +103,39 @@ def _hover(row: dict[str, Any], x_label: str, y_label: str, x: float, y: float) 
     parts.append(f"{x_label}: {x:.4g}")
     parts.append(f"{y_label}: {y:,.4g}")
     if row.get("config"):
-        parts.append(f"config {row['config']}")
+        parts.append("config " + config_summary(row["config"]))
     return "<br>".join(parts)
+
+
+# The configuration fields that decide where a point sits on a frontier, shown first in hovers.
+_CONFIG_KEYS = ("parallel", "disaggregation", "replicas", "precision", "max_num_seqs", "max_num_batched_tokens",
+                "speculative", "host_offload")
+
+
+def _compact(v: Any) -> str:
+    """{"tp": 8, "dp": 1} -> "tp8 dp1"; nested dicts in parentheses."""
+    if not isinstance(v, dict):
+        return str(v)
+
+    def item(k: str, x: Any) -> str:
+        if isinstance(x, dict):
+            return f"{k}({_compact(x)})"
+        return f"{k}{x}" if isinstance(x, (int, float)) and not isinstance(x, bool) else f"{k}={x}"
+
+    return " ".join(item(k, x) for k, x in v.items() if x is not None)
+
+
+def config_summary(config: str | dict[str, Any], limit: int = 160) -> str:
+    """A point's (simulator) configuration in one short hover line, e.g. "parallel tp8 dp1 ep1 · replicas 2"."""
+    try:
+        data = json.loads(config) if isinstance(config, str) else config
+    except json.JSONDecodeError:
+        return str(config)[:limit]
+    if not isinstance(data, dict):
+        return str(data)[:limit]
+    keys = [k for k in _CONFIG_KEYS if data.get(k) not in (None, {}, [])] or [k for k, v in data.items() if v is not None]
+    text = " · ".join(f"{k} {_compact(data[k])}" for k in keys)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def frontier_chart(systems: Sequence[System], x_key: str, per: str, metric: str = "total") -> Chart:
