@@ -148,3 +148,15 @@ def test_interactivity_below_a_sweep_gives_a_lower_bound_not_a_guess(tmp_path):
     assert at40.ratio is None and at40.ratio_why_undefined == "both below the measured range"
     row = next(r for r in c.table()[1] if "at 100 tok/s/user" in r[0])
     assert row[2].startswith("≥ 20,000") and row[3].startswith("≥ ")
+
+
+def test_a_run_with_no_finished_request_says_so(tmp_path):
+    from scoville.results.manifest import base_manifest
+    from scoville.results.store import RunWriter
+
+    m = base_manifest(source="measured", target={}, system={"hardware": "x", "accelerators": 1}, model={"name": "m"},
+                      serving={}, workload={"name": "w"}, load_plan={"points": [{"index": 0, "concurrency": 1}]},
+                      power={"source": "rated", "watts_per_accelerator": 700.0})
+    empty = RunWriter.create(tmp_path, m).run_dir  # started, nothing recorded yet
+    with pytest.raises(UserError, match="no load point with a successful request"):
+        compare(load_systems([[empty]]))

@@ -111,3 +111,18 @@ def test_a_points_configuration_is_summarised_for_its_hover():
     assert config_summary(pd) == "disaggregation prefill(parallel(tp4) replicas2) decode(parallel(tp8))"
     assert config_summary("{not json") == "{not json"
     assert len(config_summary({"options": "x" * 500})) == 160
+
+
+def test_runs_recorded_with_an_slo_show_goodput_per_point(tmp_path):
+    from runs_factory import make_run
+
+    from scoville.metrics import recompute
+
+    run = make_run(tmp_path, "slo", [(50.0, 1000.0), (10.0, 3000.0)], store_metrics=False)
+    m = json.loads((run / "manifest.json").read_text())
+    m["slo"] = {"tpot_s": 0.05}  # point 0 (TPOT 0.02 s) meets it, point 1 (0.1 s) does not
+    (run / "manifest.json").write_text(json.dumps(m))
+    recompute(run)
+    text = write_report([run], tmp_path / "r.html").read_text()
+    assert "goodput req/s" in text and "SLO met" in text
+    assert "<td>100%</td>" in text and "<td>0%</td>" in text

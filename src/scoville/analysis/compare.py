@@ -255,13 +255,16 @@ def _check_normalisation(systems: Sequence[System], per: str, y: str) -> None:
         if any(isinstance(r.get(y), (int, float)) for r in s.rows):
             continue
         runs = ", ".join(d.name for d in s.run_dirs)
+        if not any(r.get("num_ok") for r in s.rows):
+            raise UserError(f"{s.label} ({runs}) has no load point with a successful request yet; nothing to "
+                            "compare (`scoville show` lists its points)")
         if per == "kW":
             raise UserError(f"{s.label} ({runs}) has no power figure (power source {s.power_source!r}); "
                             "record power (--power rated|all-in|nvml|csv) or compare --per accelerator")
         if per == "dollar":
             raise UserError(f"{s.label} ({runs}) has no cost_per_accelerator_hour in its manifest; "
                             "compare --per kW or --per accelerator")
-        raise UserError(f"{s.label} ({runs}) has no load point with a successful request; nothing to compare")
+        raise UserError(f"{s.label} ({runs}) has no {y} in any load point; nothing to compare")
 
 
 def compare(systems: Sequence[System], at: Sequence[float | str] = ("auto",), *, per: str = "kW",

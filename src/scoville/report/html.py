@@ -118,6 +118,9 @@ POINT_COLUMNS = [
 ]
 
 
+SLO_COLUMNS = [("goodput", "goodput req/s"), ("slo_attainment", "SLO met")]
+
+
 def _cell(key: str, v: Any) -> str:
     if v is None:
         return "—"
@@ -125,6 +128,8 @@ def _cell(key: str, v: Any) -> str:
         return fmt_seconds(v)
     if key == "usd_per_mtok_total":
         return f"{v:.3g}"
+    if key == "slo_attainment":
+        return f"{v:.0%}"
     if isinstance(v, float):
         return fmt_value(v)
     return str(v)
@@ -179,9 +184,12 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     parts.append('<h3>Setup</h3>' + _table(["", ""], [[k, v] for k, v in _facts(manifest)], "facts")
                  .replace("<thead><tr><th></th><th></th></tr></thead>", ""))
     parts.append("<h3>Latency percentiles per load point (s)</h3>")
-    parts.append(_table([h for _, h in POINT_COLUMNS], [[_cell(k, r.get(k)) for k, _ in POINT_COLUMNS]
-                                                        for r in sorted(rows, key=lambda r: r.get("point", 0))],
-                        "points"))
+    columns = POINT_COLUMNS + [c for c in SLO_COLUMNS if any(r.get(c[0]) is not None for r in rows)]
+    parts.append(_table([h for _, h in columns], [[_cell(k, r.get(k)) for k, _ in columns]
+                                                  for r in sorted(rows, key=lambda r: r.get("point", 0))], "points"))
+    if manifest.get("slo"):
+        parts.append(f'<p class="note">goodput: requests/s meeting the run\'s SLO {_e(json.dumps(manifest["slo"]))} '
+                     "(recompute for another SLO with scoville.analysis.goodput).</p>")
     requests = read_requests(run_dir)
     samples = latency_samples(requests) if requests.num_rows else {}
     charts = cdf_charts(chart_key, plan, samples, system.label) if samples else []
