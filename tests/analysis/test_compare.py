@@ -77,6 +77,8 @@ def test_per_dollar_needs_a_price_and_per_kw_needs_power(seed_runs, tmp_path):
     # 8 accelerators at $2/h: tokens per dollar = tok/s * 3600 / $16
     peak_tput = 45_000 * 0.7 * 8
     assert c.systems[0].peak == pytest.approx(peak_tput * 3600 / 16)
+    assert c.systems[0].lowest_usd_per_mtok == pytest.approx(16 / (peak_tput * 3600 / 1e6))
+    assert any(r[0] == "lowest $ per million total tokens" for r in c.table()[1])
     nopower = make_run(tmp_path, "nopower", [(10.0, 100.0)])
     m = json.loads((nopower / "manifest.json").read_text())
     m["power"] = {"source": "none"}

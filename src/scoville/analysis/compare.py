@@ -93,6 +93,7 @@ class SystemResult:
     highest_interactivity: float | None
     lowest_ttft_s: float | None
     lowest_e2e_s: float | None
+    lowest_usd_per_mtok: float | None = None
     at: list[AtInteractivity] = field(default_factory=list)
     ratios: dict[str, float | None] = field(default_factory=dict)
 
@@ -104,6 +105,7 @@ class SystemResult:
             "highest_interactivity": self.highest_interactivity,
             "lowest_ttft_s": self.lowest_ttft_s,
             "lowest_e2e_s": self.lowest_e2e_s,
+            "lowest_usd_per_mtok": self.lowest_usd_per_mtok,
             "frontier": [{"interactivity": p.x, "value": p.y, "run_id": p.row.get("run_id"),
                           "point": p.row.get("point"), "concurrency": p.row.get("concurrency")}
                          for p in self.frontier.points],
@@ -194,6 +196,10 @@ class Comparison:
                      *[fmt_ratio(s.ratios.get("lowest_ttft_s")) for s in contenders]])
         rows.append(["lowest E2E p50 (s)", *[fmt_seconds(s.lowest_e2e_s) for s in self.systems],
                      *[fmt_ratio(s.ratios.get("lowest_e2e_s")) for s in contenders]])
+        if self.per == "dollar":
+            rows.append([f"lowest $ per million {self.metric} tokens",
+                         *[fmt_usd(s.lowest_usd_per_mtok) for s in self.systems],
+                         *[fmt_ratio(s.ratios.get("lowest_usd_per_mtok")) for s in contenders]])
         for i, a in enumerate(base.at):
             label = f"{tput} at {fmt_value(a.interactivity)} tok/s/user" + (" (auto)" if a.auto else "")
             cells = [_bounded(s.at[i].bound, with_basis(s, s.at[i].value)) if s.at[i].value is not None
@@ -236,6 +242,10 @@ def fmt_value(v: float | None) -> str:
 
 def fmt_seconds(v: float | None) -> str:
     return "—" if v is None else f"{v:.3g}"
+
+
+def fmt_usd(v: float | None) -> str:
+    return "—" if v is None else f"${v:.3g}"
 
 
 def fmt_ratio(v: float | None) -> str:
@@ -283,6 +293,7 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("auto",), *,
             highest_interactivity=_extreme(s.rows, X_METRIC, max),
             lowest_ttft_s=_extreme(s.rows, "ttft_s_median", min),
             lowest_e2e_s=_extreme(s.rows, "e2e_s_median", min),
+            lowest_usd_per_mtok=_extreme(s.rows, f"usd_per_mtok_{metric}", min),
         ))
     base = results[0]
     targets: list[tuple[float, bool]] = []
@@ -295,7 +306,7 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("auto",), *,
     for r in results:
         for x, auto in targets:
             r.at.append(_at(r.frontier, base.frontier, x, auto))
-        for key in ("peak", "highest_interactivity", "lowest_ttft_s", "lowest_e2e_s"):
+        for key in ("peak", "highest_interactivity", "lowest_ttft_s", "lowest_e2e_s", "lowest_usd_per_mtok"):
             r.ratios[key] = ratio(getattr(r, key), getattr(base, key))
     return Comparison(per, metric, y, UNITS[per], list(at), results)
 
