@@ -3,7 +3,6 @@
 from importlib.resources import files
 from pathlib import Path
 
-
 from scoville.load import LoadPoint
 from scoville.session_metrics import session_metrics, turn_metrics
 from scoville.sim.config import SimConfig
