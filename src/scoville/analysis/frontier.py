@@ -89,7 +89,8 @@ class Frontier:
         A system whose every load point is faster than X tok/s/user serves X
         tok/s/user at least as well as its highest-throughput point does, so
         that point's y is a lower bound on its frontier at X (a measurement,
-        not an extrapolation). None anywhere else.
+        not an extrapolation). None anywhere else. (With a lower-better y the
+        same value bounds y from above: either way y can only be better.)
         """
         if self.why_undefined(x) != "below range":
             return None
