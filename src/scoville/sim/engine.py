@@ -57,6 +57,13 @@ class RequestTrace:
     error: str | None = None
 
 
+def _flush(req: Req) -> None:
+    """Pack a request's single-step token times into one array chunk."""
+    req.times.append(np.array(req.pt, dtype=np.float64))
+    req.counts.append(np.array(req.pc, dtype=np.int64))
+    req.pt, req.pc = [], []
+
+
 def block_keys(spec: RequestSpec, block_size: int) -> list[Hashable]:
     """Prefix-cache keys of the engine blocks fully covered by the spec's hashed prompt blocks.
 
@@ -317,14 +324,16 @@ class SimEngine:
             self._outbox.append(TokenEvent(req.rid, t, count, finished=finished,
                                            cached_tokens=req.cached_tokens if first else 0))
         else:
-            req.times.append(np.array([t]))
-            req.counts.append(np.array([count]))
+            req.pt.append(t)
+            req.pc.append(count)
 
     def _emit_span(self, span: Span, steps: int, per_req: list[np.ndarray | None]) -> None:
         ends = span.ends[:steps]
         if not self.token_events:
             ones = None
             for r, acc in zip(span.reqs, per_req):
+                if r.pt:
+                    _flush(r)
                 r.times.append(ends)
                 if acc is None:
                     if ones is None:
@@ -370,6 +379,8 @@ class SimEngine:
             self._reqs.pop(req.rid, None)
             return
         self._reqs.pop(req.rid, None)
+        if req.pt:
+            _flush(req)
         times = np.concatenate(req.times) if req.times else np.empty(0)
         counts = np.concatenate(req.counts) if req.counts else np.empty(0, dtype=np.int64)
         keep = counts > 0

@@ -61,7 +61,7 @@ class Req:
 
     __slots__ = ("spec", "rid", "prompt", "target", "num_tokens", "computed", "generated", "n_blocks",
                  "hashed", "keys", "reg", "cached_tokens", "admitted", "t_first", "times", "counts",
-                 "swapped", "lost", "kv_ready", "instance", "final_keys")
+                 "swapped", "lost", "kv_ready", "instance", "final_keys", "pt", "pc")
 
     def __init__(self, spec: RequestSpec, keys: list[Hashable]) -> None:
         self.spec = spec
@@ -78,8 +78,10 @@ class Req:
         self.cached_tokens = 0
         self.admitted = False
         self.t_first: float | None = None
-        self.times: list[np.ndarray] = []
+        self.times: list[np.ndarray] = []     # token-time chunks (record mode), one per span or flush
         self.counts: list[np.ndarray | None] = []
+        self.pt: list[float] = []              # single-step token times not yet packed into ``times``
+        self.pc: list[int] = []
         self.swapped = 0                   # tokens of KV parked in the host tier by a preemption
         self.lost = 0                      # tokens of KV thrown away by a preemption (to recompute)
         self.kv_ready = False              # arrived with its prompt KV (disaggregated decode)
@@ -341,27 +343,33 @@ class Instance:
         preempted = False
         self.extra = 0.0
         i = 0
+        drafts, bs, chunked = self.drafts, kv.block_size, self.chunked
+        # The hot loop of mixed prefill+decode steps: kept free of method calls on the decode path.
         while i < len(running):
             r = running[i]
             pend = r.num_tokens - r.computed
-            dec = r.decoding
-            n = self._decode_tokens(r) if dec else min(pend, budget)
+            dec = pend == 1 and r.generated > 0
+            if dec:
+                n = self._decode_tokens(r) if drafts else 1
+            else:
+                n = pend if pend < budget else budget
             if n <= 0 or n > budget:
                 break
-            if not self.chunked and n < pend:
+            if not chunked and n < pend:
                 i += 1
                 continue
-            need = kv.blocks_for(r.computed + n) - r.n_blocks
-            while need > kv.available and running:
-                victim = running.pop()
-                self._preempt(victim)
-                preempted = True
-                if victim is r:
+            need = -(-(r.computed + n) // bs) - r.n_blocks
+            if need > 0:
+                while need > kv.available and running:
+                    victim = running.pop()
+                    self._preempt(victim)
+                    preempted = True
+                    if victim is r:
+                        break
+                if i >= len(running):
                     break
-            if i >= len(running):
-                break
-            kv.allocate(need)
-            r.n_blocks += need
+                kv.allocate(need)
+                r.n_blocks += need
             sched.append((r, n, dec))
             budget -= n
             i += 1
@@ -436,9 +444,12 @@ class Instance:
     def _span_ok(self) -> bool:
         """True when the batch is fixed: all running requests decode and nothing waiting can start."""
         running = self.running
-        if not running or not all(r.decoding for r in running):
+        if not running:
             return False
-        need_tokens = sum(self._decode_tokens(r) for r in running)
+        for r in running:
+            if r.generated == 0 or r.num_tokens - r.computed != 1:
+                return False
+        need_tokens = sum(self._decode_tokens(r) for r in running) if self.drafts else len(running)
         if need_tokens > self.budget:
             return False
         if self.waiting and len(running) < self.max_num_seqs and need_tokens < self.budget:
