@@ -96,12 +96,18 @@ def unified_points(c: StepCost, isl: float, osl: float, spec=None) -> list[Point
     t_dec, al = _decode_step(c, conc, ctx, spec)
     chunks = math.ceil(isl / TOKEN_BUDGET)
     q = isl / chunks
-    # marginal cost of one request's prefill riding on decode steps (chunked prefill)
+    # A step carries the running decodes plus at most one prefill chunk (the token budget); during one
+    # request's life the other C-1 requests each enter once, so its life spans max(steps, chunks*(C-1))
+    # steps, that many of them carrying a prefill chunk.
     t_mix = c.step_time(q + conc, conc + 1, q * q / 2 + q * (isl - q) / 2 + conc * ctx, isl / 2 + conc * ctx)
-    t_pre = chunks * (t_mix - c.step_time(conc, conc, conc * ctx, conc * ctx))
-    ttft = chunks * c.step_time(q, 1, q * q / 2, q) + t_pre * (conc - 1) / (2 * osl / al)
+    t_dec1 = c.step_time(conc, conc, conc * ctx, conc * ctx)
+    t_mix_spec = t_mix + (t_dec - t_dec1)          # the same step with the draft/verify work of spec decoding
     steps = osl / al
-    e2e = ttft + steps * t_dec + (conc - 1) * t_pre
+    n_mix_all = chunks * (conc - 1)
+    life = np.maximum(steps, n_mix_all)
+    n_mix = np.minimum(n_mix_all, life)
+    ttft = chunks * t_mix_spec * (1 + (conc - 1) / np.maximum(life, 1) / 2)
+    e2e = ttft + n_mix * t_mix_spec + (life - n_mix) * t_dec
     tpot = (e2e - ttft) / max(osl - 1, 1)
     tput = conc * (isl + osl) / e2e / c.accelerators
     lab = f"tp{c.par.tp}ep{c.par.ep}dp{c.par.dp}"
@@ -176,13 +182,14 @@ def search(model: ModelArch, hw: Hardware, precision: str | None, kv_dtype: str,
     pts: list[Point] = []
     costs = [StepCost(model, hw, p, precision, kv_dtype) for p in _parallel_options(model, hw, min(max_gpus, 32))]
     costs = [c for c in costs if c.fits]
-    for c in costs:
-        pts += unified_points(c, isl, osl, spec)
-    if disagg:
-        pre = [c for c in costs if c.accelerators <= 8]
-        for pc in pre:
-            for dc in costs:
-                pts += disagg_points(pc, dc, isl, osl, max_gpus, spec)
+    for sp in {None, spec}:               # speculative decoding is an option the search may decline
+        for c in costs:
+            pts += unified_points(c, isl, osl, sp)
+        if disagg:
+            pre = [c for c in costs if c.accelerators <= 8]
+            for pc in pre:
+                for dc in costs:
+                    pts += disagg_points(pc, dc, isl, osl, max_gpus, sp)
     return pts
 
 
@@ -211,7 +218,7 @@ def with_efficiency(hw: Hardware, **eff: float) -> Hardware:
 
 
 def predict(ref_point: dict[str, Any], hw: Hardware, scenario: dict[str, Any], disagg: bool = True,
-            at: float | None = None, pinned: bool = False) -> dict[str, float]:
+            at: float | None = None, pinned: bool = False, spec: tuple[int, float] | None = None) -> dict[str, float]:
     """Yardsticks over scoville's own config search, or (``pinned``) over the recipes InferenceX ran."""
     r = scenario["range_ratio"]
     isl, osl = scenario["isl"] * (1 + r) / 2, scenario["osl"] * (1 + r) / 2
@@ -222,11 +229,12 @@ def predict(ref_point: dict[str, Any], hw: Hardware, scenario: dict[str, Any], d
     if pinned:
         pts = recipe_points(model, hw, prec, "fp8", isl, osl, ref_point["recipes"])
     else:
-        pts = search(model, hw, prec, "fp8", isl, osl, disagg)
+        pts = search(model, hw, prec, "fp8", isl, osl, disagg, spec)
     return yardsticks(pts, hw.rated_watts, at)
 
 
 FIT_KEYS = ("compute", "memory", "step_overhead_us", "kernel_overhead_us", "collective_us")
+PRIOR_WEIGHT = 0.1
 METRICS = ("peak_tput_per_kw", "max_interactivity", "min_e2e_s", "tput_per_kw_at_max_interactivity")
 
 
@@ -258,9 +266,16 @@ def fit(ref: dict[str, Any]) -> dict[str, float]:
         v = lo + (hi - lo) / (1 + np.exp(-x))
         return dict(zip(FIT_KEYS, map(float, v)))
 
+    prior = {k: v for k, v in load_hardware("gb300").to_dict()["efficiency_in_force"].items() if k in FIT_KEYS}
+    prior.update(compute=0.55, memory=0.80)     # AIC / BLIS priors (families.yaml header)
+
     def loss(x: np.ndarray) -> float:
-        rows = errors(ref, unpack(x))
-        return float(sum(math.log(pred / refv) ** 2 if pred == pred and pred > 0 else 25.0 for _, _, refv, pred, _ in rows))
+        eff = unpack(x)
+        rows = errors(ref, eff)
+        fit_term = sum(math.log(pred / refv) ** 2 if pred == pred and pred > 0 else 25.0 for _, _, refv, pred, _ in rows)
+        # weak log-normal prior on the two efficiencies keeps them physical when the data cannot tell them apart
+        prior_term = PRIOR_WEIGHT * sum(math.log(eff[k] / prior[k]) ** 2 for k in ("compute", "memory"))
+        return float(fit_term + prior_term)
 
     hw = load_hardware("gb300")
     start = np.array([hw.eff(k) for k in FIT_KEYS])       # start from the shipped values
@@ -270,6 +285,47 @@ def fit(ref: dict[str, Any]) -> dict[str, float]:
     res = minimize(loss, x0, method="Nelder-Mead",
                    options={"maxfev": 300, "xatol": 1e-2, "fatol": 1e-4, "initial_simplex": simplex})
     return unpack(res.x)
+
+
+# What the Jalapeno entry would have to believe: each rung adds one belief to the previous ones.
+LADDER: list[tuple[str, dict[str, Any]]] = [
+    ("catalog entry (Blackwell-fitted software efficiency)", {}),
+    ("+ HBM streams at 90% (each core on its own HBM slice)", {"eff": {"memory": 0.90}}),
+    ("+ compute at 80% of peak", {"eff": {"compute": 0.80, "attention_compute": 0.60}}),
+    ("+ no per-kernel/per-step/collective software gaps", {"eff": {"kernel_overhead_us": 0.0, "step_overhead_us": 0.0,
+                                                                   "collective_us": 0.0}}),
+    ("+ speculative decoding, 3 drafts at 80% acceptance (AL 2.95)", {"spec": (3, 0.8)}),
+    ("+ rated power read as measured 550 W", {"watts": "measured"}),
+]
+
+
+def what_if(ref: dict[str, Any]) -> None:
+    claims = ref["claims"]
+    base = load_hardware(claims["hardware"])
+    keys = ("peak_tput_per_kw", "max_interactivity", "min_e2e_s", "tput_per_kw_at_169")
+    print("\nWhat Jalapeno must believe to reach its claims (ratio scoville/claim; >= 1 means reached, E2E: <= 1)")
+    header = "".join(f"{c['model'][:10] + ' ' + k.split('_')[0][:5] + '_' + k.split('_')[-1][:5]:>22s}"
+                     for c in claims["points"] for k in keys if k in c)
+    print(f"{'belief':62s}{header}")
+    eff: dict[str, float] = {}
+    spec = None
+    watts = "rated"
+    for label, change in LADDER:
+        eff.update(change.get("eff", {}))
+        spec = change.get("spec", spec)
+        watts = change.get("watts", watts)
+        hw = with_efficiency(base, **eff)
+        cells = []
+        for c in claims["points"]:
+            ref_pt = next(p for p in ref["points"] if p["model"] == c["model"])
+            pred = predict({**ref_pt, "hardware": base.name}, hw, ref["scenario"], disagg=False,
+                           at=169.0 if "tput_per_kw_at_169" in c else None, spec=spec)
+            scale = hw.rated_watts / hw.power_watts(watts)
+            for k in keys:
+                if k in c:
+                    v = pred.get(k, float("nan")) * (scale if "per_kw" in k else 1.0)
+                    cells.append(f"{v / c[k]:22.2f}")
+        print(f"{label:62s}{''.join(cells)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -310,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             got = pred.get(m, float("nan"))
             print(f"{c['model']:16s} {m:34s} {v:10.4g} {got:10.4g} {got / v:7.2f}x")
         print(f"{'':16s} best-throughput config: {pred['_best_tput_config']}; fastest: {pred['_best_interactivity_config']}")
+    what_if(ref)
     print(f"\nwall time {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -221,12 +221,16 @@ class StepCost:
         # attention projections (+ router): all layers
         out["attn_proj"] = m.num_layers * self._gemm(Tr, self._attn_p, self._attn_w, self._rate["attn"], 2 * h)
         # attention core
-        decode_frac = np.clip(S / np.maximum(T, 1.0), 0.0, 1.0)   # share of tokens that are single-token decodes
+        # Split the aggregates into decode and prefill parts (only MLA costs them differently): a step with
+        # more tokens than sequences carries one prefill chunk (chunked prefill's usual shape); the decode
+        # sequences each attend over about the mean KV length. Exact for pure decode and pure prefill steps.
+        dec_seqs = S - (T > S)
+        dec_frac = np.clip(dec_seqs / S, 0.0, 1.0)
         full_L, sw_L = m.num_full_layers, m.num_sliding_layers
-        core = self._attn_core(Tr, Sr, Ar, Kr, decode_frac) * full_L
+        core = self._attn_core(Tr, Ar, Kr, dec_frac, Sr * dec_frac) * full_L
         if sw_L:
             w = float(m.sliding_window or 0)
-            core = core + sw_L * self._attn_core(Tr, Sr, np.minimum(Ar, Tr * w), np.minimum(Kr, Sr * w), decode_frac)
+            core = core + sw_L * self._attn_core(Tr, np.minimum(Ar, Tr * w), np.minimum(Kr, Sr * w), dec_frac, Sr * dec_frac)
         out["attn_core"] = core
         # feed-forward
         ffn = np.zeros_like(T)
@@ -256,13 +260,17 @@ class StepCost:
         out["overhead"] = np.full_like(T, self._step_oh + self._layer_oh)
         return out
 
-    def _attn_core(self, Tr: np.ndarray, Sr: np.ndarray, Ar: np.ndarray, Kr: np.ndarray, decode_frac: np.ndarray) -> np.ndarray:
-        """One layer's attention kernel on one rank: decode share on the decode path, the rest on prefill."""
+    def _attn_core(self, Tr: np.ndarray, Ar: np.ndarray, Kr: np.ndarray, dec_frac: np.ndarray,
+                   dec_tokens: np.ndarray) -> np.ndarray:
+        """One layer's attention kernel on one rank: decode sequences on the absorbed path, the prefill chunk
+        on the decompress-then-attend path. ``dec_frac`` = share of the KV read by decode sequences."""
         kv_bytes = Kr * self._kv_layer_rank
         if self.model.attention == "mla":
-            a_dec, a_pre = Ar * decode_frac, Ar * (1 - decode_frac)
-            dec_flops = a_dec * self._decode_flop_per_ctx + Tr * decode_frac * self._absorb_flop_per_tok
-            pre_flops = a_pre * self._prefill_flop_per_ctx + (1 - decode_frac) * Kr * self._prefill_flop_per_kv
+            a_dec = np.minimum(Ar, Kr * dec_frac)              # a decode token attends over its own KV
+            a_pre = Ar - a_dec
+            k_pre = Kr - Kr * dec_frac
+            dec_flops = a_dec * self._decode_flop_per_ctx + dec_tokens * self._absorb_flop_per_tok
+            pre_flops = a_pre * self._prefill_flop_per_ctx + k_pre * self._prefill_flop_per_kv
             compute = dec_flops / self._attn_rate + pre_flops / self._prefill_attn_rate
         else:
             compute = Ar * self._decode_flop_per_ctx / self._attn_rate
