@@ -116,3 +116,20 @@ def test_lazy_sessions_index_like_a_list():
     assert [x.session_id for x in s[1:3]] == ["p0-s1", "p0-s2"]
     with pytest.raises(IndexError):
         s[4]
+
+
+def test_sessions_command_reports_a_run(cli, tmp_path):
+    from scoville.load import LoadPoint
+    from scoville.sim.config import SimConfig
+    from scoville.sim.driver import simulate_run
+
+    cfg = SimConfig.parse({"hardware": "h200", "model": "llama-3.1-8b", "enable_prefix_caching": True}, where="t")
+    w = resolve_workload("chat-multiturn", think_scale=0)
+    run_dir = simulate_run(cfg, w, [LoadPoint(index=0, concurrency=2, num_requests=20)], tmp_path)
+    r = CliRunner().invoke(cli, ["sessions", run_dir.name, "--runs", str(tmp_path), "--json"])
+    assert r.exit_code == 0, r.output
+    (point,) = json.loads(r.output)
+    assert point["num_sessions"] == 2 and len(point["turns"]) == 10
+    assert point["turns"][5]["cache_hit_rate"] > point["turns"][0]["cache_hit_rate"]
+    r = CliRunner().invoke(cli, ["sessions", run_dir.name, "--runs", str(tmp_path)])
+    assert r.exit_code == 0 and "per turn" in r.output

@@ -1,4 +1,4 @@
-"""Workload commands: list scenarios with their parameters, inspect a trace, freeze a scenario into a trace."""
+"""Workload commands: list scenarios, inspect a trace, freeze a scenario into a trace, session metrics of a run."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from scoville.results.catalog import resolve_run
+from scoville.results.store import read_requests
+from scoville.session_metrics import run_session_metrics, turn_metrics
 from scoville.workload.scenarios import describe_scenario, list_scenarios, resolve_workload
 from scoville.workload.traces import FORMATS, REPLAY_MODES, write_scoville_trace
 
@@ -91,3 +94,45 @@ def register(app: typer.Typer) -> None:
             arrivals = np.cumsum(np.concatenate([[0.0], gaps[1:]])).tolist()
         n = write_scoville_trace(out, drawn, arrivals)
         console.print(f"wrote {n} requests in {sessions} sessions of {w.name} to {out}")
+
+    @app.command("sessions")
+    def sessions_cmd(
+        run: str,
+        runs: Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")] = Path("runs"),
+        json_out: Annotated[bool, typer.Option("--json")] = False,
+    ) -> None:
+        """Session and prefix-cache metrics of a run: per point, and per turn (TTFT, hit rate)."""
+        import pyarrow.compute as pc
+
+        run_dir = resolve_run(runs, run)
+        points = run_session_metrics(run_dir)
+        requests = read_requests(run_dir)
+        per_turn = {p["point"]: turn_metrics(requests.filter(pc.equal(requests.column("point"), p["point"])))
+                    for p in points}
+        if json_out:
+            print(json.dumps([{**p, "turns": per_turn[p["point"]]} for p in points], indent=2, default=str))
+            return
+
+        def f(v: object, scale: float = 1.0) -> str:
+            return "" if v is None else f"{float(v) * scale:.4g}"  # type: ignore[arg-type]
+
+        table = Table(title=f"{run_dir.name}: sessions", header_style="bold")
+        for h in ("point", "sessions", "failed", "hit %", "TTFT p50 ms", "E2E tok/s (1/p90)", "completion p50 s",
+                  "cached in tok/s/acc", "computed in tok/s/acc"):
+            table.add_column(h, justify="right")
+        for p in points:
+            table.add_row(str(p["point"]), f(p.get("num_sessions")), f(p.get("num_sessions_failed")),
+                          f(p.get("cache_hit_rate"), 100), f(p.get("ttft_s_median"), 1000),
+                          f(p.get("interactivity_e2e")), f(p.get("session_completion_s_median")),
+                          f(p.get("input_cached_tok_s_per_accelerator")),
+                          f(p.get("input_computed_tok_s_per_accelerator")))
+        console.print(table)
+        for p in points:
+            turns = Table(title=f"point {p['point']}: per turn", header_style="bold")
+            for h in ("turn", "requests", "input tok", "TTFT p50 ms", "TTFT p90 ms", "TPOT p50 ms", "hit %"):
+                turns.add_column(h, justify="right")
+            for r in per_turn[p["point"]]:
+                turns.add_row(str(r["turn"]), str(r["requests"]), f(r["input_tokens_mean"]),
+                              f(r["ttft_s_median"], 1000), f(r["ttft_s_p90"], 1000), f(r["tpot_s_median"], 1000),
+                              f(r["cache_hit_rate"], 100))
+            console.print(turns)
