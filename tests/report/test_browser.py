@@ -60,5 +60,6 @@ def test_report_renders_in_headless_chromium_without_errors_or_network(report_ru
             c = by_id[f"cdf-{kind}-{run}"]
             assert c["drawn"] == len(c["names"]) > 0
     assert by_id["power-20261202T100002Z-meas00"]["drawn"] == 8
-    assert len(charts) == 6 + 9 + 1
+    assert by_id["ratio-kw-interactivity"]["drawn"] == 3  # parity + two contenders
+    assert len(charts) == 2 + 6 + 9 + 1
     assert (ARTIFACTS / "report-full.png").stat().st_size > 10_000

@@ -126,3 +126,14 @@ def test_runs_recorded_with_an_slo_show_goodput_per_point(tmp_path):
     text = write_report([run], tmp_path / "r.html").read_text()
     assert "goodput req/s" in text and "SLO met" in text
     assert "<td>100%</td>" in text and "<td>0%</td>" in text
+
+
+def test_advantage_curve_ends_at_the_104x_figure_and_never_leaves_the_overlap(report):
+    _, text = report
+    ratio = figures(text)["ratio-kw-interactivity"]
+    names = [t["name"] for t in ratio["data"]]
+    assert names == ["parity (1×)", "GB300 NVL72 (sim) / H200 ×8", "B200 ×8 / H200 ×8"]
+    gb300 = ratio["data"][1]
+    assert gb300["x"][-1] == pytest.approx(169) and gb300["y"][-1] == pytest.approx(12_258 / 118, rel=1e-6)
+    assert gb300["x"][0] == pytest.approx(20)  # the contender's frontier starts at 20 tok/s/user
+    assert ratio["layout"]["yaxis"]["type"] == "log"

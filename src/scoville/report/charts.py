@@ -41,6 +41,7 @@ class Series:
     hover: list[str] | None = None
     step: bool = False
     dominated: list[bool] | None = None  # per marker: off the frontier (drawn hollow)
+    dash: bool = False  # a reference line (parity), not data
 
 
 @dataclass
@@ -178,6 +179,63 @@ def frontier_charts(systems: Sequence[System], metric: str = "total") -> list[Ch
         for c in charts:
             _mark_baseline_reach(c, systems[0].label)
     return charts
+
+
+def ratio_chart(systems: Sequence[System], per: str, metric: str = "total") -> Chart | None:
+    """Each contender's frontier over the baseline's at equal interactivity, where both frontiers reach.
+
+    The curve behind the iso-interactivity figures of the comparison table: a
+    ratio is drawn only where both frontiers are defined (never extrapolated).
+    """
+    if len(systems) < 2:
+        return None
+    y_metric = {"kW": f"{metric}_throughput_per_kw", "accelerator": f"{metric}_throughput_per_accelerator"}[per]
+    colors = system_colors(systems)
+    base = systems[0]
+    fb = frontier(base.rows, "interactivity", y_metric)
+    if not fb.points:
+        return None
+    chart = Chart(id=f"ratio-{per.lower()}-interactivity", title=f"Throughput per {per} relative to {base.label}, "
+                  "at equal interactivity", x_label=X_AXES["interactivity"][1],
+                  y_label=f"{metric} {UNITS[per]} ÷ {base.label}'s")
+    skipped = []
+    for s in systems[1:]:
+        fc = frontier(s.rows, "interactivity", y_metric)
+        lo, hi = (max(fb.xs[0], fc.xs[0]), min(fb.xs[-1], fc.xs[-1])) if fc.points else (1.0, 0.0)
+        if hi <= lo:
+            skipped.append(s.label)
+            continue
+        xs = np.geomspace(lo, hi, 80) if lo > 0 else np.linspace(lo, hi, 80)
+        pairs = [(float(x), fc.at(float(x)), fb.at(float(x))) for x in xs]
+        pts = [(x, c / b) for x, c, b in pairs if c is not None and b]
+        chart.series.append(Series(f"{s.label} / {base.label}", [p[0] for p in pts], [p[1] for p in pts], "line",
+                                   colors[s.label], s.label))
+    if skipped:
+        chart.note = "frontiers do not overlap in interactivity: " + ", ".join(skipped)
+    if not chart.series:
+        return None
+    chart.autoscale()
+    xs_all = [x for se in chart.series for x in se.x]
+    chart.series.insert(0, Series("parity (1×)", [min(xs_all), max(xs_all)], [1.0, 1.0], "line", "#999999",
+                                  dash=True))
+    return chart
+
+
+def ratio_charts(systems: Sequence[System], metric: str = "total") -> list[Chart]:
+    """The advantage curves per kW (when every system has power) and per accelerator."""
+    has_power = all(any(isinstance(r.get(f"{metric}_throughput_per_kw"), (int, float)) for r in s.rows)
+                    for s in systems)
+    charts = [ratio_chart(systems, per, metric) for per in (("kW", "accelerator") if has_power else ("accelerator",))]
+    out = [c for c in charts if c is not None]
+    for c in out:
+        _mark_baseline_reach_at(c, systems[0])
+    return out
+
+
+def _mark_baseline_reach_at(chart: Chart, baseline: System) -> None:
+    reach = frontier(baseline.rows, "interactivity", "total_throughput_per_accelerator").reach
+    if reach is not None:
+        chart.vlines.append((reach, f"{baseline.label} reach: {reach:.4g} tok/s/user"))
 
 
 def _mark_baseline_reach(chart: Chart, baseline: str) -> None:

@@ -22,7 +22,7 @@ from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_valu
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
 from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
-                                    safe_id, system_colors)
+                                    ratio_charts, safe_id, system_colors)
 from scoville.report.plotly_fig import figure
 from scoville.results.store import read_power, read_requests
 
@@ -226,7 +226,8 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
     colors = system_colors(systems)
     figures: dict[str, dict[str, Any]] = {}
     frontiers = frontier_charts(systems)
-    for c in frontiers:
+    advantage = ratio_charts(systems)
+    for c in advantage + frontiers:
         figures[c.id] = figure(c)
     comparisons, left_out = _comparisons(systems, at)
     title = title or "scoville report: " + " vs ".join(s.label for s in systems)
@@ -238,6 +239,11 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
             f"{_e(scoville.__version__)}</div>",
             f'<div class="systems">{legend}</div>',
             comparison_section(comparisons, left_out),
+            *(["<h3>Advantage at equal interactivity</h3>",
+                '<p class="note">Each contender\'s frontier divided by the baseline\'s at the same tok/s/user, '
+                "drawn only where both frontiers reach (the table's iso-interactivity ratios are points on these "
+                "curves).</p>", '<div class="grid2">' + "".join(_chart_div(c) for c in advantage) + "</div>"]
+              if advantage else []),
             "<h2>Pareto frontiers</h2>",
             '<p class="note">Filled markers lie on a frontier, hollow ones are dominated by another load point or '
             "configuration of the same system; lines are the Steffen interpolation along each frontier. "

@@ -57,7 +57,9 @@ def trace(series: Any) -> dict[str, Any]:
     elif series.kind == "frontier":
         t.update(mode="lines", line={"color": series.color, "width": 3})
     else:
-        t.update(mode="lines", line={"color": series.color, "width": 2, "shape": "hv" if series.step else "linear"})
+        t.update(mode="lines", line={"color": series.color, "width": 1.5 if series.dash else 2.5 if series.group else 2,
+                                     "shape": "hv" if series.step else "linear",
+                                     "dash": "dot" if series.dash else "solid"})
     if series.hover:
         t["text"] = series.hover
         t["hovertemplate"] = "%{text}<extra></extra>"

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from scoville.analysis.runs import load_systems
 from scoville.errors import UserError
 from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
-                                    safe_id)
+                                    ratio_charts, safe_id)
 from scoville.report.plotly_fig import log_ticks, tick_label
 from scoville.results.store import read_power, read_requests
 
@@ -24,6 +24,8 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
     """Every chart of the report for these systems: frontiers, then each run's CDFs and power."""
     systems = load_systems(groups)
     charts = frontier_charts(systems)
+    advantage = ratio_charts(systems)
+    charts = advantage + charts
     for s in systems:
         for d, m in zip(s.run_dirs, s.manifests):
             plan = (m.get("load_plan") or {}).get("points", [])
@@ -81,8 +83,8 @@ def draw(chart: Chart, path: Path) -> Path:
                 ax.scatter([s.x[i] for i in off], [s.y[i] for i in off], s=42, facecolors="none",
                            edgecolors=s.color, linewidths=1.4, zorder=3)
             else:
-                ax.plot(s.x, s.y, color=s.color, lw=2.6 if s.kind == "frontier" else 1.8,
-                        drawstyle="steps-post" if s.step else "default", label=s.name)
+                ax.plot(s.x, s.y, color=s.color, lw=2.6 if s.kind == "frontier" else 1.2 if s.dash else 1.8,
+                        ls=":" if s.dash else "-", drawstyle="steps-post" if s.step else "default", label=s.name)
         short = FuncFormatter(lambda v, _pos: tick_label(v) if v >= 0 else f"{v:g}")
         if chart.x_log:
             ax.set_xscale("log")
