@@ -197,7 +197,7 @@ def ratio_chart(systems: Sequence[System], per: str, metric: str = "total") -> C
         return None
     chart = Chart(id=f"ratio-{per.lower()}-interactivity", title=f"Throughput per {per} relative to {base.label}, "
                   "at equal interactivity", x_label=X_AXES["interactivity"][1],
-                  y_label=f"{metric} {UNITS[per]} ÷ {base.label}'s")
+                  y_label=f"ratio to {base.label} ({metric} {UNITS[per]})")
     skipped = []
     for s in systems[1:]:
         fc = frontier(s.rows, "interactivity", y_metric)
@@ -205,7 +205,9 @@ def ratio_chart(systems: Sequence[System], per: str, metric: str = "total") -> C
         if hi <= lo:
             skipped.append(s.label)
             continue
-        xs = np.geomspace(lo, hi, 80) if lo > 0 else np.linspace(lo, hi, 80)
+        grid = np.geomspace(lo, hi, 120) if lo > 0 else np.linspace(lo, hi, 120)
+        knots = [x for x in fb.xs + fc.xs if lo <= x <= hi]  # exact ratios at every measured frontier point
+        xs = np.unique(np.concatenate([grid, knots]))
         pairs = [(float(x), fc.at(float(x)), fb.at(float(x))) for x in xs]
         pts = [(x, c / b) for x, c, b in pairs if c is not None and b]
         chart.series.append(Series(f"{s.label} / {base.label}", [p[0] for p in pts], [p[1] for p in pts], "line",
