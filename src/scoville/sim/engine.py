@@ -36,7 +36,7 @@ import numpy as np
 from scoville.sim.config import ParallelConfig, SimConfig, SimConfigError
 from scoville.sim.engine_api import EngineStats, TokenEvent
 from scoville.sim.kvcache import HostTier, KVCache
-from scoville.sim.scheduler import Instance, Req, Span, StepTimer
+from scoville.sim.scheduler import Instance, Req, Span, StepTimer, flush as _flush
 from scoville.workload.spec import RequestSpec
 
 
@@ -55,13 +55,6 @@ class RequestTrace:
     output_tokens: int
     cached_tokens: int
     error: str | None = None
-
-
-def _flush(req: Req) -> None:
-    """Pack a request's single-step token times into one array chunk."""
-    req.times.append(np.array(req.pt, dtype=np.float64))
-    req.counts.append(np.array(req.pc, dtype=np.int64))
-    req.pt, req.pc = [], []
 
 
 def block_keys(spec: RequestSpec, block_size: int) -> list[Hashable]:
@@ -154,10 +147,12 @@ class SimEngine:
                             cfg.host_offload.bandwidth_gbps * 1e9)
         kv = KVCache(blocks, cfg.block_size, prefix_caching=cfg.enable_prefix_caching and role != "decode", host=host)
         seed = int(self._rng.integers(2**63))
-        return Instance(name, role, cost, kv, max_num_seqs=max_seqs, max_num_batched_tokens=budget,
+        inst = Instance(name, role, cost, kv, max_num_seqs=max_seqs, max_num_batched_tokens=budget,
                         chunked_prefill=cfg.chunked_prefill, speculative=cfg.speculative,
                         rng=np.random.default_rng(seed), emit=self._emit, emit_span=self._emit_span,
                         finish=self._on_finish, handoff=self._handoff if role == "prefill" else None)
+        inst.lazy = not self.token_events and cfg.speculative is None
+        return inst
 
     # ---- ServingEngine -------------------------------------------------------------------------
 
@@ -248,7 +243,7 @@ class SimEngine:
         used = sum(i.kv.used for i in self.instances)
         total = sum(i.kv.num_blocks for i in self.instances)
         return EngineStats(
-            running=sum(len(i.running) for i in self.instances),
+            running=sum(i.num_running() for i in self.instances),
             waiting=sum(len(i.waiting) + len(i.arrivals) for i in self.instances),
             kv_usage=used / total if total else 0.0,
             prompt_tokens_total=sum(x.prompt_tokens for x in c),

@@ -39,6 +39,13 @@ if TYPE_CHECKING:
 _SPAN_CAP = 4096  # longest span planned at once (bounds the arrays of one plan)
 
 
+def flush(req: Req) -> None:
+    """Pack a request's single-step token times into one array chunk."""
+    req.times.append(np.array(req.pt, dtype=np.float64))
+    req.counts.append(np.array(req.pc, dtype=np.int64))
+    req.pt, req.pc = [], []
+
+
 def _first(x: Any, j: int) -> np.ndarray:
     """The first ``j`` per-step values of a step_time argument that may be a scalar."""
     a = np.asarray(x, dtype=np.float64)
@@ -61,7 +68,7 @@ class Req:
 
     __slots__ = ("spec", "rid", "prompt", "target", "num_tokens", "computed", "generated", "n_blocks",
                  "hashed", "keys", "reg", "cached_tokens", "admitted", "t_first", "times", "counts",
-                 "swapped", "lost", "kv_ready", "instance", "final_keys", "pt", "pc")
+                 "swapped", "lost", "kv_ready", "instance", "final_keys", "pt", "pc", "g0", "gid")
 
     def __init__(self, spec: RequestSpec, keys: list[Hashable]) -> None:
         self.spec = spec
@@ -82,6 +89,8 @@ class Req:
         self.counts: list[np.ndarray | None] = []
         self.pt: list[float] = []              # single-step token times not yet packed into ``times``
         self.pc: list[int] = []
+        self.g0 = -1                           # decode-group step count when it joined (-1: not in the group)
+        self.gid = -1                          # serial of its current group membership
         self.swapped = 0                   # tokens of KV parked in the host tier by a preemption
         self.lost = 0                      # tokens of KV thrown away by a preemption (to recompute)
         self.kv_ready = False              # arrived with its prompt KV (disaggregated decode)
@@ -161,6 +170,20 @@ class Instance:
         # (durations, num_tokens, num_seqs, attn_ctx, kv_tokens) of every step, kept only for the
         # utilisation power model (None = off, the default: it costs memory at low concurrency).
         self.steplog: list[tuple[Any, ...]] | None = None
+        # The decode group (record mode, no speculative decoding): decoding requests that take one token in
+        # every step, advanced lazily — a step costs O(1) for all of them; each member's state is
+        # brought up to date ("materialised") only when it finishes, leaves, or the group dissolves.
+        self.lazy = False
+        self.group: dict[Req, None] = {}
+        self.gtimes: list[float] = []                       # end time of each group step
+        self.gctx = 0                                       # sum of members' KV lengths
+        self._gfin: list[tuple[int, int, Req]] = []         # (group step of last token, gid, req)
+        # Each member needs a new block every block_size steps, so members are counted by the phase
+        # (step mod block_size) of their block boundary: a step's new blocks are one lookup, not a scan.
+        self._gphase = [0] * kv.block_size
+        self._gph: dict[Req, int] = {}
+        self._gblock: list[tuple[int, int, Req]] = []       # (first block step, gid, req) when > block_size away
+        self._gids = itertools.count()
 
     # ---- queue ---------------------------------------------------------------------------------
 
@@ -170,14 +193,17 @@ class Instance:
         self.plan = None  # a plan made without this arrival may no longer hold
 
     def load(self) -> int:
-        return len(self.running) + len(self.waiting) + len(self.arrivals)
+        return len(self.running) + len(self.group) + len(self.waiting) + len(self.arrivals)
+
+    def num_running(self) -> int:
+        return len(self.running) + len(self.group)
 
     def has_work(self) -> bool:
-        return bool(self.running or self.waiting or self.arrivals)
+        return bool(self.running or self.group or self.waiting or self.arrivals)
 
     def next_start(self) -> float | None:
         """When this instance's next step would start (None when idle)."""
-        if self.running or self.waiting:
+        if self.running or self.group or self.waiting:
             return self.clock
         if self.arrivals:
             return max(self.clock, self.arrivals[0][0])
@@ -185,7 +211,10 @@ class Instance:
 
     def remove(self, req: Req) -> None:
         """Drop a request wherever it is and free its blocks at once (cancel)."""
-        if req in self.running:
+        if req in self.group:
+            self._materialize(req)
+            del self.group[req]
+        elif req in self.running:
             self.running.remove(req)
         elif req in self.waiting:
             self.waiting.remove(req)
@@ -196,6 +225,80 @@ class Instance:
         if self.kv.host is not None and ("swap", req.rid) in self.kv.host:
             self.kv.host.pop(("swap", req.rid))
         self.plan = None
+
+    # ---- the lazy decode group -----------------------------------------------------------------
+
+    def _join(self, r: Req) -> None:
+        q = len(self.gtimes)
+        r.g0, r.gid = q, next(self._gids)
+        self.group[r] = None
+        self.gctx += r.computed
+        heapq.heappush(self._gfin, (q + r.target - r.generated, r.gid, r))
+        bs = self.kv.block_size
+        j1 = r.n_blocks * bs - r.computed + 1   # its first group step that crosses into a new block
+        if j1 <= bs:
+            ph = (q + j1) % bs
+            self._gphase[ph] += 1
+            self._gph[r] = ph
+        else:
+            heapq.heappush(self._gblock, (q + j1, r.gid, r))
+
+    def _materialize(self, r: Req) -> None:
+        """Bring a member up to date (tokens, KV length, blocks) and take it out of the group's sums."""
+        k = len(self.gtimes) - r.g0
+        if k:
+            if r.pt:
+                flush(r)
+            r.times.append(np.array(self.gtimes[r.g0:], dtype=np.float64))
+            r.counts.append(np.ones(k, dtype=np.int64))
+            r.computed += k
+            r.num_tokens += k
+            r.generated += k
+            r.n_blocks = max(r.n_blocks, -(-r.computed // self.kv.block_size))
+        self.gctx -= r.computed
+        ph = self._gph.pop(r, None)
+        if ph is not None:
+            self._gphase[ph] -= 1
+        r.g0, r.gid = -1, -1
+
+    def _dissolve(self) -> None:
+        """Every member back into ``running`` (oldest first), with its state up to date."""
+        members = list(self.group)
+        for r in members:
+            self._materialize(r)
+        self.running[:0] = members
+        self._clear_group()
+
+    def _clear_group(self) -> None:
+        self.group.clear()
+        self._gfin, self._gblock = [], []
+        self._gphase = [0] * self.kv.block_size
+        self._gph.clear()
+        self.gtimes = []
+        self.gctx = 0
+
+    def _group_span_worth(self) -> bool:
+        """Dissolve the group for a decode span only when the span will be long enough to pay for it."""
+        for r in self.running:
+            if r.generated == 0 or r.num_tokens - r.computed != 1:
+                return False
+        if self.waiting and len(self.running) + len(self.group) < self.max_num_seqs:
+            return False
+        fin = self._gfin
+        while fin and fin[0][2].gid != fin[0][1]:
+            heapq.heappop(fin)
+        if not fin:
+            return False
+        return fin[0][0] - len(self.gtimes) >= max(8, len(self.group) // 16)
+
+    def _group_blocks(self, q: int) -> tuple[int, list[Req]]:
+        """New blocks the group needs in group step ``q``, and members whose boundary becomes periodic."""
+        heap, late = self._gblock, []
+        while heap and heap[0][0] <= q:
+            _, gid, r = heapq.heappop(heap)
+            if r.gid == gid:
+                late.append(r)
+        return self._gphase[q % self.kv.block_size] + len(late), late
 
     def _retire(self, r: Req) -> None:
         """A finished request leaves: in a session, its output blocks stay cached for the next turn.
@@ -232,6 +335,8 @@ class Instance:
         self.clock = start
         while self.arrivals and self.arrivals[0][0] <= start:
             self.waiting.append(heapq.heappop(self.arrivals)[2])
+        if self.group and self._group_span_worth():
+            self._dissolve()
         if self._span_ok():
             self.plan = self._plan_span()
             if self.plan is not None:
@@ -342,6 +447,30 @@ class Instance:
         sched: list[tuple[Req, int, bool]] = []
         preempted = False
         self.extra = 0.0
+        gn = 0
+        if self.lazy:
+            if running:
+                keep = []
+                for r in running:
+                    if r.generated > 0 and r.num_tokens - r.computed == 1:
+                        self._join(r)
+                    else:
+                        keep.append(r)
+                running[:] = keep
+            gn = len(self.group)
+            if gn:
+                q = len(self.gtimes) + 1
+                need, late = self._group_blocks(q)
+                if need > kv.available or gn > budget:
+                    self._dissolve()
+                    gn = 0
+                else:
+                    kv.allocate(need)
+                    ph = q % kv.block_size
+                    for r in late:
+                        self._gphase[ph] += 1
+                        self._gph[r] = ph
+                    budget -= gn
         i = 0
         drafts, bs, chunked = self.drafts, kv.block_size, self.chunked
         # The hot loop of mixed prefill+decode steps: kept free of method calls on the decode path.
@@ -374,7 +503,7 @@ class Instance:
             budget -= n
             i += 1
         if not preempted:
-            while self.waiting and budget > 0 and len(running) < self.max_num_seqs:
+            while self.waiting and budget > 0 and len(running) + gn < self.max_num_seqs:
                 r = self.waiting[0]
                 n = self._admit(r, budget)
                 if n == 0:
@@ -383,12 +512,12 @@ class Instance:
                 running.append(r)
                 sched.append((r, n, r.decoding))
                 budget -= n
-        if not sched:
+        if not sched and not gn:
             if self.extra:
                 self.clock += self.extra
             return None
-        nt = ns = 0
-        attn = kvt = 0.0
+        nt = ns = gn
+        attn = kvt = float(self.gctx + gn)
         for r, n, _ in sched:
             nt += n
             ns += 1
@@ -401,6 +530,23 @@ class Instance:
         self.clock = end
         self.c.steps += 1
         finished_at = None
+        if gn:
+            self.gtimes.append(end)
+            self.gctx += gn
+            self.c.generation_tokens += gn
+            q = len(self.gtimes)
+            fin = self._gfin
+            while fin and fin[0][0] <= q:
+                _, gid, r = heapq.heappop(fin)
+                if r.gid != gid:
+                    continue
+                self._materialize(r)
+                del self.group[r]
+                self._retire(r)
+                self._finish(r, end)
+                finished_at = end
+            if not self.group:
+                self._clear_group()
         for r, n, dec in sched:
             if dec:
                 a = self._accepted(n - 1) if n > 1 else 1
@@ -444,7 +590,7 @@ class Instance:
     def _span_ok(self) -> bool:
         """True when the batch is fixed: all running requests decode and nothing waiting can start."""
         running = self.running
-        if not running:
+        if not running or self.group:
             return False
         for r in running:
             if r.generated == 0 or r.num_tokens - r.computed != 1:
