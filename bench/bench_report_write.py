@@ -4,9 +4,7 @@ The sweep command writes the report after every sweep, so it must stay fast:
 target < 2 s for a 7-point run. Each point has 10·C measured requests of 1,024
 streamed tokens (C = 1..64: 1,270 requests, 1.3 M token timestamps per run).
 
-    python tests/report/bench_write_report.py
-
-(Belongs in bench/ — kept here because bench/ is outside this module's paths.)
+    python bench/bench_report_write.py
 """
 
 from __future__ import annotations
