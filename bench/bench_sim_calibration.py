@@ -22,7 +22,7 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,16 @@ class Point:
     tput_per_gpu: float      # total (input + output) tok/s per accelerator
     e2e: float
     label: str
+    cfg: dict[str, Any] = field(default_factory=dict)   # SimConfig fields that reproduce this point
+    conc: int = 1            # total concurrency of the deployment
+
+
+def _par(p: Parallel) -> dict[str, int]:
+    return {"tp": p.tp, "ep": p.ep, "dp": p.dp}
+
+
+def _spec_cfg(spec: tuple[int, float] | None) -> dict[str, Any]:
+    return {} if spec is None else {"speculative": {"num_draft_tokens": spec[0], "acceptance_rate": spec[1]}}
 
 
 def reference() -> dict[str, Any]:
@@ -111,7 +121,10 @@ def unified_points(c: StepCost, isl: float, osl: float, spec=None) -> list[Point
     tpot = (e2e - ttft) / max(osl - 1, 1)
     tput = conc * (isl + osl) / e2e / c.accelerators
     lab = f"tp{c.par.tp}ep{c.par.ep}dp{c.par.dp}"
-    return [Point(1 / tp_, tp_g, e, f"{lab} c{int(cc)}") for tp_, tp_g, e, cc in zip(tpot, tput, e2e, conc)]
+    return [Point(1 / tp_, tp_g, e, f"{lab} c{int(cc)}",
+                  {"parallel": _par(c.par), "max_num_seqs": int(cc), "max_num_batched_tokens": TOKEN_BUDGET,
+                   **_spec_cfg(spec)}, int(cc))
+            for tp_, tp_g, e, cc in zip(tpot, tput, e2e, conc)]
 
 
 def disagg_points(pc: StepCost, dc: StepCost, isl: float, osl: float, max_gpus: int, spec=None) -> list[Point]:
@@ -134,7 +147,10 @@ def disagg_points(pc: StepCost, dc: StepCost, isl: float, osl: float, max_gpus: 
         ok = gpus <= max_gpus
         tput = rate * (isl + osl) / gpus
         lab = f"P tp{pc.par.tp}ep{pc.par.ep}dp{pc.par.dp} : D tp{dc.par.tp}ep{dc.par.ep}dp{dc.par.dp}"
-        out += [Point(1 / tp_, tg, e, f"{lab} {int(np_)}p{n_d}d c{int(cc)}")
+        out += [Point(1 / tp_, tg, e, f"{lab} {int(np_)}p{n_d}d c{int(cc)}",
+                      {"max_num_seqs": int(cc), "disaggregation": {
+                          "prefill": {"parallel": _par(pc.par), "replicas": int(np_), "max_num_batched_tokens": 16384},
+                          "decode": {"parallel": _par(dc.par), "replicas": n_d}}, **_spec_cfg(spec)}, int(cc) * n_d)
                 for tp_, tg, e, cc, np_, k in zip(tpot, tput, e2e, conc, n_p, ok) if k]
     return out
 
@@ -160,7 +176,10 @@ def pinned_disagg_points(pc: StepCost, n_p: int, dc: StepCost, n_d: int, concs: 
             decoding = min(conc, rate * osl * tpot)
         e2e = conc / rate
         lab = f"pinned {n_p}xP tp{pc.par.tp} : {n_d}xD tp{dc.par.tp}ep{dc.par.ep}dp{dc.par.dp} c{conc}"
-        out.append(Point(1 / tpot, rate * (isl + osl) / gpus, e2e, lab))
+        cfg = {"max_num_seqs": max(1, -(-conc // n_d)), "disaggregation": {
+            "prefill": {"parallel": _par(pc.par), "replicas": n_p, "max_num_batched_tokens": 16384},
+            "decode": {"parallel": _par(dc.par), "replicas": n_d}}}
+        out.append(Point(1 / tpot, rate * (isl + osl) / gpus, e2e, lab, cfg, conc))
     return out
 
 
@@ -208,8 +227,10 @@ def yardsticks(pts: list[Point], watts: float, at_interactivity: float | None = 
     if at_interactivity is not None:
         ok = [p.tput_per_gpu for p in pts if p.interactivity >= at_interactivity]
         out[f"tput_per_kw_at_{int(at_interactivity)}"] = max(ok) / kw if ok else float("nan")
-    out["_best_tput_config"] = max(pts, key=lambda p: p.tput_per_gpu).label
+    top = max(pts, key=lambda p: p.tput_per_gpu)
+    out["_best_tput_config"] = top.label
     out["_best_interactivity_config"] = best.label
+    out["_points"] = (top, best)
     return out
 
 
@@ -328,9 +349,41 @@ def what_if(ref: dict[str, Any]) -> None:
         print(f"{label:62s}{''.join(cells)}")
 
 
+def engine_check(ref: dict[str, Any], requests_per_lane: int) -> None:
+    """Run the discrete-event engine (scoville.sim.driver) on the steady state's winning configurations."""
+    from scoville.load import LoadPoint
+    from scoville.sim.config import SimConfig
+    from scoville.sim.driver import point_rows
+    from scoville.workload.scenarios import resolve_workload
+
+    workload = resolve_workload("8k1k", seed=0)
+    print("\nDiscrete-event engine on the steady state's winning configurations (same cost model)")
+    print(f"{'scenario':28s} {'config':48s} {'':6s} {'tok/s/kW':>10s} {'tok/s/user':>10s} {'E2E s':>7s} {'wall s':>7s}")
+    for p in ref["points"]:
+        hw = load_hardware(p["hardware"])
+        pred = predict(p, hw, ref["scenario"], pinned=bool(p.get("recipes")))
+        model = load_model(p["model"])
+        prec = None if p.get("precision") == model.default_precision else p.get("precision")
+        for pt in pred["_points"]:
+            cfg = SimConfig(hardware=hw.name, model=p["model"], precision=prec, kv_dtype="fp8", **pt.cfg)
+            lp = LoadPoint(index=0, concurrency=pt.conc, num_requests=max(16, requests_per_lane * pt.conc),
+                           warmup_requests=pt.conc)
+            t0 = time.perf_counter()
+            row = point_rows(cfg, workload, [lp])[0]
+            wall = time.perf_counter() - t0
+            kw = hw.rated_watts / 1000
+            name = f"{p['model']} on {p['hardware']}"
+            print(f"{name:28s} {pt.label[:48]:48s} {'steady':6s} {pt.tput_per_gpu / kw:10.4g} {pt.interactivity:10.4g} "
+                  f"{pt.e2e:7.3g}")
+            print(f"{'':28s} {'':48s} {'engine':6s} {row['total_throughput_per_accelerator'] / kw:10.4g} "
+                  f"{(row.get('interactivity') or float('nan')):10.4g} {row['e2e_s_median']:7.3g} {wall:7.1f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fit", action="store_true", help="refit the Blackwell family's coefficients on the reference points")
+    ap.add_argument("--engine", action="store_true", help="also run the discrete-event engine on the winning configs")
+    ap.add_argument("--requests-per-lane", type=int, default=3, help="engine check: measured requests per concurrency lane")
     args = ap.parse_args(argv)
     ref = reference()
     t0 = time.perf_counter()
@@ -367,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{c['model']:16s} {m:34s} {v:10.4g} {got:10.4g} {got / v:7.2f}x")
         print(f"{'':16s} best-throughput config: {pred['_best_tput_config']}; fastest: {pred['_best_interactivity_config']}")
     what_if(ref)
+    if args.engine:
+        engine_check(ref, args.requests_per_lane)
     print(f"\nwall time {time.perf_counter() - t0:.1f} s")
     return 0
 

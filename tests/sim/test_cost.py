@@ -90,7 +90,7 @@ def test_mla_decode_flops_absorbed_and_compute_bound(ideal):
     bs = 64 * 8
     core = h200.breakdown(bs, bs, bs * ctx, bs * ctx)["attn_core"]
     kv_bytes_time = 61 * 64 * ctx * 576 / (4.8e12 * h200.hw.eff("memory"))
-    assert core > 1.5 * kv_bytes_time
+    assert core > 1.2 * kv_bytes_time
     # With TP8 each rank still reads the whole latent but does 1/8 of the heads: memory-bound again.
     tp8 = StepCost(m, "h200", Parallel(tp=8), kv_dtype="fp8")
     assert tp8.breakdown(64, 64, 64 * ctx, 64 * ctx)["attn_core"] == pytest.approx(kv_bytes_time)
