@@ -1,0 +1,23 @@
+"""The ``--executor`` / ``--ray-address`` flags, declared once for every command that fans work out.
+
+Why here: ``sweep``, ``run``, ``simulate`` and the config search must spell and
+explain these flags identically; a command adds ``executor: ExecutorOption =
+"local"`` and ``ray_address: RayAddressOption = None`` to its signature and
+calls ``make_executor(executor, ray_address)`` (or, for measured load,
+``RayLoadCoordinator(..., ray_address=ray_address)``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+ExecutorOption = Annotated[str, typer.Option(
+    "--executor", help="Where work runs: local (worker processes here) | ray (a Ray cluster).")]
+RayAddressOption = Annotated[Optional[str], typer.Option(
+    "--ray-address", envvar="RAY_ADDRESS",
+    help="Ray cluster to join with --executor ray: HOST:6379 of `ray start --head`, or 'auto'. "
+         "Default: RAY_ADDRESS, else a cluster started on this machine, else a new local one.")]
+ClientWorkersOption = Annotated[int, typer.Option(
+    "--ray-workers", min=1, help="Client workers (Ray actors, spread over nodes) that send the load.")]
