@@ -61,6 +61,28 @@ def _as(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
+class _Scalar:
+    """The numpy functions the step formulas use, on plain floats: the engine calls ``step_time`` with
+    scalars once per scheduled batch, where numpy's per-call cost would dominate. One set of formulas,
+    two backends."""
+
+    maximum = staticmethod(max)
+    minimum = staticmethod(min)
+    exp = staticmethod(math.exp)
+    sqrt = staticmethod(math.sqrt)
+
+    @staticmethod
+    def clip(x: float, lo: float, hi: float) -> float:
+        return lo if x < lo else hi if x > hi else x
+
+
+def _backend(*xs: Any) -> tuple[Any, list[Any]]:
+    """(namespace, values): ``_Scalar`` with floats when every input is a Python/numpy scalar, else numpy."""
+    if all(np.ndim(x) == 0 for x in xs):
+        return _Scalar, [float(x) for x in xs]
+    return np, [_as(x) for x in xs]
+
+
 class StepCost:
     """Step-time model of one instance of ``model`` on ``hardware`` under ``parallel``.
 
@@ -167,11 +189,11 @@ class StepCost:
         return m.num_layers * (attn + coll) + m.num_dense_layers * dense + m.num_moe_layers * moe + 2
 
     # -- roofline helpers ---------------------------------------------------------------------------
-    def _gemm(self, tokens: np.ndarray, params: float, weight_bytes: float, rate: float, n_out: float) -> np.ndarray:
+    def _gemm(self, xp: Any, tokens: Any, params: float, weight_bytes: float, rate: float, n_out: float) -> Any:
         """tokens x params GEMM: 2·tokens·params FLOPs; weights once + activations in and out."""
         flops = 2.0 * tokens * params
         bytes_ = weight_bytes + tokens * n_out * ACT_BYTES
-        return np.maximum(flops / rate, bytes_ / self._bw)
+        return xp.maximum(flops / rate, bytes_ / self._bw)
 
     def _allreduce(self, nbytes: np.ndarray, ranks: int) -> np.ndarray | float:
         if ranks <= 1:
@@ -193,7 +215,7 @@ class StepCost:
         lat = hw.eff("collective_us") + (hw.scaleout_latency_us if far else hw.scaleup_latency_us)
         return lat * 1e-6 + nbytes * ((off - far) / near_bw + far / far_bw)
 
-    def _max_rank_load(self, assignments: np.ndarray) -> np.ndarray:
+    def _max_rank_load(self, xp: Any, assignments: Any) -> Any:
         """Expected routed (token, expert) pairs on the busiest EP rank.
 
         Fair share ``mu = assignments/ep``; the busiest of ``ep`` ranks exceeds it by the Poisson maximum
@@ -205,49 +227,50 @@ class StepCost:
             return assignments
         mu = assignments / ep
         skew = self.hw.eff("moe_imbalance")
-        return np.minimum(assignments, mu * (1 + skew) + np.sqrt(2.0 * mu * math.log(ep)))
+        return xp.minimum(assignments, mu * (1 + skew) + xp.sqrt(2.0 * mu * math.log(ep)))
 
     # -- the step ---------------------------------------------------------------------------------
     def breakdown(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> dict[str, Any]:
         """Seconds per component for a step (same arguments as :meth:`step_time`), plus FLOPs and bytes
         moved per rank for the power model."""
         m, p = self.model, self.par
-        T, S, A, K = _as(num_tokens), _as(num_seqs), _as(attn_ctx_tokens), _as(kv_tokens)
-        S = np.maximum(S, 1.0)
+        xp, (T, S, A, K) = _backend(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens)
+        S = xp.maximum(S, 1.0)
         dp = p.dp
         Tr, Sr, Ar, Kr = T / dp, S / dp, A / dp, K / dp       # the batch splits over DP attention ranks
         h = m.hidden_size
         out: dict[str, Any] = {}
         # attention projections (+ router): all layers
-        out["attn_proj"] = m.num_layers * self._gemm(Tr, self._attn_p, self._attn_w, self._rate["attn"], 2 * h)
+        out["attn_proj"] = m.num_layers * self._gemm(xp, Tr, self._attn_p, self._attn_w, self._rate["attn"], 2 * h)
         # attention core
         # Split the aggregates into decode and prefill parts (only MLA costs them differently): a step with
         # more tokens than sequences carries one prefill chunk (chunked prefill's usual shape); the decode
         # sequences each attend over about the mean KV length. Exact for pure decode and pure prefill steps.
         dec_seqs = S - (T > S)
-        dec_frac = np.clip(dec_seqs / S, 0.0, 1.0)
+        dec_frac = xp.clip(dec_seqs / S, 0.0, 1.0)
         full_L, sw_L = m.num_full_layers, m.num_sliding_layers
-        core = self._attn_core(Tr, Ar, Kr, dec_frac, Sr * dec_frac) * full_L
+        core = self._attn_core(xp, Tr, Ar, Kr, dec_frac, Sr * dec_frac) * full_L
         if sw_L:
             w = float(m.sliding_window or 0)
-            core = core + sw_L * self._attn_core(Tr, np.minimum(Ar, Tr * w), np.minimum(Kr, Sr * w), dec_frac, Sr * dec_frac)
+            core = core + sw_L * self._attn_core(xp, Tr, xp.minimum(Ar, Tr * w), xp.minimum(Kr, Sr * w), dec_frac,
+                                                 Sr * dec_frac)
         out["attn_core"] = core
         # feed-forward
-        ffn = np.zeros_like(T)
+        ffn = 0.0 * T
         if m.num_dense_layers:
-            ffn = ffn + m.num_dense_layers * self._gemm(Tr, self._dense_w / WEIGHT_BYTES[self.precision.get("dense_ffn", "bf16")],
+            ffn = ffn + m.num_dense_layers * self._gemm(xp, Tr, self._dense_w / WEIGHT_BYTES[self.precision.get("dense_ffn", "bf16")],
                                                          self._dense_w, self._rate["dense_ffn"], h)
         if m.num_moe_layers:
             if m.num_shared_experts:
                 sp = self._shared_w / WEIGHT_BYTES[self.precision.get("shared_experts", "bf16")]
-                ffn = ffn + m.num_moe_layers * self._gemm(Tr, sp, self._shared_w, self._rate["shared_experts"], h)
-            ffn = ffn + m.num_moe_layers * self._moe(T)
+                ffn = ffn + m.num_moe_layers * self._gemm(xp, Tr, sp, self._shared_w, self._rate["shared_experts"], h)
+            ffn = ffn + m.num_moe_layers * self._moe(xp, T)
         out["ffn"] = ffn
         # LM head: logits for one position per sequence (the last of a prefill chunk, or the decode token)
         hp = self._head_w / WEIGHT_BYTES[self.precision.get("lm_head", "bf16")]
-        out["lm_head"] = self._gemm(Sr, hp, self._head_w, self._rate["lm_head"], m.vocab_size / p.tp)
+        out["lm_head"] = self._gemm(xp, Sr, hp, self._head_w, self._rate["lm_head"], m.vocab_size / p.tp)
         # collectives
-        comm = np.zeros_like(T)
+        comm = 0.0 * T
         if p.tp > 1:
             comm = comm + 2 * m.num_layers * self._allreduce(Tr * h * ACT_BYTES, p.tp)
         if p.ep > 1 and p.dp > 1 and m.num_moe_layers:
@@ -257,16 +280,15 @@ class StepCost:
             sent = Tr * m.experts_per_token * h
             comm = comm + m.num_moe_layers * (self._alltoall(sent * DISPATCH_BYTES, p.ep) + self._alltoall(sent * COMBINE_BYTES, p.ep))
         out["comm"] = comm
-        out["overhead"] = np.full_like(T, self._step_oh + self._layer_oh)
+        out["overhead"] = 0.0 * T + (self._step_oh + self._layer_oh)
         return out
 
-    def _attn_core(self, Tr: np.ndarray, Ar: np.ndarray, Kr: np.ndarray, dec_frac: np.ndarray,
-                   dec_tokens: np.ndarray) -> np.ndarray:
+    def _attn_core(self, xp: Any, Tr: Any, Ar: Any, Kr: Any, dec_frac: Any, dec_tokens: Any) -> Any:
         """One layer's attention kernel on one rank: decode sequences on the absorbed path, the prefill chunk
         on the decompress-then-attend path. ``dec_frac`` = share of the KV read by decode sequences."""
         kv_bytes = Kr * self._kv_layer_rank
         if self.model.attention == "mla":
-            a_dec = np.minimum(Ar, Kr * dec_frac)              # a decode token attends over its own KV
+            a_dec = xp.minimum(Ar, Kr * dec_frac)              # a decode token attends over its own KV
             a_pre = Ar - a_dec
             k_pre = Kr - Kr * dec_frac
             dec_flops = a_dec * self._decode_flop_per_ctx + dec_tokens * self._absorb_flop_per_tok
@@ -274,27 +296,25 @@ class StepCost:
             compute = dec_flops / self._attn_rate + pre_flops / self._prefill_attn_rate
         else:
             compute = Ar * self._decode_flop_per_ctx / self._attn_rate
-        return np.maximum(compute, kv_bytes / self._bw)
+        return xp.maximum(compute, kv_bytes / self._bw)
 
-    def _moe(self, T: np.ndarray) -> np.ndarray:
+    def _moe(self, xp: Any, T: Any) -> Any:
         """One MoE layer's routed experts on the busiest rank."""
         m = self.model
         assignments = T * m.experts_per_token
-        load = self._max_rank_load(assignments)
+        load = self._max_rank_load(xp, assignments)
         e_r = self._experts_per_rank
-        touched = e_r * (1.0 - np.exp(-load / e_r))           # distinct local experts that receive tokens
+        touched = e_r * (1.0 - xp.exp(-load / e_r))           # distinct local experts that receive tokens
         params = m.expert_params / self._expert_split
         flops = 2.0 * load * params
         bytes_ = touched * self._expert_w + load * 2 * m.hidden_size * ACT_BYTES
-        return np.maximum(flops / self._rate["experts"], bytes_ / self._bw)
+        return xp.maximum(flops / self._rate["experts"], bytes_ / self._bw)
 
     def step_time(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> float | np.ndarray:
         """Seconds for one forward step of this instance (see module docstring for the argument meanings)."""
         b = self.breakdown(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens)
         total = b["attn_proj"] + b["attn_core"] + b["ffn"] + b["lm_head"] + b["comm"] + b["overhead"]
-        if np.ndim(total) == 0:
-            return float(total)
-        return total
+        return float(total) if np.ndim(total) == 0 else total
 
     def utilization(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> tuple[Any, Any]:
         """(compute, memory) utilisation of peak over a step, for :class:`scoville.sim.power_model.PowerModel`."""
