@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from scoville.client.config import ClientConfig
+from scoville.errors import UserError
 from scoville.executor.loadgen import LOST, RayLoadCoordinator, sweep_on_ray
 from scoville.load import concurrency_sweep, rate_sweep
 from scoville.metrics import run_metrics
@@ -108,3 +109,11 @@ def test_a_worker_killed_mid_point_loses_only_its_in_flight_requests(ray_cluster
     assert coordinator.names[1] in coordinator.describe()["lost_workers"]
     row = run_metrics(writer.run_dir)[0]
     assert row["num_errors"] == sum(1 for r in lost if not r.warmup)
+
+
+def test_workers_the_cluster_cannot_place_are_a_one_line_error(ray_cluster, server):
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    coordinator = RayLoadCoordinator(cfg, SyntheticWorkload(isl=8, osl=2), workers=2, num_cpus=0.5,
+                                     resources={"scoville_client": 1}, start_timeout_s=2.0)
+    with pytest.raises(UserError, match=r"could not start 2 client workers within 2 s.*scoville_client.*ray status"):
+        coordinator.start_workers()

@@ -202,13 +202,16 @@ class RayLoadCoordinator:
     """Drives load points through ``workers`` Ray client actors and writes one run directory."""
 
     def __init__(self, cfg: ClientConfig, workload: Any, *, workers: int = 2, ray_address: str | None = None,
-                 num_cpus: float = 1.0, call_timeout_s: float = 10.0, poll_s: float = 0.1,
-                 start_delay_s: float = 0.5, pings: int = 8) -> None:
+                 num_cpus: float = 1.0, resources: dict[str, float] | None = None, call_timeout_s: float = 10.0,
+                 poll_s: float = 0.1, start_delay_s: float = 0.5, pings: int = 8, start_timeout_s: float = 60.0) -> None:
         if workers < 1:
             raise UserError(f"--workers must be >= 1 (got {workers})")
         self.cfg, self.workload = cfg, workload
         self.n_workers, self.ray_address, self.num_cpus = workers, ray_address, num_cpus
+        # e.g. {"scoville_client": 1}: keeps client workers off the nodes serving the model
+        self.resources = resources or {}
         self.call_timeout_s, self.poll_s, self.start_delay_s, self.pings = call_timeout_s, poll_s, start_delay_s, pings
+        self.start_timeout_s = start_timeout_s  # actor placement can take a while on a busy cluster
         self._ray: Any = None
         self.actors: list[Any] = []
         self.names: list[str] = []
@@ -220,10 +223,19 @@ class RayLoadCoordinator:
     def start_workers(self) -> None:
         ray, _ = connect(self.ray_address)
         self._ray = ray
-        cls = ray.remote(num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0,
+        cls = ray.remote(num_cpus=self.num_cpus, resources=self.resources, max_restarts=0, max_task_retries=0,
                          scheduling_strategy="SPREAD")(ClientWorker)
         self.actors = [cls.remote(f"ray-{i}", self.cfg, self.workload) for i in range(self.n_workers)]
-        self.names = ray.get([a.identity.remote() for a in self.actors], timeout=max(60.0, self.call_timeout_s))
+        wait_s = self.start_timeout_s
+        try:
+            self.names = ray.get([a.identity.remote() for a in self.actors], timeout=wait_s)
+        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayActorError) as e:
+            for a in self.actors:
+                ray.kill(a, no_restart=True)
+            raise UserError(
+                f"Ray could not start {self.n_workers} client workers within {wait_s:.0f} s "
+                f"(each needs num_cpus={self.num_cpus:g}{', resources=' + str(self.resources) if self.resources else ''}; "
+                f"{type(e).__name__}); `ray status` shows what the cluster has free") from None
         self.alive = [True] * self.n_workers
 
     def _get(self, ref: Any) -> Any:
@@ -387,7 +399,7 @@ class RayLoadCoordinator:
 
 def sweep_on_ray(cfg: ClientConfig, workload: Any, points: list[LoadPoint], runs_root: Path,
                  manifest: dict[str, Any], *, workers: int = 2, ray_address: str | None = None, seed: int = 0,
-                 num_cpus: float = 1.0, call_timeout_s: float = 10.0,
+                 num_cpus: float = 1.0, resources: dict[str, float] | None = None, call_timeout_s: float = 10.0,
                  on_record: Callable[[RequestRecord], None] | None = None) -> Path:
     """A measured sweep whose load comes from ``workers`` Ray client workers; returns the run directory.
 
@@ -399,7 +411,7 @@ def sweep_on_ray(cfg: ClientConfig, workload: Any, points: list[LoadPoint], runs
     """
     writer = RunWriter.create(runs_root, manifest)
     coordinator = RayLoadCoordinator(cfg, workload, workers=workers, ray_address=ray_address, num_cpus=num_cpus,
-                                     call_timeout_s=call_timeout_s)
+                                     resources=resources, call_timeout_s=call_timeout_s)
 
     def journal(rec: RequestRecord) -> None:
         writer.record(rec)
