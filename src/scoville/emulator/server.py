@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from scoville import __version__
 from scoville.emulator.prom import ServerMetrics
@@ -151,93 +151,152 @@ class Emulator:
 
     # ---- responses ---------------------------------------------------------
 
-    def _usage(self, plan: _Plan, completion: int, cached: int) -> dict[str, Any]:
-        return {"prompt_tokens": plan.prompt_tokens, "completion_tokens": completion,
-                "total_tokens": plan.prompt_tokens + completion,
-                "prompt_tokens_details": {"cached_tokens": cached}}
-
-    def _choice(self, req: GenRequest, text: str, ids: np.ndarray, reason: str | None,
-                first: bool) -> dict[str, Any]:
-        if req.chat:
-            delta: dict[str, Any] = {"content": text}
-            if first:
-                delta = {"role": "assistant", "content": text}
-            choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
-        else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason}
-        if req.return_token_ids:
-            choice["token_ids"] = ids.tolist()
-        return choice
-
     async def generate(self, request: web.Request, req: GenRequest) -> web.StreamResponse:
-        plan = self.plan(req)
-        self.check_queue()
         loop = self.loop
         t_arrival = loop.now()
-        stream = loop.submit(plan.spec)
-        rid, created = plan.spec.request_id, int(time.time())
-        obj = "chat.completion.chunk" if req.chat else "text_completion"
-        head = {"id": rid, "object": obj, "created": created, "model": req.model}
-        done_tokens, cached, t_first, t_prev, finished = 0, 0, None, None, False
-        text_parts: list[str] = []
+        plan = self.plan(req)
+        self.check_queue()
         resp: web.StreamResponse | None = None
-        m = self.metrics
+        sink: _Sink | None = None
+        if req.stream:
+            resp = web.StreamResponse(headers=_SSE_HEADERS)
+            chunked = request.version >= HttpVersion11
+            if chunked:
+                resp.enable_chunked_encoding()
+            await resp.prepare(request)
+            await resp.write(b"")  # flush the headers, which aiohttp may hold back until the first body write
+            sink = _Sink(request.transport, chunked)
+        prog = _Progress(self, req, plan, t_arrival, sink)
         try:
-            if req.stream:
-                resp = web.StreamResponse(headers=_SSE_HEADERS)
-                await resp.prepare(request)
-            while not finished:
-                batch = await stream.take()
-                k = 0
-                for ev in batch:
-                    k += ev.count
-                    if ev.cached_tokens:
-                        cached = ev.cached_tokens
-                    if ev.error is not None:
-                        return await self._engine_error(resp, ev, plan)
-                    finished = finished or ev.finished
-                k = min(k, len(plan.token_ids) - done_tokens)
-                if finished:
-                    k = len(plan.token_ids) - done_tokens
-                ids = plan.token_ids[done_tokens:done_tokens + k]
-                text = self.tokenizer.decode(ids.tolist())
-                first = done_tokens == 0
-                done_tokens += k
-                reason = plan.finish_reason if finished else None
-                if resp is not None:
-                    chunk = dict(head, choices=[self._choice(req, text, ids, reason, first)],
-                                 usage=self._usage(plan, done_tokens, cached) if req.continuous_usage else None)
-                    await resp.write(b"data: " + _encode(chunk) + b"\n\n")
-                else:
-                    text_parts.append(text)
-                t_sent = loop.now()
-                for ev in batch:
-                    m.lag.observe(t_sent - ev.t)
-                if t_first is None:
-                    t_first = t_sent
-                    m.ttft.observe(t_sent - t_arrival)
-                elif k:
-                    m.itl.observe((t_sent - t_prev) / k, k)
-                t_prev = t_sent
-            m.finished[plan.finish_reason] += 1
-            m.e2e.observe(loop.now() - t_arrival)
-            if done_tokens > 1 and t_first is not None and t_prev is not None:
-                m.tpot.observe((t_prev - t_first) / (done_tokens - 1))
-            usage = self._usage(plan, done_tokens, cached)
-            if resp is not None:
-                if req.include_usage:
-                    await resp.write(b"data: " + _encode(dict(head, choices=[], usage=usage)) + b"\n\n")
-                await resp.write(_DONE)
-                await resp.write_eof()
-                return resp
-            return self._full_response(req, plan, head, "".join(text_parts), usage)
+            await loop.submit(plan.spec, prog.on_events)
+        except ConnectionError:
+            return resp if resp is not None else web.Response(status=499)
         finally:
-            if not finished:
-                m.finished["abort"] += 1
-                loop.cancel(rid)
+            if not prog.over:
+                self.metrics.finished["abort"] += 1
+                loop.cancel(plan.spec.request_id)
+        if resp is not None:
+            try:
+                await resp.write_eof()
+            except ConnectionError:
+                pass
+            return resp
+        if prog.error is not None:
+            return _error_response(prog.error)
+        return prog.full_response()
 
-    def _full_response(self, req: GenRequest, plan: _Plan, head: dict[str, Any], text: str,
-                       usage: dict[str, Any]) -> web.Response:
+
+class _Sink:
+    """Writes SSE bytes straight to the connection, synchronously, framed as HTTP chunks when chunked."""
+
+    __slots__ = ("transport", "chunked")
+
+    def __init__(self, transport: Any, chunked: bool) -> None:
+        self.transport, self.chunked = transport, chunked
+
+    def write(self, data: bytes) -> None:
+        tr = self.transport
+        if tr is None or tr.is_closing():
+            raise ConnectionResetError("client went away")
+        tr.write(b"%x\r\n%b\r\n" % (len(data), data) if self.chunked else data)
+
+
+class _Progress:
+    """One request's state while the engine produces it; ``on_events`` runs inside the engine loop."""
+
+    def __init__(self, emu: Emulator, req: GenRequest, plan: _Plan, t_arrival: float, sink: _Sink | None) -> None:
+        self.emu, self.req, self.plan, self.sink = emu, req, plan, sink
+        self.token_ids: list[int] = plan.token_ids.tolist()
+        self.done_tokens = 0
+        self.cached = 0
+        self.t_arrival = t_arrival
+        self.t_first: float | None = None
+        self.t_prev: float | None = None
+        self.over = False
+        self.error: APIError | None = None
+        self.created = int(time.time())
+        model = _encode(req.model)
+        obj = b"chat.completion.chunk" if req.chat else b"text_completion"
+        self.head = (b'data: {"id":"' + plan.spec.request_id.encode() + b'","object":"' + obj +
+                     b'","created":' + str(self.created).encode() + b',"model":' + model)
+        self.text_parts: list[str] = []
+
+    def usage(self) -> dict[str, Any]:
+        p, c = self.plan.prompt_tokens, self.done_tokens
+        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c,
+                "prompt_tokens_details": {"cached_tokens": self.cached}}
+
+    def _chunk(self, text: str, ids: list[int], first: bool, reason: str | None) -> bytes:
+        req = self.req
+        fr = b"null" if reason is None else b'"' + reason.encode() + b'"'
+        tail = b',"token_ids":' + _encode(ids) if req.return_token_ids else b""
+        usage = _encode(self.usage()) if req.continuous_usage else b"null"
+        if req.chat:
+            role = b'"role":"assistant",' if first else b""
+            body = b'{"index":0,"delta":{' + role + b'"content":' + _encode(text) + b'}'
+        else:
+            body = b'{"index":0,"text":' + _encode(text)
+        return (self.head + b',"choices":[' + body + b',"logprobs":null,"finish_reason":' + fr + tail +
+                b'}],"usage":' + usage + b"}\n\n")
+
+    def on_events(self, events: list[TokenEvent]) -> bool:
+        finished, k = False, 0
+        for ev in events:
+            k += ev.count
+            if ev.cached_tokens:
+                self.cached = ev.cached_tokens
+            if ev.error is not None:
+                return self._fail(ev.error)
+            finished = finished or ev.finished
+        n = len(self.token_ids)
+        start = self.done_tokens
+        k = n - start if finished else min(k, n - start)
+        ids = self.token_ids[start:start + k]
+        text = self.emu.tokenizer.decode(ids)
+        self.done_tokens = start + k
+        m = self.emu.metrics
+        if self.sink is not None:
+            self.sink.write(self._chunk(text, ids, start == 0, self.plan.finish_reason if finished else None))
+        else:
+            self.text_parts.append(text)
+        t_sent = self.emu.loop.now()
+        for ev in events:
+            m.lag.observe(t_sent - ev.t)
+        if self.t_first is None:
+            self.t_first = t_sent
+            m.ttft.observe(t_sent - self.t_arrival)
+        elif k:
+            m.itl.observe((t_sent - self.t_prev) / k, k)
+        self.t_prev = t_sent
+        if finished:
+            self._finish()
+        return finished
+
+    def _finish(self) -> None:
+        self.over = True
+        m = self.emu.metrics
+        m.finished[self.plan.finish_reason] += 1
+        m.e2e.observe(self.emu.loop.now() - self.t_arrival)
+        if self.done_tokens > 1 and self.t_first is not None and self.t_prev is not None:
+            m.tpot.observe((self.t_prev - self.t_first) / (self.done_tokens - 1))
+        if self.sink is not None:
+            if self.req.include_usage:
+                self.sink.write(self.head + b',"choices":[],"usage":' + _encode(self.usage()) + b"}\n\n")
+            self.sink.write(_DONE)
+
+    def _fail(self, why: str) -> bool:
+        self.over = True
+        self.emu.metrics.finished["error"] += 1
+        self.error = APIError(503, f"the emulated engine dropped request {self.plan.spec.request_id}: {why}",
+                              type="server_error", code="engine_error")
+        if self.sink is not None:
+            self.sink.write(b"data: " + _encode(self.error.body()) + b"\n\n")
+            self.sink.write(_DONE)
+        return True
+
+    def full_response(self) -> web.Response:
+        req, plan = self.req, self.plan
+        text = "".join(self.text_parts)
         if req.chat:
             choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
                                       "logprobs": None, "finish_reason": plan.finish_reason}
@@ -246,20 +305,10 @@ class Emulator:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": plan.finish_reason}
             obj = "text_completion"
         if req.return_token_ids:
-            choice["token_ids"] = plan.token_ids.tolist()
-        body = dict(head, object=obj, choices=[choice], usage=usage)
+            choice["token_ids"] = self.token_ids
+        body = {"id": plan.spec.request_id, "object": obj, "created": self.created, "model": req.model,
+                "choices": [choice], "usage": self.usage()}
         return web.Response(body=_encode(body), content_type="application/json")
-
-    async def _engine_error(self, resp: web.StreamResponse | None, ev: TokenEvent, plan: _Plan) -> web.StreamResponse:
-        self.metrics.finished["error"] += 1
-        err = APIError(503, f"the emulated engine dropped request {plan.spec.request_id}: {ev.error}",
-                       type="server_error", code="engine_error")
-        if resp is None:
-            return _error_response(err)
-        await resp.write(b"data: " + _encode(err.body()) + b"\n\n")
-        await resp.write(_DONE)
-        await resp.write_eof()
-        return resp
 
 
 def _error_response(err: APIError) -> web.Response:
@@ -377,7 +426,5 @@ async def start_site(emu: Emulator, host: str = "127.0.0.1", port: int = 0) -> t
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    server = site._server
-    sockets = getattr(server, "sockets", None) or []
-    bound = sockets[0].getsockname()[1] if sockets else port
+    bound = runner.addresses[0][1] if runner.addresses else port
     return runner, bound
