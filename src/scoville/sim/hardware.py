@@ -41,7 +41,7 @@ EFFICIENCY_KEYS = {
     "kernel_overhead_us": "fixed time per kernel per step (launch gaps and tails a CUDA graph does not hide), "
                           "microseconds; a layer runs ~4 (GQA) or ~9 (MLA) attention kernels plus 3 (dense) or ~8 (MoE)",
     "collective_us": "software cost of one collective call (launch + barrier) on top of link latency, microseconds",
-    "moe_imbalance": "routing skew: max-rank load = mean x (1 + moe_imbalance x sqrt(ep / tokens_per_expert))",
+    "moe_imbalance": "systematic routing skew under EP: busiest rank = mean x (1 + moe_imbalance) + sqrt(2 mean ln ep)",
 }
 
 
