@@ -117,3 +117,27 @@ def test_workers_the_cluster_cannot_place_are_a_one_line_error(ray_cluster, serv
                                      resources={"scoville_client": 1}, start_timeout_s=2.0)
     with pytest.raises(UserError, match=r"could not start 2 client workers within 2 s.*scoville_client.*ray status"):
         coordinator.start_workers()
+
+
+def test_multi_turn_sessions_stay_whole_on_one_worker_and_in_order(ray_cluster, server, tmp_path):
+    from scoville.workload.sessions import SessionWorkload, fixed
+
+    workload = SessionWorkload(name="tiny-chat", turns=fixed(3), first_message=fixed(16), message=fixed(8),
+                               output=fixed(4), think=fixed(0.01), seed=2)
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    points = concurrency_sweep([4], num_requests=12, warmup_requests=2)
+    run_dir = sweep_on_ray(cfg, workload, points, tmp_path, manifest_for(cfg, workload, points),
+                           workers=2, num_cpus=0.5)
+    records = read_requests(run_dir).to_pylist()
+    assert len(records) == 14 == len({r["request_id"] for r in records})
+    assert sum(r["warmup"] for r in records) == 2 and all(r["ok"] for r in records)
+    by_session: dict[str, list[dict]] = {}
+    for r in records:
+        by_session.setdefault(r["session_id"], []).append(r)
+    assert len({r["worker"] for r in records}) == 2
+    for turns in by_session.values():
+        assert len({r["worker"] for r in turns}) == 1  # a conversation never hops workers
+        turns.sort(key=lambda r: r["turn"])
+        assert [r["turn"] for r in turns] == list(range(len(turns)))
+        assert all(b["t_sent"] > a["t_done"] for a, b in zip(turns, turns[1:]))  # next turn after the reply
+    assert server.max_in_flight <= 4
