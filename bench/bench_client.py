@@ -311,6 +311,7 @@ def main() -> None:
     from scoville.client.workers import auto_workers
 
     workers = args.workers or auto_workers(args.streams)
+    load = os.getloadavg()
     server, base = start_server()
     rows: dict[str, dict] = {}
     try:
@@ -345,9 +346,11 @@ def main() -> None:
         server.wait()
 
     if args.json:
-        print(json.dumps({"workers": workers, "cpus": os.cpu_count(), **rows}, indent=2))
+        print(json.dumps({"workers": workers, "cpus": os.cpu_count(), "loadavg_before": load[0],
+                          "loadavg_after": os.getloadavg()[0], **rows}, indent=2))
         return
-    print(f"\nscoville client bench — {os.cpu_count()} CPUs, {workers} client process(es), server in its own process")
+    print(f"\nscoville client bench — {os.cpu_count()} CPUs, {workers} client process(es), server in its own process; "
+          f"load average before/after: {load[0]:.2f} / {os.getloadavg()[0]:.2f}")
     print(f"{'phase':<8} {'streams':>7} {'ok req':>7} {'chunks':>8} {'sustained/s':>12} {'overall/s':>10} "
           f"{'lag p50':>8} {'lag p99':>8} {'lag max':>8}")
     for name in ("paced", "flood"):

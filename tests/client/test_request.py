@@ -12,21 +12,41 @@ from conftest import Behaviour
 
 from scoville.client.config import ClientConfig
 from scoville.client.driver import make_timeout
-from scoville.client.request import Prompts, send_request
+from scoville.client.fastpath import FastHTTP
+from scoville.client.request import Prompts, send_request, send_request_fast
 from scoville.metrics import PointContext, point_metrics
 from scoville.results.schema import RequestRecord, records_to_table
 from scoville.workload.prompts import prompt_token_ids
 from scoville.workload.spec import RequestSpec
 
 
+TRANSPORT = {"name": "fast"}
+
+
+@pytest.fixture(autouse=True, params=["fast", "aiohttp"])
+def transport(request):
+    """Every test here runs over both transports: the raw-socket fast path and aiohttp (https, non-Linux)."""
+    TRANSPORT["name"] = request.param
+    yield request.param
+
+
 def one(server, behaviour: Behaviour, *, isl: int = 16, osl: int = 8, **cfg_kw) -> RequestRecord:
     server.set(behaviour)
     cfg = ClientConfig(base_url=server.base_url, model="test-model", **cfg_kw)
-    spec = RequestSpec(request_id="r0", input_tokens=isl, output_tokens=osl, prompt_seed=3)
+    return send(cfg, RequestSpec(request_id="r0", input_tokens=isl, output_tokens=osl, prompt_seed=3))
 
+
+def send(cfg: ClientConfig, spec: RequestSpec) -> RequestRecord:
     async def go() -> RequestRecord:
+        t0 = time.perf_counter()
+        if TRANSPORT["name"] == "fast":
+            fast = FastHTTP(cfg.base_url, t0)
+            try:
+                return await send_request_fast(fast, cfg, Prompts(cfg), spec, point=0, t0=t0)
+            finally:
+                fast.close()
         async with aiohttp.ClientSession(timeout=make_timeout(cfg)) as http:
-            return await send_request(http, cfg, Prompts(cfg), spec, point=0, t0=time.perf_counter())
+            return await send_request(http, cfg, Prompts(cfg), spec, point=0, t0=t0)
 
     return asyncio.run(go())
 
@@ -127,18 +147,41 @@ def test_disconnect_keeps_the_tokens_received_before_it(server):
     assert not rec.ok and rec.token_counts == [1, 1, 1]
 
 
+def test_keep_alive_connections_are_reused_and_survive_a_server_close(server):
+    server.set(Behaviour())
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+
+    async def go() -> list[RequestRecord]:
+        t0 = time.perf_counter()
+        fast = FastHTTP(cfg.base_url, t0)
+        specs = [RequestSpec(request_id=f"r{i}", input_tokens=4, output_tokens=3) for i in range(3)]
+        try:
+            out = [await send_request_fast(fast, cfg, Prompts(cfg), specs[0], point=0, t0=t0)]
+            assert len(fast._idle) == 1
+            fast._idle[0].shutdown(2)  # as if the server had dropped the idle connection
+            out.append(await send_request_fast(fast, cfg, Prompts(cfg), specs[1], point=0, t0=t0))
+            out.append(await send_request_fast(fast, cfg, Prompts(cfg), specs[2], point=0, t0=t0))
+            return out
+        finally:
+            fast.close()
+
+    if TRANSPORT["name"] == "fast":
+        recs = asyncio.run(go())
+        assert all(r.ok for r in recs), [r.error for r in recs]
+
+
+def test_kernel_stamps_are_on_the_run_clock(server):
+    before = time.perf_counter()
+    rec = one(server, Behaviour(interval_s=0.002), osl=5)
+    assert rec.ok and 0 <= rec.t_sent < rec.token_times[0] <= time.perf_counter() - before + 0.01
+
+
 def test_stalled_stream_times_out(server):
     rec = one(server, Behaviour(stall_after=2), osl=6, read_timeout_s=0.3)
     assert not rec.ok and "timeout" in rec.error and rec.token_counts == [1, 1]
 
 
 def test_unreachable_server_is_an_error_record():
-    cfg = ClientConfig(base_url="http://127.0.0.1:9", model="m")
-    spec = RequestSpec(request_id="r", input_tokens=4, output_tokens=2)
-
-    async def go() -> RequestRecord:
-        async with aiohttp.ClientSession(timeout=make_timeout(cfg)) as http:
-            return await send_request(http, cfg, Prompts(cfg), spec, point=0, t0=time.perf_counter())
-
-    rec = asyncio.run(go())
+    rec = send(ClientConfig(base_url="http://127.0.0.1:9", model="m"),
+               RequestSpec(request_id="r", input_tokens=4, output_tokens=2))
     assert not rec.ok and "cannot connect" in rec.error

@@ -20,10 +20,12 @@ from typing import Callable, Protocol, Sequence
 import aiohttp
 
 from scoville.client.config import ClientConfig
-from scoville.client.request import Prompts, send_request
+from scoville.client import fastpath
+from scoville.client.fastpath import FastHTTP
+from scoville.client.request import Prompts, send_request, send_request_fast
 from scoville.load import LoadPoint, arrival_offsets
 from scoville.results.schema import RequestRecord
-from scoville.workload.spec import Session
+from scoville.workload.spec import RequestSpec, Session
 
 # A point bounded only by --duration draws this many sessions up front (its request cap).
 DURATION_ONLY_SESSIONS = 100_000
@@ -120,8 +122,17 @@ async def drive_point(
     def over() -> bool:
         return exhausted or stop() or (deadline is not None and perf() - t0 >= deadline)
 
+    fast = FastHTTP(cfg.base_url, t0) if cfg.base_url.startswith("http://") and fastpath.AVAILABLE else None
     async with aiohttp.ClientSession(connector=make_connector(), timeout=make_timeout(cfg),
                                      auto_decompress=False, skip_auto_headers=("User-Agent",)) as http:
+
+        async def send(spec: RequestSpec, warmup: bool) -> RequestRecord:
+            if fast is not None:
+                return await send_request_fast(fast, cfg, prompts, spec, point=point.index, t0=t0,
+                                               warmup=warmup, worker=worker)
+            return await send_request(http, cfg, prompts, spec, point=point.index, t0=t0, warmup=warmup,
+                                      worker=worker)
+
         sem = asyncio.Semaphore(max_in_flight) if max_in_flight else None
 
         async def run_session(session: Session) -> bool:
@@ -138,12 +149,10 @@ async def drive_point(
                     exhausted = True
                     return False
                 if sem is None:
-                    rec = await send_request(http, cfg, prompts, spec, point=point.index, t0=t0,
-                                             warmup=n < point.warmup_requests, worker=worker)
+                    rec = await send(spec, n < point.warmup_requests)
                 else:
                     async with sem:
-                        rec = await send_request(http, cfg, prompts, spec, point=point.index, t0=t0,
-                                                 warmup=n < point.warmup_requests, worker=worker)
+                        rec = await send(spec, n < point.warmup_requests)
                 t_prev_done = rec.t_done
                 on_record(rec)
             return True
@@ -155,7 +164,11 @@ async def drive_point(
                     if i is None or not await run_session(sessions[i]):
                         return
 
-            await asyncio.gather(*(lane() for _ in range(lanes)))
+            try:
+                await asyncio.gather(*(lane() for _ in range(lanes)))
+            finally:
+                if fast is not None:
+                    fast.close()
             return
 
         offsets = arrival_offsets(point, len(sessions), seed)
@@ -181,7 +194,11 @@ async def drive_point(
             if tasks:
                 await asyncio.gather(*tasks)
 
-        await schedule()
+        try:
+            await schedule()
+        finally:
+            if fast is not None:
+                fast.close()
 
 
 def new_loop() -> asyncio.AbstractEventLoop:

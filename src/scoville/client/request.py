@@ -16,6 +16,7 @@ import aiohttp
 import msgspec
 
 from scoville.client.config import ClientConfig
+from scoville.client.fastpath import FastHTTP, HTTPStreamError
 from scoville.client.sse import SSEError, StreamParser
 from scoville.client.text import PromptText
 from scoville.results.schema import RequestRecord
@@ -105,6 +106,57 @@ async def send_request(
         rec.ok, rec.error = False, f"{type(e).__name__}: {str(e)[:200]}"
     finish(rec, parser, n_in, in_source, perf() - t0)
     return rec
+
+
+async def send_request_fast(
+    fast: FastHTTP,
+    cfg: ClientConfig,
+    prompts: Prompts,
+    spec: RequestSpec,
+    *,
+    point: int,
+    t0: float,
+    warmup: bool = False,
+    worker: str | None = None,
+) -> RequestRecord:
+    """``send_request`` over the raw-socket path: chunk times are the kernel's arrival stamps."""
+    body, n_in, in_source = prompts.build(spec)
+    perf = time.perf_counter
+    parser = StreamParser()
+    rec = RequestRecord(point=point, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
+                        t_sent=0.0, input_tokens=n_in, warmup=warmup, worker=worker)
+    rec.t_sent = perf() - t0
+    try:
+        def on_status(code: int) -> None:
+            rec.http_status = code
+
+        status, error_body = await fast.post_stream(fast_path(cfg), body, cfg.headers(), parser.feed,
+                                                    timeout_s=cfg.timeout_s, read_timeout_s=cfg.read_timeout_s,
+                                                    on_status=on_status)
+        if status != 200:
+            text = error_body.decode("utf-8", "replace")
+            rec.ok, rec.error = False, f"HTTP {status}: {' '.join(text.split())[:200]}"
+            rec.t_done = perf() - t0
+            return rec
+        parser.close(perf() - t0)
+    except SSEError as e:
+        rec.ok, rec.error = False, str(e)
+    except HTTPStreamError as e:
+        rec.ok = False
+        if e.kind == "timeout":
+            rec.error = f"timeout (no data for {cfg.read_timeout_s:g}s or over {cfg.timeout_s:g}s total)"
+        elif e.kind == "connect":
+            rec.error = str(e)
+        elif e.kind == "disconnect":
+            rec.error = f"disconnected mid-stream: {e}"
+        else:
+            rec.error = f"bad HTTP response: {e}"
+    finish(rec, parser, n_in, in_source, perf() - t0)
+    return rec
+
+
+def fast_path(cfg: ClientConfig) -> str:
+    return "/v1/chat/completions" if cfg.api == "chat" else "/v1/completions"
 
 
 def finish(rec: RequestRecord, parser: StreamParser, n_in: int, in_source: str, t_end: float) -> None:
