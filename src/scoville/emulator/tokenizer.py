@@ -11,9 +11,10 @@ real vocabulary. This tokenizer is built for that and nothing more:
 * **Encoding.** Text is split into whitespace-led pieces (``\\s*\\S+``). A piece
   that is exactly one of those words (after one space, or none at the start of
   the text) encodes to its id, so ``encode(decode(ids)) == ids`` for every
-  non-special id. Any other piece is cut into 4-character chunks, each hashed
-  (CRC-32) to one id: about four characters per token, the usual rule of thumb
-  for English BPE vocabularies. Hashing loses the text, which is fine here: the
+  non-special id. Any other piece's word is cut into 4-character chunks (its
+  leading whitespace riding on the first), each hashed (CRC-32) to one id: a
+  word of up to four characters is one token, about four characters per token
+  beyond that, the usual rule of thumb for English BPE vocabularies. Hashing loses the text, which is fine here: the
   emulated model never needs to read it.
 * **Chat.** Messages use a Llama-3-shaped template: ``BOS``, then for each
   message ``START role END content EOT``, and ``START assistant END`` when a
@@ -81,7 +82,9 @@ class LocalTokenizer:
                 if tid is not None and NUM_SPECIAL <= tid < self.vocab_size:
                     ids.append(tid)
                     continue
-            ids.extend(self._hashed(piece[i:i + _CHUNK]) for i in range(0, len(piece), _CHUNK))
+            # The leading whitespace rides on the first chunk, as BPE vocabularies fold it into the word.
+            ids.append(self._hashed(piece[:lead + _CHUNK]))
+            ids.extend(self._hashed(body[i:i + _CHUNK]) for i in range(_CHUNK, len(body), _CHUNK))
         return ids
 
     def decode(self, ids: list[int]) -> str:
