@@ -141,3 +141,25 @@ def test_multi_turn_sessions_stay_whole_on_one_worker_and_in_order(ray_cluster, 
         assert [r["turn"] for r in turns] == list(range(len(turns)))
         assert all(b["t_sent"] > a["t_done"] for a, b in zip(turns, turns[1:]))  # next turn after the reply
     assert server.max_in_flight <= 4
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_keeps_what_finished(ray_cluster, server, tmp_path):
+    server.interval_s = 0.01
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    workload = SyntheticWorkload(isl=8, osl=10, range_ratio=1.0, seed=1)
+    points = concurrency_sweep([2, 4], num_requests=40, warmup_requests=0)
+    seen = []
+
+    def interrupt_on_the_third(rec) -> None:
+        seen.append(rec)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep_on_ray(cfg, workload, points, tmp_path, manifest_for(cfg, workload, points), workers=2,
+                     num_cpus=0.5, on_record=interrupt_on_the_third)
+    (run_dir,) = tmp_path.iterdir()
+    assert read_manifest(run_dir)["status"] == "interrupted"
+    journal = read_journal(run_dir)
+    assert 3 <= len(journal) < 40  # stopped early, nothing finished was dropped from the journal
+    assert {r.request_id for r in seen} <= {r.request_id for r in journal}
