@@ -185,11 +185,14 @@ class SimEngine:
     def next_event_time(self) -> float | None:
         """A time by which the engine will have produced its next event or advanced a step.
 
-        Exact for events already computed; otherwise the next step's start plus the
+        Exact for events already computed or planned; otherwise the next step's start plus the
         fastest step the cost model allows, so waking then always makes progress.
         """
         times = [e.t for e in self._outbox]
         for inst in self.instances:
+            if inst.plan is not None:
+                times.append(float(inst.plan.ends[0]))
+                continue
             s = inst.next_start()
             if s is not None:
                 times.append(s + max(float(inst.timer.step_time(1, 1, 1.0, 1.0)), 1e-9))

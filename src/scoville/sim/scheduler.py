@@ -116,6 +116,14 @@ class Span:
     def end(self) -> float:
         return float(self.ends[-1])
 
+    def rest(self, j: int) -> "Span":
+        """The plan without its first ``j`` steps (after committing them)."""
+        if j == 0:
+            return self
+        return Span(starts=self.starts[j:], ends=self.ends[j:], reqs=self.reqs,
+                    accepted=None if self.accepted is None else self.accepted[j:],
+                    inputs=tuple(x[j:] if np.ndim(x) else x for x in self.inputs))  # type: ignore[arg-type]
+
 
 class Counters:
     """Cumulative counters of one instance (Prometheus-style, never reset)."""
@@ -184,11 +192,17 @@ class Instance:
         self._gph: dict[Req, int] = {}
         self._gblock: list[tuple[int, int, Req]] = []       # (first block step, gid, req) when > block_size away
         self._gids = itertools.count()
+        self._last_push: float | None = None
+        self._gap: float | None = None                      # moving mean of the time between arrivals
 
     # ---- queue ---------------------------------------------------------------------------------
 
     def push(self, req: Req, t: float) -> None:
         req.instance = self
+        if self._last_push is not None and t >= self._last_push:
+            gap = t - self._last_push
+            self._gap = gap if self._gap is None else 0.8 * self._gap + 0.2 * gap
+        self._last_push = t
         heapq.heappush(self.arrivals, (t, next(self._seq), req))
         self.plan = None  # a plan made without this arrival may no longer hold
 
@@ -289,7 +303,20 @@ class Instance:
             heapq.heappop(fin)
         if not fin:
             return False
-        return fin[0][0] - len(self.gtimes) >= max(8, len(self.group) // 16)
+        steps = fin[0][0] - len(self.gtimes)
+        need = max(8, len(self.group) // 16)  # materialising costs ~1/16 of a step per member
+        if steps < need:
+            return False
+        if len(self.gtimes) < 2:
+            return False  # no step-time estimate yet
+        # an arrival cuts the span short; estimate how many steps fit before the next one
+        dt = self.gtimes[-1] - self.gtimes[-2]
+        if dt > 0:
+            if self.arrivals and (self.arrivals[0][0] - self.clock) / dt < need:
+                return False
+            if self._gap is not None and self._gap / dt < need:
+                return False
+        return True
 
     def _group_blocks(self, q: int) -> tuple[int, list[Req]]:
         """New blocks the group needs in group step ``q``, and members whose boundary becomes periodic."""
@@ -340,7 +367,10 @@ class Instance:
         if self._span_ok():
             self.plan = self._plan_span()
             if self.plan is not None:
-                return None
+                if self.lazy and len(self.plan.ends) < max(8, len(self.running) // 16):
+                    self.plan = None  # a short span costs more than group steps (an arrival is near)
+                else:
+                    return None
         return self._step()
 
     # ---- single steps ------------------------------------------------------------------------
@@ -711,8 +741,9 @@ class Instance:
         """Apply the planned span (only the steps that start before ``bound``); end time if a request finished."""
         span = self.plan
         assert span is not None
-        self.plan = None
         j = len(span.ends) if bound is None else int(np.searchsorted(span.starts, bound, side="left"))
+        # The steps after ``bound`` stay planned: they remain valid until an arrival or cancel lands here.
+        self.plan = span.rest(j) if j < len(span.ends) else None
         if j <= 0:
             return None
         kv = self.kv
