@@ -43,9 +43,14 @@ def only_run(runs: Path) -> Path:
 def test_run_json_output_and_summary(server, tmp_path):
     server.set(Behaviour(interval_s=0.001))
     p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "4", "--concurrency", "2",
-                 "--num-requests", "4", "--hardware", "h200", "--runs", str(tmp_path), "--json")
+                 "--num-requests", "4", "--hardware", "h200", "--runs", str(tmp_path), "--json",
+                 "--api-key", "sk-live-123456")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
+    assert server.headers[-1]["Authorization"] == "Bearer sk-live-123456"
+    for f in Path(out["run_dir"]).rglob("*"):
+        assert not f.is_file() or b"sk-live-123456" not in f.read_bytes(), f
+    assert "--api-key" in read_manifest(Path(out["run_dir"]))["command"]
     assert out["status"] == "complete" and out["power"]["source"] == "rated"
     assert [r["label"] for r in out["points"]] == ["c=2"] and out["points"][0]["num_ok"] == 4
     p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "4", "--rate", "50",

@@ -50,6 +50,23 @@ def _write_report(run_dir: Path) -> Path | None:
         return None
 
 
+def redacted_argv(argv: list[str]) -> list[str]:
+    """The command line for the manifest, with the value of --api-key replaced (keys never reach disk)."""
+    out, hide = [], False
+    for arg in argv:
+        if hide:
+            out.append("<redacted>")
+            hide = False
+        elif arg == "--api-key":
+            out.append(arg)
+            hide = True
+        elif arg.startswith("--api-key="):
+            out.append("--api-key=<redacted>")
+        else:
+            out.append(arg)
+    return out
+
+
 def power_note(manifest_power: dict[str, Any]) -> str:
     """The power source and boundary, printed beside every per-kW figure."""
     w = manifest_power.get("watts_per_accelerator")
@@ -178,7 +195,7 @@ def register(app: typer.Typer) -> None:
                               model={"name": model_name or None}, compat=compat, seed=seed, workers=workers,
                               emulator=emulator)
                 with progress:
-                    result = run_sweep(sweep, runs, observer=progress, command=sys.argv)
+                    result = run_sweep(sweep, runs, observer=progress, command=redacted_argv(sys.argv))
             _print_result(result, plan.manifest(), json_out)
         except SweepInterrupted as e:
             kept = len(read_journal(e.result.run_dir))
