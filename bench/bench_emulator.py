@@ -67,6 +67,15 @@ def lag_quantiles(base_url: str) -> dict[str, float]:
     return {"events": buckets[-1][1], "p50_ms": q(0.5) * 1e3, "p99_ms": q(0.99) * 1e3, "within_1ms": within}
 
 
+def server_ttft(base_url: str) -> tuple[float, int]:
+    """(sum, count) of the emulator's own TTFT histogram: arrival to first token written."""
+    with urllib.request.urlopen(base_url + "/metrics") as r:
+        text = r.read().decode()
+    total = float(re.search(r"vllm:time_to_first_token_seconds_sum\{[^}]*\} (\S+)", text).group(1))
+    count = int(re.search(r"vllm:time_to_first_token_seconds_count\{[^}]*\} (\S+)", text).group(1))
+    return total, count
+
+
 def measure(handle, workload, points: list[LoadPoint], runs: Path) -> list[dict]:
     cfg = ClientConfig(base_url=handle.base_url, model=handle.model, vocab_size=32000)
     plan = plan_power("rated", hardware=HW, accelerators=handle.system["accelerators"])
@@ -115,11 +124,19 @@ def peer_python(venv: Path) -> Path | None:
 
 
 def make_tokenizer(py: Path, folder: Path) -> None:
-    """A tiny local WordLevel tokenizer for aiperf's prompt synthesis, so nothing comes from a hub."""
+    """A local WordLevel tokenizer over the emulator's own words (nothing from a hub).
+
+    aiperf's ``--prompt-corpus random`` decodes random ids of this vocabulary
+    into text; the emulator's tokenizer maps each such word back to one token,
+    so the prompt lengths aiperf intends are the ones the server counts.
+    """
+    from scoville.emulator.tokenizer import NUM_SPECIAL, word
+
+    words = {word(i): i for i in range(NUM_SPECIAL, NUM_SPECIAL + 4000)}
     code = f"""
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
-vocab = {{"[UNK]": 0, **{{f"w{{i}}": i + 1 for i in range(2000)}}}}
+vocab = {{"[UNK]": 0, **{words!r}}}
 tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
 tok.pre_tokenizer = pre_tokenizers.Whitespace()
 PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained({str(folder)!r})
@@ -134,7 +151,7 @@ def run_aiperf(venv: Path, handle, conc: int, n: int, isl: int, osl: int, work: 
     make_tokenizer(py, work / "tok")
     cmd = [str(venv / "bin" / "aiperf"), "profile", "--model", handle.model, "--url", handle.base_url,
            "--endpoint-type", "completions", "--streaming", "--tokenizer", str(work / "tok"),
-           "--concurrency", str(conc), "--request-count", str(n),
+           "--prompt-corpus", "random", "--concurrency", str(conc), "--request-count", str(n),
            "--synthetic-input-tokens-mean", str(isl), "--synthetic-input-tokens-stddev", "0",
            "--output-tokens-mean", str(osl), "--output-tokens-stddev", "0",
            "--extra-inputs", "ignore_eos:true", "--extra-inputs", f"min_tokens:{osl}", "--use-server-token-count",
@@ -151,7 +168,7 @@ def run_aiperf(venv: Path, handle, conc: int, n: int, isl: int, osl: int, work: 
         m = data.get(name) or next((x for x in data.get("records", []) if x.get("tag") == name), None)
         return None if m is None else m.get(stat, m.get("avg"))
 
-    return {"ttft_s": metric("time_to_first_token") / 1e3, "itl_s": metric("inter_token_latency") / 1e3,
+    return {"ttft_s": metric("time_to_first_token") / 1e3, "ttft_mean_s": metric("time_to_first_token", "avg") / 1e3, "itl_s": metric("inter_token_latency") / 1e3,
             "output_throughput": metric("output_token_throughput", "avg"),
             "isl": metric("input_sequence_length", "avg"), "osl": metric("output_sequence_length", "avg"),
             "requests": metric("request_count", "avg")}
@@ -163,8 +180,14 @@ def peer(args: argparse.Namespace, runs: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="scoville-peer-"))
     try:
         with spawn_emulator(HW, MODEL, CONFIG) as handle:
+            s0 = server_ttft(handle.base_url)
             row = measure(handle, workload, [LoadPoint(index=0, concurrency=conc, num_requests=n)], runs)[0]
+            s1 = server_ttft(handle.base_url)
             ai = run_aiperf(args.peer_venv, handle, conc, n, isl, osl, work)
+            s2 = server_ttft(handle.base_url)
+        # The server's own mean TTFT during each client's run (the probe's request included with scoville's).
+        srv_ours = (s1[0] - s0[0]) / max(s1[1] - s0[1], 1)
+        srv_peer = (s2[0] - s1[0]) / max(s2[1] - s1[1], 1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\n(c) peer: aiperf vs scoville client, emulator {HW}/{MODEL}, C={conc}, {n} requests, "
@@ -179,6 +202,10 @@ def peer(args: argparse.Namespace, runs: Path) -> None:
     print(f"{'metric':16} {'scoville':>10} {'aiperf':>10} {'ratio':>7}")
     for name, a, b in pairs:
         print(f"{name:16} {a:10.4f} {b:10.4f} {a / b:7.3f}")
+    print(f"TTFT mean, client vs the server's own record of the same requests: scoville {row['ttft_s_mean']:.4f} "
+          f"vs server {srv_ours:.4f} ({row['ttft_s_mean'] / srv_ours:.3f}); aiperf {ai['ttft_mean_s']:.4f} vs "
+          f"server {srv_peer:.4f} ({ai['ttft_mean_s'] / srv_peer:.3f}). TTFT differs between the clients when "
+          "their arrival patterns differ (synchronised waves queue behind each other's prefill), not their clocks.")
 
 
 def main() -> None:

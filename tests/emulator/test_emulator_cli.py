@@ -27,3 +27,21 @@ def test_serve_command_serves_until_interrupted():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_sweep_without_url_measures_the_built_in_emulator(tmp_path):
+    """The README's first command, small: no --url starts the emulator, measures it, and writes a run."""
+    proc = subprocess.run(["scoville", "sweep", "--isl", "128", "--osl", "8", "--concurrency", "1,2",
+                           "--num-requests", "4", "--warmup-requests", "0", "--runs", str(tmp_path), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(runs) == 1
+    manifest = json.loads((runs[0] / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["system"]["hardware"] == "h200"
+    assert manifest["target"]["base_url"].startswith("http://127.0.0.1:")
+    from scoville.results.store import read_point_metrics
+
+    rows = read_point_metrics(runs[0])
+    assert [r["num_ok"] for r in rows] == [4, 4] and all(r["num_errors"] == 0 for r in rows)
+    assert all(r["tpot_s_median"] > 0 for r in rows)
