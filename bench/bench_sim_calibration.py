@@ -395,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         fam = load_hardware("gb300")
         print("blackwell coefficients in force:", ", ".join(f"{k}={fam.eff(k):.4g}" for k in FIT_KEYS))
-    print(f"\nInferenceX 8k/1k reference points (throughput = total tokens/s per GPU per rated kW)")
+    print("\nInferenceX 8k/1k reference points (throughput = total tokens/s per GPU per rated kW)")
     print("scoville = prediction for the configurations InferenceX ran where the reference lists them (pinned),")
     print("else over scoville's own config search; 'searched' = best over scoville's search (what the system could do)")
     print(f"{'scenario':28s} {'metric':34s} {'reference':>10s} {'scoville':>10s} {'error':>8s} {'searched':>10s}")

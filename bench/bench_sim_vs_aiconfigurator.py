@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_sim_calibration as cal  # noqa: E402  (shares the steady-state search and yardsticks)

@@ -101,7 +101,7 @@ class StepCost:
         self.model = load_model(model) if isinstance(model, str) else model
         self.hw = load_hardware(hardware) if isinstance(hardware, str) else hardware
         self.par = parallel or Parallel()
-        m, hw, p = self.model, self.hw, self.par
+        m, p = self.model, self.par
         if min(p.tp, p.ep, p.dp) < 1:
             raise UserError(f"parallelism must be >= 1, got tp={p.tp} ep={p.ep} dp={p.dp}")
         if p.accelerators % p.ep:
