@@ -68,6 +68,19 @@ def test_any_config_json_path_and_mixtral_style_moe(tmp_path):
     assert m.total_params / 1e9 == pytest.approx(46.7, rel=0.01)   # Mixtral 8x7B: 46.7 B
 
 
+def test_qwen_moe_shared_expert_width(tmp_path):
+    # Qwen1.5-MoE-A2.7B: 60 experts of 1408 + one shared MLP of 5632 (= 4 experts); 14.3 B total
+    cfg = {"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 2048,
+           "intermediate_size": 5632, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+           "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16, "num_experts": 60,
+           "num_experts_per_tok": 4, "vocab_size": 151936, "max_position_embeddings": 8192, "attention_bias": True}
+    p = tmp_path / "qwen-moe.json"
+    p.write_text(json.dumps(cfg))
+    m = load_model(str(p))
+    assert m.num_shared_experts == 4 and m.num_moe_layers == 24
+    assert m.total_params / 1e9 == pytest.approx(14.3, rel=0.02)
+
+
 def test_bad_config_is_one_line_user_error(tmp_path):
     p = tmp_path / "config.json"
     p.write_text(json.dumps({"hidden_size": 1024, "num_hidden_layers": 2, "vocab_size": 10}))

@@ -271,7 +271,9 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
             num_moe_layers=moe_layers, num_experts=n_exp,
             experts_per_token=int(cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or 2),
             expert_intermediate=int(cfg.get("moe_intermediate_size") or cfg["intermediate_size"]),
-            num_shared_experts=int(cfg.get("n_shared_experts") or (1 if cfg.get("shared_expert_intermediate_size") else 0)),
+            # DeepSeek counts shared experts; Qwen-MoE gives one shared MLP's width (a multiple of an expert's)
+            num_shared_experts=int(cfg.get("n_shared_experts") or round(
+                int(cfg.get("shared_expert_intermediate_size") or 0) / int(cfg.get("moe_intermediate_size") or cfg["intermediate_size"]))),
             expert_bias=mtype == "gpt_oss",
         )
     else:
