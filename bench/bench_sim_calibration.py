@@ -320,13 +320,36 @@ LADDER: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+SHORT = {"gpt-oss-120b": "oss", "deepseek-r1": "dsr1", "kimi-k2.5": "kimi", "peak_tput_per_kw": "peak/kW",
+         "max_interactivity": "tok/s/u", "min_e2e_s": "E2E", "tput_per_kw_at_169": "@169/kW"}
+
+
+def overhead_scan(ref: dict[str, Any]) -> None:
+    """How small the per-kernel overhead must be, with and without speculative decoding, for the
+    interactivity and E2E claims (everything else at the catalog's values)."""
+    claims = {c["model"]: c for c in ref["claims"]["points"]}
+    base = load_hardware(ref["claims"]["hardware"])
+    print("\nJalapeno interactivity / lowest E2E against the per-kernel overhead (claims in brackets)")
+    print(f"{'spec decoding':18s} {'kernel us':>9s}" + "".join(f"{SHORT[m] + ' tok/s/u':>16s}{'E2E s':>12s}" for m in claims))
+    for spec in (None, (3, 0.8)):
+        for ko in (base.eff("kernel_overhead_us"), 1.0, 0.5, 0.25, 0.0):
+            hw = with_efficiency(base, kernel_overhead_us=ko)
+            cells = []
+            for m, c in claims.items():
+                ref_pt = next(p for p in ref["points"] if p["model"] == m)
+                pr = predict({**ref_pt, "hardware": base.name}, hw, ref["scenario"], disagg=False, spec=spec)
+                e2e_claim = f"({c['min_e2e_s']:.2f})" if "min_e2e_s" in c else ""
+                cells.append(f"{pr['max_interactivity']:8.0f} ({c['max_interactivity']:4d}) {pr['min_e2e_s']:5.2f} {e2e_claim:>6s}")
+            label = "AL 2.95 (3 drafts)" if spec else "none"
+            print(f"{label:18s} {ko:9.3g}" + "".join(f"{cell:>28s}" for cell in cells))
+
+
 def what_if(ref: dict[str, Any]) -> None:
     claims = ref["claims"]
     base = load_hardware(claims["hardware"])
     keys = ("peak_tput_per_kw", "max_interactivity", "min_e2e_s", "tput_per_kw_at_169")
     print("\nWhat Jalapeno must believe to reach its claims (ratio scoville/claim; >= 1 means reached, E2E: <= 1)")
-    header = "".join(f"{c['model'][:10] + ' ' + k.split('_')[0][:5] + '_' + k.split('_')[-1][:5]:>22s}"
-                     for c in claims["points"] for k in keys if k in c)
+    header = "".join(f"{SHORT[c['model']] + ' ' + SHORT[k]:>13s}" for c in claims["points"] for k in keys if k in c)
     print(f"{'belief':62s}{header}")
     eff: dict[str, float] = {}
     spec = None
@@ -345,7 +368,7 @@ def what_if(ref: dict[str, Any]) -> None:
             for k in keys:
                 if k in c:
                     v = pred.get(k, float("nan")) * (scale if "per_kw" in k else 1.0)
-                    cells.append(f"{v / c[k]:22.2f}")
+                    cells.append(f"{v / c[k]:13.2f}")
         print(f"{label:62s}{''.join(cells)}")
 
 
@@ -420,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{c['model']:16s} {m:34s} {v:10.4g} {got:10.4g} {got / v:7.2f}x")
         print(f"{'':16s} best-throughput config: {pred['_best_tput_config']}; fastest: {pred['_best_interactivity_config']}")
     what_if(ref)
+    overhead_scan(ref)
     if args.engine:
         engine_check(ref, args.requests_per_lane)
     print(f"\nwall time {time.perf_counter() - t0:.1f} s")
