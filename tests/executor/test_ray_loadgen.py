@@ -190,3 +190,16 @@ def test_the_coordinator_drops_into_the_clients_own_sweep_in_place_of_its_worker
     assert len(records) == sum(p.total_requests for p in points)
     assert {r["worker"].split("@")[0] for r in records} == {"ray-0", "ray-1"}
     assert [r["num_requests"] for r in result.rows] == [p.num_requests for p in points]
+
+
+def test_a_client_that_fails_on_the_workers_surfaces_as_one_clear_error(ray_cluster, server, tmp_path):
+    # Only the workers see this path (it does not exist there), as with a tokenizer missing on client nodes.
+    cfg = ClientConfig(base_url=server.base_url, model="test-model", api="chat", tokenizer=str(tmp_path / "nope"))
+    workload = SyntheticWorkload(isl=8, osl=2, seed=1)
+    points = concurrency_sweep([2], num_requests=4, warmup_requests=0)
+    with pytest.raises(UserError, match=r"client worker failed: ray-\d@\S+: ClientError: .*tokenizer"):
+        sweep_on_ray(cfg, workload, points, tmp_path / "runs", manifest_for(cfg, workload, points), workers=2,
+                     num_cpus=0.5)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert read_manifest(run_dir)["status"] == "interrupted"
+    assert server.completed == 0

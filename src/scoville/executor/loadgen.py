@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 import msgspec
 
 from scoville.client.config import ClientConfig
+from scoville.client.errors import ClientError
 from scoville.client.driver import LocalCounters, drive_point, point_sessions, run_async, session_count
 from scoville.errors import UserError
 from scoville.executor.clock import ClockSync, measure_offset
@@ -192,6 +193,7 @@ class _PointCtx:
     on_record: Callable[[RequestRecord], None]
     active: list[_Active] = field(default_factory=list)
     records: list[RequestRecord] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # client failures, raised once the point is collected
 
     def emit(self, rec: RequestRecord) -> None:
         self.records.append(rec)
@@ -292,6 +294,8 @@ class RayLoadCoordinator:
             with contextlib.suppress(Exception, KeyboardInterrupt):
                 self._poll_all(ctx)  # keep what finished before the stop
             raise
+        if ctx.errors:  # as the local WorkerPool does: what finished is journaled, then the failure surfaces
+            raise ClientError(f"client worker failed: {ctx.errors[0]}")
         return ctx.records
 
     def _poll_all(self, ctx: "_PointCtx") -> None:
@@ -309,8 +313,9 @@ class RayLoadCoordinator:
             self._absorb(a, report, ctx)
             if not report.done:
                 still.append(a)
-            elif report.error:  # the client itself crashed: what it had in flight is lost
+            elif report.error:  # the client itself failed: rerunning it elsewhere would fail the same way
                 self._record_lost(a, ctx, f"{LOST} ({name}: {report.error})")
+                ctx.errors.append(f"{name}: {report.error}")
         ctx.active = still
 
     def _start(self, w: int, share: Share, ctx: "_PointCtx") -> _Active:
@@ -349,18 +354,34 @@ class RayLoadCoordinator:
             lost += 1
         a.accounted += lost
 
-    def _reassign(self, a: _Active, ctx: "_PointCtx") -> list[_Active]:
-        """Hand the sessions a lost worker had not started to a survivor, with its lanes."""
+    @staticmethod
+    def _remainder(a: _Active) -> tuple[Share | None, int]:
+        """The part of a share that was never started, as a share of its own (None when nothing is left)."""
         remaining = tuple(k for k in a.share.sessions if k not in a.started)
         left = None if a.share.requests is None else a.share.requests - a.accounted
         if not remaining or left == 0:
-            return []
+            return None, 0
         old = a.share.point
-        n = len(remaining) if left is None else left
+        n = len(remaining) if left is None else min(left, len(remaining))
         warm = min(max(0, old.warmup_requests - a.accounted), n)
         sub = msgspec.structs.replace(old, warmup_requests=warm, num_requests=0 if left is None else n - warm)
-        share = Share(worker=a.share.worker, point=sub, sessions=remaining, lanes=a.share.lanes,
-                      max_in_flight=a.share.max_in_flight, requests=left)
+        return Share(worker=a.share.worker, point=sub, sessions=remaining, lanes=a.share.lanes,
+                     max_in_flight=a.share.max_in_flight, requests=left), n
+
+    def _record_unsent(self, share: Share, n: int, ctx: "_PointCtx", error: str) -> None:
+        """Requests of the plan nobody can send, recorded so the point does not silently shrink."""
+        for j, k in enumerate(share.sessions[:n]):
+            spec = ctx.sessions[k].requests[0]
+            ctx.emit(RequestRecord(
+                point=ctx.point.index, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
+                t_sent=time.perf_counter() - ctx.t0, ok=False, warmup=j < share.point.warmup_requests,
+                error=f"{LOST}: {error}", input_tokens=spec.input_tokens))
+
+    def _reassign(self, a: _Active, ctx: "_PointCtx") -> list[_Active]:
+        """Hand the sessions a lost worker had not started to a survivor, with its lanes."""
+        share, n = self._remainder(a)
+        if share is None:
+            return []
         for w in sorted(ctx.offsets):
             if not self.alive[w]:
                 continue
@@ -368,13 +389,7 @@ class RayLoadCoordinator:
                 return [self._start(w, share, ctx)]
             except Exception:
                 self._lose(w)
-        # Nobody left to send them: record the shortfall instead of silently shrinking the point.
-        for j, k in enumerate(remaining[:n]):
-            spec = ctx.sessions[k].requests[0]
-            ctx.emit(RequestRecord(
-                point=ctx.point.index, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
-                t_sent=time.perf_counter() - ctx.t0, ok=False, warmup=j < warm,
-                error=f"{LOST}: not sent, no client worker left", input_tokens=spec.input_tokens))
+        self._record_unsent(share, n, ctx, "not sent, no client worker left")
         return []
 
     def stop(self) -> None:
