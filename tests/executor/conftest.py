@@ -100,6 +100,7 @@ def server(loopback: LoopbackServer) -> LoopbackServer:
 def ray_cluster():
     """One local 2-CPU Ray cluster for every Ray test of the session (start-up costs seconds)."""
     ray = pytest.importorskip("ray", reason="Ray tests need the extra: pip install -e '.[ray]'")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             ignore_reinit_error=True)
     yield ray
     ray.shutdown()
