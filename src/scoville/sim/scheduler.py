@@ -491,9 +491,26 @@ class Instance:
             if gn:
                 q = len(self.gtimes) + 1
                 need, late = self._group_blocks(q)
-                if need > kv.available or gn > budget:
+                ph_now = q % kv.block_size
+                # Out of blocks: preempt the newest requests (prefills first, then the latest to join).
+                while need > kv.available and (running or self.group):
+                    if running:
+                        victim = running.pop()
+                    else:
+                        victim = next(reversed(self.group))
+                        self._materialize(victim)
+                        del self.group[victim]
+                        if victim in late:
+                            late.remove(victim)
+                        need = self._gphase[ph_now] + len(late)
+                    self._preempt(victim)
+                    preempted = True
+                gn = len(self.group)
+                if gn > budget:
                     self._dissolve()
                     gn = 0
+                elif not gn:
+                    self._clear_group()
                 else:
                     kv.allocate(need)
                     ph = q % kv.block_size
