@@ -1,0 +1,1 @@
+"""The real load generator: OpenAI streaming client, SSE parsing, drivers, worker processes."""

@@ -1,0 +1,1 @@
+"""The performance simulator: hardware and model catalogs, operator costs, the serving engine, config search."""
