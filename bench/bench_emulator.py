@@ -48,11 +48,11 @@ HW, MODEL = "h200", "llama-3.1-8b"
 CONFIG = {"max_num_seqs": 256, "max_num_batched_tokens": 8192}
 
 
-def lag_quantiles(base_url: str) -> dict[str, float]:
+def lag_quantiles(base_url: str, name: str = "scoville_emulator_token_release_lag_seconds") -> dict[str, float]:
     with urllib.request.urlopen(base_url + "/metrics") as r:
         text = r.read().decode()
     buckets = [(float("inf") if m.group(1) == "+Inf" else float(m.group(1)), int(m.group(2))) for m in re.finditer(
-        r'scoville_emulator_token_release_lag_seconds_bucket\{[^}]*le="([^"]+)"\} (\d+)', text)]
+        name + r'_bucket\{[^}]*le="([^"]+)"\} (\d+)', text)]
     total = buckets[-1][1] or 1
 
     def q(p: float) -> float:
@@ -98,6 +98,7 @@ def fidelity(args: argparse.Namespace, runs: Path) -> None:
     with spawn_emulator(HW, MODEL, CONFIG) as handle:
         rows = measure(handle, workload, points, runs)
         lag = lag_quantiles(handle.base_url)
+        adv = lag_quantiles(handle.base_url, "scoville_emulator_engine_advance_seconds")
     t_emu = time.perf_counter() - t
     print(f"\n(a) fidelity: {HW} / {MODEL} / 8k1k, config {CONFIG}, requests per point = "
           f"max({args.min_requests}, {args.requests_per_point}×C); simulate {t_sim:.1f} s, emulator {t_emu:.0f} s")
@@ -115,7 +116,8 @@ def fidelity(args: argparse.Namespace, runs: Path) -> None:
               f"{s['ttft_s_median']:10.3f} {r['ttft_s_median']:10.3f}")
     print(f"worst deviation of TPOT / output / total throughput: {worst:.1%} (target < 5%)")
     print(f"token release lag during (a), real engine: {lag['events']} events, p50 {lag['p50_ms']:.3f} ms, "
-          f"p99 {lag['p99_ms']:.3f} ms, {lag['within_1ms']:.1%} within 1 ms; load average now "
+          f"p99 {lag['p99_ms']:.3f} ms, {lag['within_1ms']:.1%} within 1 ms; engine.advance() calls: "
+          f"{adv['events']}, p50 {adv['p50_ms']:.3f} ms, p99 {adv['p99_ms']:.3f} ms; load average now "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 

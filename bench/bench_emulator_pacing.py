@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing as mp
+import os
 import re
 import subprocess
 import sys
@@ -176,7 +177,7 @@ def main() -> None:
         serve_child(float(sys.argv[2]), int(sys.argv[3]), bool(int(sys.argv[4])), float(sys.argv[5]))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--streams", type=int, default=64)
+    ap.add_argument("--streams", default="64", help="comma-separated stream counts")
     ap.add_argument("--intervals", default="8,4,2,1,0.5", help="per-token intervals in ms")
     ap.add_argument("--tokens", type=int, default=400, help="tokens per stream")
     ap.add_argument("--loop", choices=["asyncio", "uvloop", "both"], default="uvloop")
@@ -186,9 +187,11 @@ def main() -> None:
     print(f"{'loop':8} {'streams':>7} {'ms/tok':>7} {'target tok/s':>12} {'got tok/s':>10} {'tok/chunk':>9} "
           f"{'lag p50 ms':>10} {'lag p99 ms':>10} {'<=1ms':>7}")
     best = {}
+    grid = [(int(n), float(iv)) for n in args.streams.split(",") for iv in args.intervals.split(",")]
+    print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for uv in loops:
-        for iv in (float(x) for x in args.intervals.split(",")):
-            r = run_point(args.streams, iv, args.tokens, uv, args.margin_ms / 1e3)
+        for n, iv in grid:
+            r = run_point(n, iv, args.tokens, uv, args.margin_ms / 1e3)
             name = "uvloop" if uv else "asyncio"
             print(f"{name:8} {r['streams']:7d} {iv:7.2f} {r['target_tok_s']:12.0f} {r['achieved_tok_s']:10.0f} "
                   f"{r['tokens_per_chunk']:9.2f} {r['p50_ms']:10.3f} {r['p99_ms']:10.3f} {r['within_1ms']:7.1%}",
@@ -197,6 +200,7 @@ def main() -> None:
                 best[name] = max(best.get(name, 0.0), r["target_tok_s"])
     for name, rate in best.items():
         print(f"{name}: highest aggregate token rate with p99 lag < 1 ms: {rate:.0f} tokens/s")
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

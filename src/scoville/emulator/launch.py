@@ -58,11 +58,8 @@ def _drain(pipe: Any, sink: deque[str], ready: list[dict[str, Any]], event: thre
     pipe.close()
 
 
-def _get_json(url: str, api_key: str | None = None) -> Any:
-    req = urllib.request.Request(url)
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
-    with urllib.request.urlopen(req, timeout=10) as r:
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as r:
         return json.loads(r.read() or b"null")
 
 
@@ -108,14 +105,14 @@ def spawn_emulator(hardware: str = "h200", model: str = "llama-3.1-8b", config: 
     for t in threads:
         t.start()
     try:
-        handle = _await_ready(proc, ready, got_ready, err_tail, api_key)
+        handle = _await_ready(proc, ready, got_ready, err_tail)
         yield handle
     finally:
         _stop(proc)
 
 
 def _await_ready(proc: subprocess.Popen[str], ready: list[dict[str, Any]], got_ready: threading.Event,
-                 err_tail: deque[str], api_key: str | None) -> EmulatorHandle:
+                 err_tail: deque[str]) -> EmulatorHandle:
     def fail(why: str) -> EmulatorStartError:
         time.sleep(0.2)  # let the stderr reader catch the last lines
         tail = next((ln for ln in reversed(err_tail) if ln.strip()), "")

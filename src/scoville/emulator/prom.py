@@ -66,6 +66,9 @@ class ServerMetrics:
                              E2E_BUCKETS)
         self.lag = Histogram("scoville_emulator_token_release_lag_seconds",
                              "Send time of each token minus the time the engine scheduled it.", LAG_BUCKETS)
+        self.advance = Histogram("scoville_emulator_engine_advance_seconds",
+                                 "Wall time of each engine advance (tokens cannot be released meanwhile).",
+                                 LAG_BUCKETS)
         self.finished: dict[str, int] = {"stop": 0, "length": 0, "abort": 0, "error": 0}
         self.rejected: dict[int, int] = {}
 
@@ -101,6 +104,6 @@ class ServerMetrics:
                   "# TYPE scoville_emulator_rejected_total counter"]
         lines += [f'scoville_emulator_rejected_total{{{lab},status="{k}"}} {v}' for k, v in
                   sorted(self.rejected.items())]
-        for h in (self.ttft, self.tpot, self.itl, self.e2e, self.lag):
+        for h in (self.ttft, self.tpot, self.itl, self.e2e, self.lag, self.advance):
             lines += h.render(lab)
         return "\n".join(lines) + "\n"

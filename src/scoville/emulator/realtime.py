@@ -10,9 +10,11 @@ Timer precision. asyncio's selector rounds its timeout up to whole
 milliseconds (epoll takes ms), so a plain ``call_later`` wakes up to ~1 ms late.
 To release tokens within a fraction of a millisecond, the loop wakes
 ``coarse_margin_s`` early through asyncio and covers the rest with a blocking
-``time.sleep`` (nanosecond clock, ~60 µs overshoot on Linux). The loop blocks
-for at most that margin per event time; handlers have already written the
-previous tokens by then, because the task yields once after every delivery.
+``time.sleep`` up to ``spin_s`` before the due time, then spins on the clock
+(``time.sleep`` itself overshoots by ~0.1 ms, and by up to ~1 ms when a
+virtual CPU has gone idle). The loop blocks for at most the margin per event
+time; responses that ended have been completed by then, because the task
+yields once after every delivery.
 
 Coalescing. Each advance hands a stream all of its events that became due,
 and the stream writes them as one chunk. While the loop keeps pace that is one
@@ -29,6 +31,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from scoville.emulator.prom import Histogram
 from scoville.sim.engine_api import ServingEngine, TokenEvent
 from scoville.workload.spec import RequestSpec
 
@@ -58,16 +61,19 @@ class Stream:
 class RealTimeLoop:
     """Owns ``engine``; all calls into it happen on one event loop, so no locking is needed."""
 
-    def __init__(self, engine: ServingEngine, *, coarse_margin_s: float = 0.0015,
+    def __init__(self, engine: ServingEngine, *, coarse_margin_s: float = 0.0015, spin_s: float = 0.0002,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.engine = engine
         self.coarse_margin_s = coarse_margin_s
+        self.spin_s = spin_s
         self._clock = clock
         self.t0 = clock()
         self._streams: dict[str, Stream] = {}
         self._wake: asyncio.Future[bool] | None = None
         self._task: asyncio.Task[None] | None = None
         self.engine_failures = 0
+        # Wall time of each engine.advance() call: time the loop could not release tokens.
+        self.advance_seconds: Histogram | None = None
 
     def now(self) -> float:
         """Seconds on the engine's clock."""
@@ -164,14 +170,20 @@ class RealTimeLoop:
             if not await self._wait(delay - self.coarse_margin_s):
                 return  # poked: the schedule may have changed
             delay = t - self.now()
-        if delay > 0:
-            time.sleep(delay)
+        if delay > self.spin_s:
+            time.sleep(delay - self.spin_s)
+        clock, t_abs = self._clock, t + self.t0
+        while clock() < t_abs:  # the last ``spin_s``: a spinning core wakes on time, a sleeping one may not
+            pass
 
     async def _run(self) -> None:
         engine = self.engine
         while True:
             try:
-                events = engine.advance(self.now())
+                t_call = self._clock()
+                events = engine.advance(t_call - self.t0)
+                if self.advance_seconds is not None:
+                    self.advance_seconds.observe(self._clock() - t_call)
                 if events:
                     self._deliver(events)
                 nxt = engine.next_event_time()

@@ -84,6 +84,7 @@ class Emulator:
         self.loop = RealTimeLoop(engine, coarse_margin_s=coarse_margin_s)
         self.tokenizer = LocalTokenizer(options.vocab_size)
         self.metrics = ServerMetrics(options.served_model_names[0])
+        self.loop.advance_seconds = self.metrics.advance
         self._ids = itertools.count()
         self._prefix = os.urandom(4).hex()
 
