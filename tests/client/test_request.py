@@ -185,3 +185,20 @@ def test_unreachable_server_is_an_error_record():
     rec = send(ClientConfig(base_url="http://127.0.0.1:9", model="m"),
                RequestSpec(request_id="r", input_tokens=4, output_tokens=2))
     assert not rec.ok and "cannot connect" in rec.error
+
+
+def test_chunked_decoder_handles_every_split_and_the_final_crlf():
+    from scoville.client.fastpath import _Response
+
+    body = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in (b"data: a\n\n", b"data: bb\n\n", b"x" * 300))
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body + b"0\r\n\r\n"
+    for cut in range(1, len(raw)):
+        got: list[bytes] = []
+        resp = _Response(lambda d, t: got.append(d), None)
+        resp.feed(raw[:cut], 1.0)
+        assert not resp.body_done
+        resp.feed(raw[cut:], 2.0)
+        assert resp.body_done and resp.buf == b"" and b"".join(got) == b"data: a\n\ndata: bb\n\n" + b"x" * 300, cut
+    held = _Response(lambda d, t: None, None)
+    held.feed(raw[:-2], 1.0)
+    assert not held.body_done  # waits for the empty line that ends the message

@@ -131,18 +131,25 @@ class _Response:
                 pos += 2
                 self.chunk_left = 0
                 continue
+            if self.chunk_left == -3:  # after the last chunk: optional trailers, then an empty line
+                if buf.startswith(b"\r\n", pos):
+                    pos += 2
+                else:
+                    end = buf.find(b"\r\n\r\n", pos)
+                    if end < 0:
+                        break
+                    pos = end + 4
+                self.body_done = True
+                break
             eol = buf.find(b"\r\n", pos)
             if eol < 0:
                 break
             size = int(buf[pos:eol].split(b";", 1)[0], 16)
             pos = eol + 2
-            if size == 0:
-                self.body_done = True  # trailers, if any, are ignored with the connection
-                break
-            self.chunk_left = size
+            self.chunk_left = size if size else -3
         if out:
             self._deliver(b"".join(out), t)
-        return buf[pos:] if not self.body_done else b""
+        return buf[pos:] if not self.body_done else b""  # a complete response leaves nothing behind
 
     def _deliver(self, data: bytes, t: float) -> None:
         if self.status == 200:
