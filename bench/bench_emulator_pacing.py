@@ -81,6 +81,14 @@ class LockstepEngine:
                            prompt_tokens_total=self.prompt_total, generation_tokens_total=self.gen_total)
 
 
+def set_priority(kind: str) -> None:
+    """``fifo``: what ``scoville serve --realtime-priority`` does; ``normal``: nothing."""
+    if kind == "fifo":
+        from scoville.emulator.run import raise_priority
+
+        raise_priority()
+
+
 def serve_child(interval: float, streams: int, uvloop: bool, margin: float) -> None:
     from scoville.emulator.run import serve
     from scoville.emulator.server import Emulator, EmulatorOptions
@@ -150,9 +158,10 @@ def lag_quantiles(metrics_text: str) -> dict[str, float]:
     return {"events": total, "p50_ms": q(0.5) * 1e3, "p99_ms": q(0.99) * 1e3, "within_1ms": le1 / max(total, 1)}
 
 
-def run_point(streams: int, interval_ms: float, tokens: int, uvloop: bool, margin: float) -> dict[str, float]:
+def run_point(streams: int, interval_ms: float, tokens: int, uvloop: bool, margin: float,
+              priority: str = "normal") -> dict[str, float]:
     child = subprocess.Popen([sys.executable, __file__, "--serve", str(interval_ms / 1e3), str(streams),
-                              str(int(uvloop)), str(margin)], stdout=subprocess.PIPE, text=True)
+                              str(int(uvloop)), str(margin), priority], stdout=subprocess.PIPE, text=True)
     try:
         url = json.loads(child.stdout.readline())["url"]
         ctx = mp.get_context("spawn")
@@ -174,6 +183,7 @@ def run_point(streams: int, interval_ms: float, tokens: int, uvloop: bool, margi
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
+        set_priority(sys.argv[6])
         serve_child(float(sys.argv[2]), int(sys.argv[3]), bool(int(sys.argv[4])), float(sys.argv[5]))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -182,16 +192,19 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=400, help="tokens per stream")
     ap.add_argument("--loop", choices=["asyncio", "uvloop", "both"], default="uvloop")
     ap.add_argument("--margin-ms", type=float, default=1.5)
+    ap.add_argument("--priority", choices=["normal", "fifo"], default="normal",
+                    help="fifo = the server runs as with `scoville serve --realtime-priority` (root)")
     args = ap.parse_args()
     loops = {"asyncio": [False], "uvloop": [True], "both": [False, True]}[args.loop]
     print(f"{'loop':8} {'streams':>7} {'ms/tok':>7} {'target tok/s':>12} {'got tok/s':>10} {'tok/chunk':>9} "
           f"{'lag p50 ms':>10} {'lag p99 ms':>10} {'<=1ms':>7}")
     best = {}
     grid = [(int(n), float(iv)) for n in args.streams.split(",") for iv in args.intervals.split(",")]
-    print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; server priority "
+          f"{args.priority}")
     for uv in loops:
         for n, iv in grid:
-            r = run_point(n, iv, args.tokens, uv, args.margin_ms / 1e3)
+            r = run_point(n, iv, args.tokens, uv, args.margin_ms / 1e3, args.priority)
             name = "uvloop" if uv else "asyncio"
             print(f"{name:8} {r['streams']:7d} {iv:7.2f} {r['target_tok_s']:12.0f} {r['achieved_tok_s']:10.0f} "
                   f"{r['tokens_per_chunk']:9.2f} {r['p50_ms']:10.3f} {r['p99_ms']:10.3f} {r['within_1ms']:7.1%}",

@@ -28,17 +28,20 @@ def register(app: typer.Typer) -> None:
                                                          "requests wait to be scheduled.")] = None,
         served_model_name: Annotated[Optional[str], typer.Option("--served-model-name",
                                                                  help="Model name clients must send.")] = None,
+        realtime_priority: Annotated[bool, typer.Option("--realtime-priority", help="Run under SCHED_FIFO "
+                                                        "(root) so a busy host cannot delay tokens.")] = False,
     ) -> None:
         """Serve the simulated system on /v1/completions and /v1/chat/completions, paced in real time."""
         from scoville.emulator.build import build_emulator, pinned_config
-        from scoville.emulator.run import announce_json, serve
+        from scoville.emulator.run import announce_json, raise_priority, serve
 
         cfg = pinned_config(hardware, model, config)
         emu = build_emulator(cfg, served_model_name=served_model_name, api_key=api_key, max_queue=max_queue)
+        priority = raise_priority() if realtime_priority else "normal"
 
         def announce(url: str, bound: int) -> None:
             console.print(f"[bold green]scoville emulator[/] serving [bold]{emu.opts.served_model_names[0]}[/] "
-                          f"on {cfg.hardware} ({cfg.label()}) at {url}  (Ctrl-C stops)")
+                          f"on {cfg.hardware} ({cfg.label()}) at {url}, {priority} priority  (Ctrl-C stops)")
             announce_json(url, bound)
 
         serve(emu, host, port, announce, uvloop=True)
