@@ -146,7 +146,7 @@ class SimConfig(_Strict):
         if self.disaggregation is not None:
             d = self.disaggregation
             return f"P {par(d.prefill.parallel)}x{d.prefill.replicas} : D {par(d.decode.parallel)}x{d.decode.replicas}"
-        return f"{par(self.parallel)} x{self.replicas} seqs{self.max_num_seqs}"
+        return f"{par(self.parallel)} x{self.replicas} seqs{self.max_num_seqs} tok{self.max_num_batched_tokens}"
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> "SimConfig":

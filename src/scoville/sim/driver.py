@@ -324,8 +324,14 @@ def simulate_run(
 
 
 def point_rows(config: SimConfig, workload: Any, points: list[LoadPoint], *, seed: int = 0,
-               compat: str = "inferencex", power: str = "rated") -> list[dict[str, Any]]:
-    """Metrics rows of each point without writing a run (the config search's inner loop)."""
+               compat: str = "inferencex", power: str = "rated",
+               stop_when_saturated: bool = False) -> list[dict[str, Any]]:
+    """Metrics rows of each point without writing a run (the config search's inner loop).
+
+    ``stop_when_saturated``: on a closed-loop sweep in rising concurrency, stop once
+    throughput per accelerator no longer grows (within 2 %): more lanes then only
+    queue, so every later point is dominated by an earlier one of the same config.
+    """
     _, power_info = system_and_power(config, power)
     from scoville.sim.hardware import load_hardware
 
@@ -340,4 +346,8 @@ def point_rows(config: SimConfig, workload: Any, points: list[LoadPoint], *, see
         row["preemptions"] = res.counters.get("preemptions", 0)
         rows.append(row)
         t = res.t_end + POINT_GAP_S
+        if stop_when_saturated and len(rows) >= 2 and p.rate is None:
+            y = [r.get("total_throughput_per_accelerator") or 0.0 for r in rows]
+            if y[-1] <= 1.02 * max(y[:-1]):
+                break
     return rows

@@ -74,8 +74,13 @@ class SearchResult:
 
 
 def evaluate_candidate(config: SimConfig, workload: Any, points: list[LoadPoint], seed: int = 0) -> list[dict[str, Any]]:
-    """Metrics rows of one configuration over the points (pure: same inputs, same rows)."""
-    return point_rows(config, workload, points, seed=seed)
+    """Metrics rows of one configuration over the points (pure: same inputs, same rows).
+
+    Points must be in rising concurrency: the sweep of a candidate stops once it
+    saturates (later points could only be dominated by its own earlier ones).
+    """
+    return point_rows(config, workload, sorted(points, key=lambda p: p.concurrency or 0), seed=seed,
+                      stop_when_saturated=True)
 
 
 def _evaluate_item(item: tuple[dict[str, Any], Any, list[LoadPoint], int]) -> list[dict[str, Any]]:
