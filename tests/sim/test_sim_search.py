@@ -107,5 +107,10 @@ def test_simulate_command_pinned_config_and_errors(tmp_path: Path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout[res.stdout.index("{"):])
     assert Path(out["run_dir"]).exists() and [p["label"] for p in out["points"]] == ["c=1", "c=4"]
+    table = runner.invoke(app, ["simulate", "--config", str(cfg), "--scenario", "1k1k", "--concurrency", "2",
+                                "--num-requests", "4", "--runs", str(tmp_path / "runs")])
+    assert table.exit_code == 0, table.output
+    assert "c=2" in table.stdout and "(simulated)" in table.stdout
+    assert Path(table.stdout.strip().splitlines()[-1]).exists()
     bad = runner.invoke(app, ["simulate", "--hardware", "h200", "--runs", str(tmp_path / "runs")])
     assert bad.exit_code != 0 and "--model" in str(bad.exception)

@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from scoville.cli.runs_cmd import POINT_COLUMNS, points_table
@@ -97,13 +98,17 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print(json.dumps({"run_dir": str(run_dir), "points": rows}, indent=2, default=str))
             return
-        columns = POINT_COLUMNS + ([("config", "config")] if configs else [])
-        for r in rows:
-            if configs and r.get("config"):
-                r["config"] = SimConfig.model_validate(json.loads(r["config"])).label()
         title = (f"{manifest['system']['hardware']} · {manifest['model']['name']} · "
                  f"{(manifest.get('workload') or {}).get('name')} (simulated)")
-        Console().print(points_table(title, rows, columns))
+        out = Console()
+        out.print(points_table(title, rows, POINT_COLUMNS))
+        if configs:
+            table = Table(title="winning configuration of each frontier point", header_style="bold")
+            for header in ("point", "configuration", "accelerators"):
+                table.add_column(header, no_wrap=True)
+            for r, c in zip(rows, configs):
+                table.add_row(str(r.get("label")), c.label(), str(c.accelerators))
+            out.print(table)
         pw = manifest.get("power", {})
         console.print(f"power: {pw.get('source')} ({pw.get('boundary')} boundary)")
         print(run_dir)
