@@ -54,9 +54,15 @@ def test_every_request_gets_exactly_its_tokens_in_time_order():
     assert st.running == 0 and st.waiting == 0
 
 
-def test_event_mode_and_record_mode_produce_identical_timelines():
-    cfg = SimConfig(**BASE, max_num_seqs=4, max_num_batched_tokens=2048)
-    specs = [spec(i, isl=3000, osl=50 + i) for i in range(10)]
+@pytest.mark.parametrize("opts", [
+    dict(max_num_seqs=4, max_num_batched_tokens=2048),
+    dict(max_num_seqs=64, kv_capacity_tokens=12000),                 # KV pressure: preemptions
+    dict(replicas=3, kv_capacity_tokens=10000, max_num_batched_tokens=1024),
+])
+def test_event_mode_and_record_mode_produce_identical_timelines(opts):
+    # record mode advances decoding requests lazily as a group; the emulator's event mode steps each one
+    cfg = SimConfig(**BASE, **opts)
+    specs = [spec(i, isl=700 + 230 * (i % 7), osl=40 + 7 * i) for i in range(40)]
     events = run_events(SimEngine(cfg, token_events=True), specs)
     rec = SimEngine(cfg, token_events=False)
     for s in specs:

@@ -518,6 +518,11 @@ class Instance:
                         self._gphase[ph] += 1
                         self._gph[r] = ph
                     budget -= gn
+        elif running and any(not (r.generated > 0 and r.num_tokens - r.computed == 1) for r in running):
+            # Decodes first, then prompt chunks (each group in admission order): the order the lazy group
+            # imposes, kept here too so both output modes schedule identically.
+            running[:] = ([r for r in running if r.generated > 0 and r.num_tokens - r.computed == 1]
+                          + [r for r in running if not (r.generated > 0 and r.num_tokens - r.computed == 1)])
         i = 0
         drafts, bs, chunked = self.drafts, kv.block_size, self.chunked
         # The hot loop of mixed prefill+decode steps: kept free of method calls on the decode path.
