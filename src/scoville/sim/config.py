@@ -10,6 +10,21 @@ simulated configuration onto a real deployment.
 
 Limits (max_num_seqs, token budget, KV capacity) are per *instance*: one
 model replica of ``parallel.accelerators`` accelerators with one scheduler.
+
+A ``--config`` file (YAML or JSON; hardware/model may come from the command line)::
+
+    hardware: gb300
+    model: deepseek-r1
+    parallel: {tp: 1, dp: 8, ep: 8}     # one instance = 8 GPUs, DP attention, wide EP
+    max_num_seqs: 512
+    max_num_batched_tokens: 8192
+    enable_prefix_caching: true
+    speculative: {num_draft_tokens: 1, acceptance_rate: 0.8}    # MTP
+    host_offload: {capacity_gb: 500, bandwidth_gbps: 50}
+    disaggregation:                    # omit for unified (chunked prefill mixed with decode)
+      prefill: {parallel: {tp: 4}, replicas: 2}
+      decode: {parallel: {tp: 1, dp: 16, ep: 16}, replicas: 1}
+      kv_transfer: scaleup
 """
 
 from __future__ import annotations
