@@ -43,13 +43,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except Exception as e:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
+    except Exception as e:
+        # Usage errors (unknown command, bad option) come from typer's click, which newer typer
+        # versions vendor; recognise them by shape rather than by one module's class.
+        if callable(getattr(e, "show", None)) and isinstance(getattr(e, "exit_code", None), int):
             e.show()
             sys.exit(e.exit_code)
-        if isinstance(e, click.exceptions.Abort):
+        if type(e).__name__ == "Abort":
             err_console.print("[yellow]aborted[/]")
             sys.exit(130)
         raise
