@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from scoville.cli.runs_cmd import POINT_COLUMNS, points_table
+from scoville.executor.options import ExecutorOption, RayAddressOption
 from scoville.load import concurrency_sweep, parse_float_list, parse_int_list, rate_sweep
 from scoville.results.store import read_manifest, read_point_metrics
 from scoville.sim.config import SimConfig, SimConfigError
@@ -49,7 +50,8 @@ def register(app: typer.Typer) -> None:
         power: Annotated[str, typer.Option(help="Per-kW power: rated | all-in | model (utilisation).")] = "rated",
         compat: Annotated[str, typer.Option(help="Metric method: inferencex | clean.")] = "inferencex",
         seed: Annotated[int, typer.Option(help="Seed for workload draws and speculative acceptance.")] = 0,
-        executor: Annotated[str, typer.Option(help="Where search candidates run: local | ray.")] = "local",
+        executor: ExecutorOption = "local",
+        ray_address: RayAddressOption = None,
         workers: Annotated[Optional[int], typer.Option(help="Local worker processes for the search.")] = None,
         runs: Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")] = Path("runs"),
         json_out: Annotated[bool, typer.Option("--json", help="Print the points as JSON on stdout.")] = False,
@@ -80,7 +82,7 @@ def register(app: typer.Typer) -> None:
             from scoville.executor import make_executor
             from scoville.sim.search import frontier_plan, search
 
-            with make_executor(executor, max_workers=workers) as ex, _progress() as bar:
+            with make_executor(executor, ray_address, max_workers=workers) as ex, _progress() as bar:
                 task = bar.add_task("searching configurations", total=None)
                 result = search(base, workload, points, seed=seed, executor=ex,
                                 progress=lambda done, total: bar.update(task, completed=done, total=total))
