@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 # Fields accepted and ignored: they change what is sampled, not how long it takes.
 _SAMPLING = {
     "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
@@ -177,12 +179,21 @@ def _parse_prompt(body: dict[str, Any], req: GenRequest) -> None:
         prompt = prompt[0]            # a batch of one prompt
     if isinstance(prompt, str):
         req.prompt_text = prompt
-    elif isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+    elif isinstance(prompt, list) and prompt and _int_list(prompt):
         req.prompt_ids = prompt
     elif isinstance(prompt, list) and len(prompt) > 1 and all(isinstance(p, (str, list)) for p in prompt):
         raise _bad("batched prompts are not supported by the emulator; send one prompt per request", "prompt")
     else:
         raise _bad("'prompt' is required: a string or a non-empty list of token ids", "prompt")
+
+
+def _int_list(values: list[Any]) -> bool:
+    """All plain ints (not bools)? msgspec checks in C: an 8k-token prompt in ~30 µs, not ~500."""
+    try:
+        msgspec.convert(values, list[int], strict=True)
+    except msgspec.ValidationError:
+        return False
+    return True
 
 
 def _parse_messages(body: dict[str, Any], req: GenRequest) -> None:

@@ -94,7 +94,13 @@ class Emulator:
         if req.chat:
             return self.tokenizer.encode_chat(req.messages, req.add_generation_prompt)
         if req.prompt_ids is not None:
-            bad = next((t for t in req.prompt_ids if not 0 <= t < self.opts.vocab_size), None)
+            ids = req.prompt_ids
+            try:
+                arr = np.fromiter(ids, dtype=np.int64, count=len(ids))
+            except OverflowError:
+                raise APIError(400, "a token id in 'prompt' does not fit in 64 bits; send vocabulary ids",
+                               param="prompt") from None
+            bad = next((int(t) for t in (arr.min(), arr.max()) if not 0 <= t < self.opts.vocab_size), None)
             if bad is not None:
                 raise APIError(400, f"token id {bad} in 'prompt' is outside the vocabulary [0, "
                                     f"{self.opts.vocab_size}); send ids below {self.opts.vocab_size}", param="prompt")
@@ -128,7 +134,7 @@ class Emulator:
                                 f"{n_prompt} prompt tokens{asked} ({n_prompt + max(limit, 1)} in all). "
                                 "Shorten the prompt or lower max_tokens.", param="prompt",
                            code="context_length_exceeded")
-        prompt_hash = zlib.crc32(np.asarray(ids, dtype=np.int64).tobytes())
+        prompt_hash = zlib.crc32(np.fromiter(ids, dtype=np.int64, count=n_prompt))
         rng = np.random.default_rng([prompt_hash, req.seed & 0xFFFFFFFF])
         if req.ignore_eos:
             n_out, reason = limit, "length"
