@@ -22,6 +22,16 @@ chunk per engine step; when the per-token interval is shorter than what the
 loop can turn around, the loop wakes after several of a stream's steps have
 come due and they go out together, so coalescing happens exactly when, and
 only as much as, pacing cannot be honoured.
+
+Measured limit (bench/bench_emulator_pacing.py, 2-core shared VM, uvloop,
+lockstep engine): the tokens of one step go out as sequential socket writes of
+~10-25 µs each, so a step of N streams spreads over N × that. Under
+``--realtime-priority`` (SCHED_FIFO) the p99 lag stayed under 1 ms up to 32
+streams at 1 ms/token (32k tokens/s, p99 0.37 ms) and 64 streams at 1 ms/token
+(64k tokens/s, p99 0.93 ms) with 1.00-1.02 tokens per chunk; 64 streams at
+2-4 ms/token measured p99 1.0-1.5 ms (an idle virtual CPU wakes late). At normal
+priority on a busy host, other processes set the tail (p99 3-40 ms) and chunks
+coalesce to 1.9-3 tokens at 64 streams × 1-2 ms.
 """
 
 from __future__ import annotations
