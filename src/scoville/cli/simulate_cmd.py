@@ -7,6 +7,8 @@ module shows progress and prints the summary table and the run directory.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import json
 from pathlib import Path
 from typing import Annotated, Optional
@@ -90,10 +92,14 @@ def register(app: typer.Typer) -> None:
             search_info = result.summary()
             console.print(f"searched {result.evaluated} configurations in {result.elapsed_s:.1f} s; "
                           f"{len(points)} frontier points")
-        with _progress() as bar:
+        from scoville.executor import make_executor
+
+        # Points fan out only when asked for a cluster; locally the sequential loop is already fast.
+        fan_out = make_executor(executor, ray_address, max_workers=workers) if executor == "ray" else nullcontext()
+        with fan_out as point_executor, _progress() as bar:
             task = bar.add_task("simulating points", total=len(points))
             run_dir = simulate_run(base, workload, points, runs, seed=seed, compat=compat, power=power,
-                                   point_configs=configs, search=search_info,
+                                   point_configs=configs, search=search_info, executor=point_executor,
                                    progress=lambda i, n, p: bar.update(task, completed=i))
         rows = read_point_metrics(run_dir)
         manifest = read_manifest(run_dir)

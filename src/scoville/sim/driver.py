@@ -270,11 +270,14 @@ def simulate_run(
     progress: Callable[[int, int, LoadPoint], None] | None = None,
     point_configs: list[SimConfig] | None = None,
     search: dict[str, Any] | None = None,
+    executor: Any = None,
 ) -> Path:
     """Simulate every point and write a run directory in the measured runs' schema; returns its path.
 
     ``point_configs`` gives each point its own (winning) configuration, as the
-    config search does; by default every point uses ``config``.
+    config search does; by default every point uses ``config``. With an
+    ``executor`` (``scoville.executor``), the points run as parallel tasks —
+    locally or on Ray — and are laid on the same run clock as the sequential loop.
     """
     configs = point_configs or [config] * len(points)
     if len(configs) != len(points):
@@ -303,10 +306,16 @@ def simulate_run(
     writer = RunWriter.create(runs_root, manifest, journal=False)
     t = 0.0
     power_rows: list[tuple[float, float]] = []
+    fanned_out = None
+    if executor is not None:
+        from scoville.executor.sim import simulate_points  # the executor layer builds on this module
+
+        fanned_out = simulate_points(executor, configs, workload, points, seed=seed, model_power=power == "model")
     for i, (p, c) in enumerate(zip(points, configs)):
         if progress is not None:
             progress(i, len(points), p)
-        res = simulate_point(c, workload, p, seed=seed, t_start=t, model_power=power == "model")
+        res = fanned_out[i] if fanned_out is not None else simulate_point(
+            c, workload, p, seed=seed, t_start=t, model_power=power == "model")
         writer.write_point(p.index, res.table)
         if res.watts_per_accelerator is not None:
             total = res.watts_per_accelerator * c.accelerators
