@@ -35,7 +35,8 @@ from scoville.results.schema import RequestRecord
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(RequestRecord).decode
-# Lanes one event loop keeps with sub-millisecond timestamps at full speed (bench/bench_client.py).
+# Streams one event loop drives at >= 50k chunks/s with p99 timestamp lag well under 1 ms on the
+# raw-socket path (bench/bench_client.py); wider points get more processes, up to the cores.
 LANES_PER_WORKER = 256
 
 
