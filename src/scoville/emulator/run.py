@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -81,6 +82,10 @@ def serve(emu: Emulator, host: str = "127.0.0.1", port: int = 8000,
     """Block serving ``emu`` on ``host:port`` until SIGINT/SIGTERM."""
     if uvloop:
         use_uvloop()
+    # A full cyclic-GC pass over the catalogs, numpy and aiohttp objects built at start-up takes
+    # milliseconds, all of it on the loop that paces tokens: freeze them out of the collector.
+    gc.collect()
+    gc.freeze()
     asyncio.run(serve_async(emu, host, port, announce))
 
 
