@@ -137,3 +137,24 @@ def arrival_offsets(point: LoadPoint, count: int, seed: int) -> np.ndarray:
     gaps = rng.gamma(shape, 1.0 / (point.rate * shape), size=count)
     gaps[0] = 0.0
     return np.cumsum(gaps)
+
+
+def session_start_offsets(point: LoadPoint, count: int, seed: int, workload: object = None) -> np.ndarray:
+    """Open-loop start times (s from point start) of ``count`` sessions, for every driver alike.
+
+    A workload that carries its own arrival times (a timed trace: ``has_arrivals``
+    and ``arrivals(count, stream)``) keeps their shape — bursts and lulls — and is
+    time-scaled so its mean rate is the point's ``rate``; otherwise the arrivals are
+    drawn from the point's gamma/Poisson process.
+    """
+    if point.rate is None:
+        raise LoadError("arrival offsets exist only for rate points")
+    if workload is None or not getattr(workload, "has_arrivals", False):
+        return arrival_offsets(point, count, seed)
+    starts = np.asarray(workload.arrivals(count, point.index), dtype=float)  # type: ignore[attr-defined]
+    starts = starts - starts[0] if starts.size else starts
+    span = float(starts[-1]) if starts.size > 1 else 0.0
+    if span <= 0:
+        return starts
+    trace_rate = (starts.size - 1) / span
+    return starts * (trace_rate / point.rate)

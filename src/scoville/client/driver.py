@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import aiohttp
 
@@ -23,7 +23,7 @@ from scoville.client.config import ClientConfig
 from scoville.client import fastpath
 from scoville.client.fastpath import FastHTTP
 from scoville.client.request import Prompts, send_request, send_request_fast
-from scoville.load import LoadPoint, arrival_offsets
+from scoville.load import LoadPoint, session_start_offsets
 from scoville.results.schema import RequestRecord
 from scoville.workload.spec import RequestSpec, Session
 
@@ -104,6 +104,7 @@ async def drive_point(
     max_in_flight: int | None = None,
     worker: str | None = None,
     stop: Callable[[], bool] = lambda: False,
+    workload: Any = None,
 ) -> None:
     """Run (this process's share of) one load point.
 
@@ -111,7 +112,8 @@ async def drive_point(
     in order, sleeping ``think_s`` before every turn after the first. Open
     loop: each session in ``open_sessions`` (default all) starts at its
     arrival offset from ``t_start``; ``max_in_flight`` caps requests in flight.
-    ``t_start`` is on the run clock (``perf_counter() - t0``).
+    ``t_start`` is on the run clock (``perf_counter() - t0``). ``workload``,
+    when given, lets a timed trace supply its own arrival times.
     """
     prompts = Prompts(cfg)
     deadline = t_start + point.duration_s if point.duration_s else None
@@ -149,10 +151,10 @@ async def drive_point(
                     exhausted = True
                     return False
                 if sem is None:
-                    rec = await send(spec, n < point.warmup_requests)
+                    rec = await send(spec, n < point.warmup_requests or spec.warmup)
                 else:
                     async with sem:
-                        rec = await send(spec, n < point.warmup_requests)
+                        rec = await send(spec, n < point.warmup_requests or spec.warmup)
                 t_prev_done = rec.t_done
                 on_record(rec)
             return True
@@ -171,7 +173,7 @@ async def drive_point(
                     fast.close()
             return
 
-        offsets = arrival_offsets(point, len(sessions), seed)
+        offsets = session_start_offsets(point, len(sessions), seed, workload)
         chosen = range(len(sessions)) if open_sessions is None else open_sessions
 
         async def arrival(i: int) -> None:

@@ -89,7 +89,8 @@ def run_point_here(cfg: ClientConfig, workload: Any, point: LoadPoint, *, t0: fl
     counters = LocalCounters(len(sessions), request_cap(point))
     lanes = point.concurrency or 1
     run_async(drive_point(cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
-                          lanes=lanes, seed=seed, max_in_flight=point.concurrency if point.rate else None))
+                          lanes=lanes, seed=seed, max_in_flight=point.concurrency if point.rate else None,
+                          workload=workload))
 
 
 def _worker_main(index: int, count: int, conn: Connection, counters: _SharedCounters, cfg: ClientConfig,
@@ -134,7 +135,7 @@ def _worker_point(index: int, count: int, name: str, conn: Connection, counters:
         task = asyncio.ensure_future(drive_point(
             cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
             lanes=lanes if point.rate is None else 0, seed=seed, open_sessions=open_sessions,
-            max_in_flight=max_in_flight, worker=name))
+            max_in_flight=max_in_flight, worker=name, workload=workload))
         # The parent's stop (Ctrl-C) is an Event in shared memory, polled here: in-flight requests are
         # cancelled, finished ones were already sent.
         while not task.done():

@@ -88,8 +88,9 @@ class _ShareRun:
     """One share running on its own event loop in a worker thread."""
 
     def __init__(self, worker: str, cfg: ClientConfig, sessions: list[Session], share: Share, *,
-                 t0: float, t_start: float, seed: int) -> None:
+                 t0: float, t_start: float, seed: int, workload: Any = None) -> None:
         self.worker, self.cfg, self.sessions, self.share = worker, cfg, sessions, share
+        self.workload = workload
         self.t0, self.t_start, self.seed = t0, t_start, seed
         self.lock = threading.Lock()
         self.records: list[RequestRecord] = []
@@ -120,7 +121,7 @@ class _ShareRun:
                 self.cfg, view, share.point, t0=self.t0, t_start=self.t_start, counters=counters,
                 on_record=self._record, lanes=share.lanes, seed=self.seed,
                 open_sessions=share.sessions if open_loop else None, max_in_flight=share.max_in_flight,
-                worker=self.worker, stop=lambda: self.stopped))
+                worker=self.worker, stop=lambda: self.stopped, workload=self.workload))
         except BaseException as e:  # reported to the coordinator, which records what was lost
             self.error = f"{type(e).__name__}: {e}"
         finally:
@@ -154,7 +155,8 @@ class ClientWorker:
         key = (plan_point.index, session_count(plan_point))
         if key not in self._sessions:
             self._sessions = {key: point_sessions(self.workload, plan_point)}
-        run = _ShareRun(self.name, self.cfg, self._sessions[key], share, t0=t0, t_start=t_start, seed=seed)
+        run = _ShareRun(self.name, self.cfg, self._sessions[key], share, t0=t0, t_start=t_start, seed=seed,
+                        workload=self.workload)
         self._runs[run_id] = run
         run.thread.start()
 

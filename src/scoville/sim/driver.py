@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from scoville.load import LoadPoint, arrival_offsets
+from scoville.load import LoadPoint, session_start_offsets
 from scoville.metrics import PointContext, point_metrics, recompute
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
@@ -139,7 +139,7 @@ def simulate_point(config: SimConfig, workload: Any, point: LoadPoint, *, seed: 
         for _ in range(min(point.concurrency or 1, len(sessions))):
             start_next_session(t_start)
     else:
-        offsets = arrival_offsets(point, len(sessions), seed)
+        offsets = session_start_offsets(point, len(sessions), seed, workload)
         for i, off in enumerate(offsets):
             heapq.heappush(pending, (t_start + float(off), next(seq), i, 0))
         next_session = len(sessions)
