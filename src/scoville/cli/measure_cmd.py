@@ -26,6 +26,18 @@ from scoville.load import concurrency_sweep, parse_float_list, parse_int_list, r
 from scoville.power.sources import cost_per_hour, plan_power, system_info
 from scoville.results.catalog import resolve_run
 from scoville.results.store import read_journal, read_manifest
+from scoville.cli.workload_options import (
+    IdleGapCapOption,
+    MaxSessionsOption,
+    ReplayOption,
+    SampleOption,
+    ThinkScaleOption,
+    TimeScaleOption,
+    TraceBlockSizeOption,
+    TraceFormatOption,
+    TraceOption,
+    workload_kwargs,
+)
 from scoville.workload.scenarios import resolve_workload
 
 console = Console(stderr=True)
@@ -140,6 +152,15 @@ def register(app: typer.Typer) -> None:
         timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 600.0,
         tokenizer: Annotated[Optional[str], typer.Option(help="Local tokenizer.json for --api chat prompts.")] = None,
         vocab_size: Annotated[int, typer.Option(help="Vocabulary size for token-id prompts.")] = 32000,
+        trace: TraceOption = None,
+        trace_format: TraceFormatOption = None,
+        time_scale: TimeScaleOption = None,
+        sample: SampleOption = None,
+        max_sessions: MaxSessionsOption = None,
+        idle_gap_cap: IdleGapCapOption = None,
+        replay: ReplayOption = None,
+        trace_block_size: TraceBlockSizeOption = None,
+        think_scale: ThinkScaleOption = None,
     ) -> None:
         """Measure a latency-throughput curve: closed-loop concurrency or open-loop rate points."""
         single = ctx.info_name == "run"
@@ -165,14 +186,19 @@ def register(app: typer.Typer) -> None:
                     system_defaults = dict(getattr(handle, "system", {}) or {})
                     emulator = {"hardware": hw, "model": mdl, "config": getattr(handle, "config", None)}
                     hardware = system_defaults.get("hardware") or hw
-                    if wl_name is None and wl_isl is None and wl_osl is None:
+                    if wl_name is None and wl_isl is None and wl_osl is None and trace is None:
                         wl_isl, wl_osl = EMULATOR_DEFAULTS["isl"], EMULATOR_DEFAULTS["osl"]
                     default_c = EMULATOR_DEFAULTS["concurrency"]
                 else:
                     target_url, model_name = url, model or ""
-                    if wl_name is None and wl_isl is None and wl_osl is None:
+                    if wl_name is None and wl_isl is None and wl_osl is None and trace is None:
                         wl_name = "1k1k"
-                workload = resolve_workload(wl_name, isl=wl_isl, osl=wl_osl, range_ratio=range_ratio, seed=seed)
+                workload = resolve_workload(wl_name, isl=wl_isl, osl=wl_osl, range_ratio=range_ratio, seed=seed,
+                                            **workload_kwargs(trace=trace, trace_format=trace_format,
+                                                              time_scale=time_scale, sample=sample,
+                                                              max_sessions=max_sessions, idle_gap_cap=idle_gap_cap,
+                                                              replay=replay, trace_block_size=trace_block_size,
+                                                              think_scale=think_scale))
                 points = _points(concurrency, rate, single=single, num_requests=num_requests,
                                  warmup_requests=warmup_requests, duration=duration, burstiness=burstiness,
                                  max_concurrency=max_concurrency, default_concurrency=default_c)

@@ -19,6 +19,18 @@ from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from scoville.cli.runs_cmd import POINT_COLUMNS, points_table
+from scoville.cli.workload_options import (
+    IdleGapCapOption,
+    MaxSessionsOption,
+    ReplayOption,
+    SampleOption,
+    ThinkScaleOption,
+    TimeScaleOption,
+    TraceBlockSizeOption,
+    TraceFormatOption,
+    TraceOption,
+    workload_kwargs,
+)
 from scoville.executor.options import ExecutorOption, RayAddressOption
 from scoville.load import concurrency_sweep, parse_float_list, parse_int_list, rate_sweep
 from scoville.results.store import read_manifest, read_point_metrics
@@ -56,6 +68,15 @@ def register(app: typer.Typer) -> None:
         ray_address: RayAddressOption = None,
         workers: Annotated[Optional[int], typer.Option(help="Local worker processes for the search.")] = None,
         runs: Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")] = Path("runs"),
+        trace: TraceOption = None,
+        trace_format: TraceFormatOption = None,
+        time_scale: TimeScaleOption = None,
+        sample: SampleOption = None,
+        max_sessions: MaxSessionsOption = None,
+        idle_gap_cap: IdleGapCapOption = None,
+        replay: ReplayOption = None,
+        trace_block_size: TraceBlockSizeOption = None,
+        think_scale: ThinkScaleOption = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the points as JSON on stdout.")] = False,
     ) -> None:
         """Predict the latency-throughput-energy frontier of a model on a system (searches configs unless --config)."""
@@ -68,7 +89,11 @@ def register(app: typer.Typer) -> None:
             if not hardware or not model:
                 raise SimConfigError("give --hardware and --model (or a --config file that names them)")
             base = SimConfig(hardware=hardware, model=model, precision=precision)
-        workload = resolve_workload(scenario if (scenario or isl or osl) else "8k1k", isl=isl, osl=osl, seed=seed)
+        workload = resolve_workload(scenario if (scenario or isl or osl or trace) else "8k1k", isl=isl, osl=osl,
+                                    seed=seed, **workload_kwargs(
+                                        trace=trace, trace_format=trace_format, time_scale=time_scale,
+                                        sample=sample, max_sessions=max_sessions, idle_gap_cap=idle_gap_cap,
+                                        replay=replay, trace_block_size=trace_block_size, think_scale=think_scale))
         if concurrency and rate:
             raise SimConfigError("give --concurrency or --rate, not both")
         if rate:

@@ -1,0 +1,32 @@
+"""The shared workload flags reach resolve_workload from `scoville simulate` (the sweep CLI uses the same ones)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scoville.cli import main
+
+TRACE = Path(__file__).resolve().parents[1] / "src" / "scoville" / "data" / "traces" / "mooncake_sample.jsonl"
+
+
+def simulate(tmp_path, *args):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("hardware: h200\nmodel: llama-3.1-8b\n")
+    main(["simulate", "--config", str(cfg), "--runs", str(tmp_path / "runs"), "--json", *args])
+
+
+def test_trace_replay_open_loop_through_the_cli(tmp_path, capsys):
+    simulate(tmp_path, "--trace", str(TRACE), "--rate", "2", "--num-requests", "12", "--time-scale", "0.5")
+    out = json.loads(capsys.readouterr().out)
+    (point,) = out["points"]
+    assert point["num_ok"] == 12
+    manifest = json.loads((Path(out["run_dir"]) / "manifest.json").read_text())
+    assert manifest["workload"]["kind"] == "trace"
+
+
+def test_session_flags_on_a_single_turn_scenario_are_refused_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        simulate(tmp_path, "--scenario", "1k1k", "--think-scale", "0", "--concurrency", "1")
+    assert e.value.code == 2
+    assert "think_scale" in capsys.readouterr().err
