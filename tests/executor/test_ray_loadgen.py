@@ -162,34 +162,25 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_what_finished(ray_cluster, s
     assert {r.request_id for r in seen} <= {r.request_id for r in journal}
 
 
-def test_the_coordinator_drops_into_the_clients_own_sweep_in_place_of_its_worker_pool(
-        ray_cluster, server, tmp_path, monkeypatch):
-    """The hook the measured sweep needs: RayLoadCoordinator has WorkerPool's run_point/close interface.
-
-    The client's ``run_sweep`` (probe, manifest, journal, Parquet, recompute)
-    runs unchanged; only the object that drives each point is the Ray one.
-    """
+def test_the_clients_own_sweep_runs_on_ray_client_workers(ray_cluster, server, tmp_path):
+    """``Sweep(executor="ray")``: the client's run_sweep (probe, manifest, journal, Parquet,
+    recompute) runs unchanged; only the object that drives each point is the Ray coordinator."""
     from scoville.client import sweep as client_sweep
     from scoville.power.sources import PowerPlan
 
-    coordinators = []
-
-    def ray_pool(workers, cfg, workload):
-        coordinators.append(RayLoadCoordinator(cfg, workload, workers=workers, num_cpus=0.5))
-        return coordinators[-1]
-
-    monkeypatch.setattr(client_sweep, "WorkerPool", ray_pool)
     cfg = ClientConfig(base_url=server.base_url, model="test-model")
     workload = SyntheticWorkload(isl=16, osl=6, range_ratio=1.0, seed=8)
     points = concurrency_sweep([2, 4], requests_per_concurrency=3, warmup_per_concurrency=1)
     sweep = client_sweep.Sweep(cfg=cfg, workload=workload, points=points, power=PowerPlan("none", "chip"),
-                               system={"hardware": "loopback", "accelerators": 1}, workers=2)
+                               system={"hardware": "loopback", "accelerators": 1}, executor="ray", ray_workers=2)
     result = client_sweep.run_sweep(sweep, tmp_path)
     records = read_requests(result.run_dir).to_pylist()
-    assert result.status == "complete" and len(coordinators) == 1
+    assert result.status == "complete"
     assert len(records) == sum(p.total_requests for p in points)
     assert {r["worker"].split("@")[0] for r in records} == {"ray-0", "ray-1"}
     assert [r["num_requests"] for r in result.rows] == [p.num_requests for p in points]
+    executor = read_manifest(result.run_dir)["executor"]
+    assert executor["kind"] == "ray" and {s["point"] for s in executor["clock_sync"]} == {0, 1}
 
 
 def test_a_client_that_fails_on_the_workers_surfaces_as_one_clear_error(ray_cluster, server, tmp_path):

@@ -38,6 +38,7 @@ from scoville.cli.workload_options import (
     TraceOption,
     workload_kwargs,
 )
+from scoville.executor.options import ClientWorkersOption, ExecutorOption, RayAddressOption
 from scoville.workload.scenarios import resolve_workload
 
 console = Console(stderr=True)
@@ -161,6 +162,9 @@ def register(app: typer.Typer) -> None:
         replay: ReplayOption = None,
         trace_block_size: TraceBlockSizeOption = None,
         think_scale: ThinkScaleOption = None,
+        executor: ExecutorOption = "local",
+        ray_address: RayAddressOption = None,
+        ray_workers: ClientWorkersOption = 2,
     ) -> None:
         """Measure a latency-throughput curve: closed-loop concurrency or open-loop rate points."""
         single = ctx.info_name == "run"
@@ -212,6 +216,8 @@ def register(app: typer.Typer) -> None:
                 if cost is None:
                     cost = system_defaults.get("cost_per_accelerator_hour")
                 system = system_info(hardware, n_acc, plan, cost)
+                if ray_address and executor != "ray":
+                    raise ClientError("--ray-address only applies with --executor ray")
                 if compat not in ("inferencex", "clean"):
                     raise ClientError(f"unknown --compat {compat!r}; use inferencex or clean")
                 cfg = ClientConfig(base_url=target_url, model=model_name, api=api, api_key=api_key,
@@ -219,7 +225,8 @@ def register(app: typer.Typer) -> None:
                                    tokenizer=tokenizer)
                 sweep = Sweep(cfg=cfg, workload=workload, points=points, power=plan, system=system,
                               model={"name": model_name or None}, compat=compat, seed=seed, workers=workers,
-                              emulator=emulator)
+                              emulator=emulator, executor=executor, ray_address=ray_address,
+                              ray_workers=ray_workers)
                 with progress:
                     result = run_sweep(sweep, runs, observer=progress, command=redacted_argv(sys.argv))
             _print_result(result, plan.manifest(), json_out)

@@ -68,6 +68,9 @@ class Sweep:
     workers: int = 0                    # 0 = auto (by the widest point)
     emulator: dict[str, Any] | None = None
     slo: dict[str, float] | None = None
+    executor: str = "local"             # local (worker processes here) | ray (client actors on a cluster)
+    ray_address: str | None = None
+    ray_workers: int = 2
 
 
 @dataclass
@@ -148,7 +151,10 @@ def _execute(writer: RunWriter, sweep: Sweep, workers: int, observer: Observer) 
         sampler = NvmlSampler(writer.now, devices=sweep.power.nvml_devices)
         writer.manifest["power"]["nvml_device_names"] = sampler.names
         sampler.start()
-    pool = WorkerPool(workers, sweep.cfg, sweep.workload) if workers > 1 else None
+    pool = _point_runner(sweep, workers)
+    if hasattr(pool, "describe"):
+        writer.manifest["executor"] = pool.describe()
+        writer.save_manifest()
     status, rows = "interrupted", []
     try:
         for position, point in enumerate(todo):
@@ -181,6 +187,8 @@ def _execute(writer: RunWriter, sweep: Sweep, workers: int, observer: Observer) 
     except KeyboardInterrupt:
         pass
     finally:
+        if hasattr(pool, "describe"):  # final worker list, clock offsets and losses
+            writer.manifest["executor"] = pool.describe()
         if pool is not None:
             pool.close()
         if sampler is not None:
@@ -194,6 +202,18 @@ def _execute(writer: RunWriter, sweep: Sweep, workers: int, observer: Observer) 
     if status == "interrupted":
         raise SweepInterrupted(result)
     return result
+
+
+def _point_runner(sweep: Sweep, workers: int) -> Any:
+    """What drives each point: Ray client actors, local worker processes, or (None) this process."""
+    if sweep.executor == "ray":
+        from scoville.executor.loadgen import RayLoadCoordinator  # imports Ray only when asked
+
+        return RayLoadCoordinator(sweep.cfg, sweep.workload, workers=sweep.ray_workers,
+                                  ray_address=sweep.ray_address)
+    if sweep.executor != "local":
+        raise ClientError(f"unknown --executor {sweep.executor!r}; use local or ray")
+    return WorkerPool(workers, sweep.cfg, sweep.workload) if workers > 1 else None
 
 
 def _workers_for(sweep: Sweep) -> int:
