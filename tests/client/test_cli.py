@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Behaviour
+from client_support import Behaviour
 
 from scoville.results.store import finished_points, read_journal, read_manifest, read_requests
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import msgspec
-from conftest import Behaviour
+from client_support import Behaviour
 
 from scoville.client.config import ClientConfig
 from scoville.client.workers import WorkerPool, run_point_here

@@ -11,7 +11,7 @@ import time
 import types
 
 import pytest
-from conftest import Behaviour
+from client_support import Behaviour
 
 from scoville.client.config import ClientConfig
 from scoville.client.sweep import Sweep, run_sweep

@@ -8,7 +8,7 @@ import time
 import aiohttp
 import numpy as np
 import pytest
-from conftest import Behaviour
+from client_support import Behaviour
 
 from scoville.client.config import ClientConfig
 from scoville.client.driver import make_timeout

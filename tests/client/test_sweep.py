@@ -8,7 +8,7 @@ import time
 import msgspec
 import pyarrow.parquet as pq
 import pytest
-from conftest import Behaviour
+from client_support import Behaviour
 
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError

@@ -8,7 +8,7 @@ import json
 import aiohttp
 import pytest
 
-from conftest import API_KEY, run
+from emulator_support import API_KEY, run
 from scoville.emulator.launch import EmulatorStartError, spawn_emulator
 from scoville.sim.config import SimConfig
 from scoville.sim.engine import step_cost

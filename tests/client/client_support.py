@@ -1,0 +1,189 @@
+"""A scriptable OpenAI-compatible loopback server for the client tests.
+
+Real HTTP on 127.0.0.1, served by aiohttp in a background thread (so both
+in-process drivers and subprocess sweeps can hit it). Each request's behaviour
+comes from ``server.behave(index, body) -> Behaviour``: pacing, chunk sizes,
+usage reporting, HTTP errors, 429s, malformed SSE, error events, keep-alives,
+disconnects and stalls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pytest
+from aiohttp import web
+
+
+@dataclass
+class Behaviour:
+    tokens: int | None = None          # output tokens (default: the request's max_tokens)
+    per_chunk: int = 1                 # tokens per chunk (multi-token chunks when > 1)
+    chunk_sizes: list[int] | None = None  # explicit tokens per chunk (overrides per_chunk)
+    ttft_s: float = 0.0
+    interval_s: float = 0.0
+    status: int = 200
+    error_body: str = '{"error": {"message": "boom"}}'
+    usage: bool = True                 # final usage event
+    continuous_usage: bool = False     # cumulative usage on every chunk
+    token_ids: bool = False            # send token_ids per chunk
+    keepalive_every: int = 0           # a ": keep-alive" comment every n chunks
+    empty_first: bool = False          # an empty-text chunk before the first token
+    malformed_after: int | None = None # send garbage after n chunks
+    error_event_after: int | None = None
+    disconnect_after: int | None = None
+    stall_after: int | None = None     # stop sending (but keep the connection) after n chunks
+    done: bool = True                  # send [DONE]
+    finish: bool = True                # finish_reason on the last chunk
+    cached_tokens: int | None = None
+    reject_extensions: bool = False    # 400 on ignore_eos/min_tokens like a strict OpenAI server
+    crlf: bool = False
+
+
+@dataclass
+class FakeServer:
+    behave: Callable[[int, dict], Behaviour] = lambda i, body: Behaviour()
+    models: list[str] = field(default_factory=lambda: ["test-model"])
+    require_key: str | None = None
+    bodies: list[dict] = field(default_factory=list)
+    headers: list[dict] = field(default_factory=list)
+    base_url: str = ""
+    send_log: list[tuple[float, int]] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    arrivals: list[float] = field(default_factory=list)
+
+    def set(self, behaviour: Behaviour) -> None:
+        self.behave = lambda i, body: behaviour
+
+    # -- handlers ------------------------------------------------------------------------------
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
+
+    async def _complete(self, request: web.Request) -> web.StreamResponse:
+        if self.require_key and request.headers.get("Authorization") != f"Bearer {self.require_key}":
+            return web.json_response({"error": {"message": "bad key"}}, status=401)
+        body = await request.json()
+        self.arrivals.append(time.perf_counter())
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._stream(request, body)
+        except ConnectionResetError:  # the client went away (killed, interrupted, timed out)
+            return web.Response(status=499)
+        finally:
+            self.in_flight -= 1
+
+    async def _stream(self, request: web.Request, body: dict) -> web.StreamResponse:
+        index = len(self.bodies)
+        self.bodies.append(body)
+        self.headers.append(dict(request.headers))
+        b = self.behave(index, body)
+        if b.reject_extensions and ("ignore_eos" in body or "continuous_usage_stats" in body.get("stream_options", {})):
+            return web.json_response({"error": {"message": "extra fields not permitted"}}, status=400)
+        if b.status != 200:
+            return web.Response(status=b.status, text=b.error_body, content_type="application/json")
+        chat = request.path.endswith("chat/completions")
+        n = b.tokens if b.tokens is not None else int(body.get("max_tokens", 16))
+        sizes = b.chunk_sizes or [min(b.per_chunk, n - i) for i in range(0, n, b.per_chunk)]
+        prompt = body.get("prompt") if not chat else body["messages"][-1]["content"]
+        n_prompt = len(prompt) if isinstance(prompt, list) else len(prompt.split())
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        nl = "\r\n" if b.crlf else "\n"
+
+        async def send(obj) -> None:
+            data = obj if isinstance(obj, str) else json.dumps(obj)
+            await resp.write(f"data: {data}{nl}{nl}".encode())
+
+        if b.ttft_s:
+            await asyncio.sleep(b.ttft_s)
+        if b.empty_first:
+            await send(self._chunk(chat, "", None, None))
+        sent = 0
+        for j, k in enumerate(sizes):
+            if b.malformed_after == j:
+                await resp.write(b"data: {not json\n\n")
+            if b.error_event_after == j:
+                await send({"error": {"message": "engine died", "code": 500}})
+            if b.disconnect_after == j:
+                request.transport.close()
+                return resp
+            if b.stall_after == j:
+                await asyncio.sleep(3600)
+            if j and b.interval_s:
+                await asyncio.sleep(b.interval_s)
+            if b.keepalive_every and j % b.keepalive_every == 0:
+                await resp.write(f": keep-alive{nl}{nl}".encode())
+            sent += k
+            last = j == len(sizes) - 1
+            chunk = self._chunk(chat, " tok" * k, "length" if last and b.finish else None,
+                                list(range(sent - k, sent)) if b.token_ids else None)
+            if b.continuous_usage:
+                chunk["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": sent}
+            self.send_log.append((time.perf_counter(), k))
+            await send(chunk)
+        if b.usage:
+            usage = {"prompt_tokens": n_prompt, "completion_tokens": sent, "total_tokens": n_prompt + sent}
+            if b.cached_tokens is not None:
+                usage["prompt_tokens_details"] = {"cached_tokens": b.cached_tokens}
+            await send({"id": "x", "choices": [], "usage": usage})
+        if b.done:
+            await send("[DONE]")
+        await resp.write_eof()
+        return resp
+
+    @staticmethod
+    def _chunk(chat: bool, text: str, finish: str | None, ids: list[int] | None) -> dict:
+        if chat:
+            choice = {"index": 0, "delta": {"content": text}, "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": finish}
+        if ids is not None:
+            choice["token_ids"] = ids
+        return {"id": "x", "object": "text_completion", "choices": [choice]}
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/completions", self._complete)
+        app.router.add_post("/v1/chat/completions", self._complete)
+        return app
+
+
+def _serve(server: FakeServer) -> tuple[threading.Thread, asyncio.AbstractEventLoop, web.AppRunner]:
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    holder: dict = {}
+
+    def main() -> None:
+        asyncio.set_event_loop(loop)
+        runner = web.AppRunner(server.app(), handle_signals=False, shutdown_timeout=0.1)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        port = site._server.sockets[0].getsockname()[1]
+        server.base_url = f"http://127.0.0.1:{port}"
+        holder["runner"] = runner
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=main, daemon=True)
+    thread.start()
+    ready.wait(10)
+    return thread, loop, holder["runner"]
+
+
+@pytest.fixture
+def server():
+    s = FakeServer()
+    thread, loop, runner = _serve(s)
+    yield s
+    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
