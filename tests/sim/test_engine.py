@@ -255,8 +255,21 @@ def test_config_that_does_not_fit_is_a_user_error():
         SimEngine(SimConfig(hardware="h100", model="deepseek-r1"))
 
 
-def test_next_turn_of_a_session_reuses_the_previous_reply_blocks():
+def test_reply_blocks_are_reused_only_when_asked():
+    """By default the next turn hits only its prompt's shared blocks, as scoville's client sees on a
+    server (it resends synthesised history, not the model's own reply)."""
     eng = SimEngine(SimConfig(**BASE, enable_prefix_caching=True))
+    t0 = RequestSpec(request_id="s-t0", session_id="s", turn=0, input_tokens=320, output_tokens=100,
+                     block_hashes=tuple(range(20)), block_size=16)
+    t1 = RequestSpec(request_id="s-t1", session_id="s", turn=1, input_tokens=480, output_tokens=10,
+                     block_hashes=tuple(range(20)) + tuple(range(100, 110)), block_size=16)
+    run_events(eng, [t0])
+    first = per_request(run_events(eng, [t1], t=eng.now))["s-t1"][0]
+    assert first.cached_tokens == 20 * 16
+
+
+def test_next_turn_of_a_session_reuses_the_previous_reply_blocks():
+    eng = SimEngine(SimConfig(**BASE, enable_prefix_caching=True, reuse_reply_blocks=True))
     t0 = RequestSpec(request_id="s-t0", session_id="s", turn=0, input_tokens=320, output_tokens=100,
                      block_hashes=tuple(range(20)), block_size=16)
     # the next prompt = previous prompt + reply + a new message; its hashes extend the previous ones

@@ -128,6 +128,10 @@ class SimConfig(_Strict):
     block_size: int = Field(16, ge=1)
     gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
     enable_prefix_caching: bool = False
+    # A session's reply blocks stay cached for its next turn. True models an agent that resends the
+    # model's own reply (vLLM caches generated blocks too); False matches scoville's client, which
+    # resends the workload's synthesised history, so a measured emulator or server cannot hit them.
+    reuse_reply_blocks: bool = False
     disaggregation: DisaggregationConfig | None = None
     speculative: SpeculativeConfig | None = None
     host_offload: HostOffloadConfig | None = None

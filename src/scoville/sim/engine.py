@@ -150,7 +150,8 @@ class SimEngine:
         inst = Instance(name, role, cost, kv, max_num_seqs=max_seqs, max_num_batched_tokens=budget,
                         chunked_prefill=cfg.chunked_prefill, speculative=cfg.speculative,
                         rng=np.random.default_rng(seed), emit=self._emit, emit_span=self._emit_span,
-                        finish=self._on_finish, handoff=self._handoff if role == "prefill" else None)
+                        finish=self._on_finish, handoff=self._handoff if role == "prefill" else None,
+                        reuse_reply_blocks=cfg.reuse_reply_blocks)
         inst.lazy = not self.token_events and cfg.speculative is None
         return inst
 

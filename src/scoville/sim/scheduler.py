@@ -155,8 +155,10 @@ class Instance:
         emit_span: Callable[[Span, int, list[np.ndarray | None]], None],
         finish: Callable[[Req, float], None],
         handoff: Callable[[Req, float], None] | None = None,
+        reuse_reply_blocks: bool = False,
     ) -> None:
         self.name = name
+        self.reuse_reply_blocks = reuse_reply_blocks
         self.role = role                    # unified | prefill | decode
         self.timer = timer
         self.kv = kv
@@ -335,7 +337,8 @@ class Instance:
         reply's full blocks are registered under session-scoped keys the engine
         maps onto the next turn's prompt (``SimEngine.submit``).
         """
-        if self.kv.prefix_caching and r.spec.session_id and r.reg >= 0 and len(r.hashed) == r.reg:
+        if (self.reuse_reply_blocks and self.kv.prefix_caching and r.spec.session_id and r.reg >= 0
+                and len(r.hashed) == r.reg):
             full = r.computed // self.kv.block_size
             for j in range(len(r.hashed), full):
                 k = r.keys[j] if j < len(r.keys) else ("sess", r.spec.session_id, r.spec.turn, j)
