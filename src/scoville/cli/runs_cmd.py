@@ -19,9 +19,13 @@ RunsRoot = Annotated[Path, typer.Option("--runs", help="Folder holding run direc
 
 
 def _fmt(v: object, scale: float = 1.0) -> str:
-    """Compact cells: 3 significant digits, thousands grouped, nothing for missing values."""
+    """Compact cells that fit an 80-column terminal: 3 significant digits, k/M above 10,000."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         x = float(v) * scale
+        if abs(x) >= 1e6:
+            return f"{x / 1e6:.3g}M"
+        if abs(x) >= 1e4:
+            return f"{x / 1e3:.3g}k"
         if x == 0 or abs(x) >= 100:
             return f"{x:,.0f}"
         return f"{x:.3g}"
@@ -46,7 +50,7 @@ POINT_COLUMNS = [
     ("tpot_s_median", "TPOT p50\nms", 1e3),
     ("interactivity", "tok/s\n/user", 1.0),
     ("e2e_s_median", "E2E p50\ns", 1.0),
-    ("output_throughput", "output\ntok/s", 1.0),
+    ("output_throughput", "out\ntok/s", 1.0),
     ("total_throughput_per_accelerator", "total tok/s\n/accel", 1.0),
     ("total_throughput_per_kw", "total tok/s\n/kW", 1.0),
 ]
