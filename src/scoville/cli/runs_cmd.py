@@ -56,21 +56,30 @@ POINT_COLUMNS = [
 ]
 
 
+def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
+    """A query result as a Rich table, or as JSON records."""
+    if json_out:
+        print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
+        return
+    table = Table(header_style="bold")
+    for i, c in enumerate(cols):
+        # the first column (usually the run id) stays whole; the others wrap rather than get cut
+        table.add_column(c, no_wrap=i == 0, overflow="fold")
+    for r in rows:
+        table.add_row(*[_fmt(v) for v in r])
+    console.print(table)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("ls")
     def ls_cmd(runs: RunsRoot = Path("runs"), json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
         """List the runs under --runs."""
-        cols, rows = query(runs, "SELECT run_id, source, status, hardware, accelerators, model, workload, "
-                                 "power_source, points FROM runs ORDER BY run_id")
-        if json_out:
-            print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2))
+        cols, rows = query(runs, "SELECT run_id, source, status, hardware || ' x' || accelerators AS system, "
+                                 "model, workload, points FROM runs ORDER BY run_id")
+        if not rows and not json_out:
+            console.print(f"no runs under {runs}/")
             return
-        table = Table(header_style="bold")
-        for c in cols:
-            table.add_column(c)
-        for r in rows:
-            table.add_row(*[_fmt(v) for v in r])
-        console.print(table if rows else f"no runs under {runs}/")
+        _print_rows(cols, rows, json_out)
 
     @app.command("show")
     def show_cmd(run: str, runs: RunsRoot = Path("runs"),
@@ -93,16 +102,7 @@ def register(app: typer.Typer) -> None:
     def sql_cmd(statement: str, runs: RunsRoot = Path("runs"),
                 json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
         """Plain SQL over the catalog: tables runs, points, requests, power."""
-        cols, rows = query(runs, statement)
-        if json_out:
-            print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
-            return
-        table = Table(header_style="bold")
-        for c in cols:
-            table.add_column(c)
-        for r in rows:
-            table.add_row(*[_fmt(v) for v in r])
-        console.print(table)
+        _print_rows(*query(runs, statement), json_out)
 
     @app.command("recompute")
     def recompute_cmd(run: str, runs: RunsRoot = Path("runs")) -> None:

@@ -64,6 +64,13 @@ class Prompts:
         return _encode(request_body(self.cfg, spec, text)), n, source
 
 
+def _sent_record(spec: RequestSpec, n_in: int, *, point: int, t0: float, warmup: bool,
+                 worker: str | None) -> RequestRecord:
+    """The record of a request about to go out, stamped with its send time on the run clock."""
+    return RequestRecord(point=point, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
+                         t_sent=time.perf_counter() - t0, input_tokens=n_in, warmup=warmup, worker=worker)
+
+
 async def send_request(
     http: aiohttp.ClientSession,
     cfg: ClientConfig,
@@ -79,9 +86,7 @@ async def send_request(
     body, n_in, in_source = prompts.build(spec)
     perf = time.perf_counter
     parser = StreamParser()
-    rec = RequestRecord(point=point, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
-                        t_sent=0.0, input_tokens=n_in, warmup=warmup, worker=worker)
-    rec.t_sent = perf() - t0
+    rec = _sent_record(spec, n_in, point=point, t0=t0, warmup=warmup, worker=worker)
     try:
         async with http.post(cfg.endpoint, data=body, headers=cfg.headers()) as resp:
             rec.http_status = resp.status
@@ -123,9 +128,7 @@ async def send_request_fast(
     body, n_in, in_source = prompts.build(spec)
     perf = time.perf_counter
     parser = StreamParser()
-    rec = RequestRecord(point=point, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
-                        t_sent=0.0, input_tokens=n_in, warmup=warmup, worker=worker)
-    rec.t_sent = perf() - t0
+    rec = _sent_record(spec, n_in, point=point, t0=t0, warmup=warmup, worker=worker)
     try:
         def on_status(code: int) -> None:
             rec.http_status = code
