@@ -4,7 +4,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from scoville.metrics import PointContext, mean_power_w, point_metrics
+from scoville.metrics import PointContext, itl_gaps, mean_power_w, point_metrics
 from scoville.results.schema import POWER_SCHEMA, RequestRecord, records_to_table
 
 
@@ -46,6 +46,17 @@ def test_itl_chunk_gaps_vs_per_token():
     per_token = point_metrics(table, PointContext(compat="clean"))
     # the 3-token chunk adds two zero gaps
     assert per_token["itl_s_mean"] == pytest.approx((0.5 + 0.5 + 1.5) / 5)
+
+
+def test_per_token_itl_counts_a_multi_token_first_chunk():
+    # tokens at 1.0, 1.0, 1.0 (first chunk of 3) and 2.0 -> per-token gaps 0, 0, 1: one per token after the first,
+    # so the mean ITL equals the request's TPOT ((2.0 - 1.0) / 3)
+    table = records_to_table([rec(0, 0.0, 1.0, 2.0, [1.0, 2.0], [3, 1], 4)])
+    per_token = point_metrics(table, PointContext(compat="clean"))
+    assert per_token["itl_s_mean"] == pytest.approx(1.0 / 3)
+    assert per_token["itl_s_mean"] == pytest.approx(per_token["tpot_s_mean"])
+    assert sorted(itl_gaps(table.column("token_times"), table.column("token_counts"), "clean")) == [0.0, 0.0, 1.0]
+    assert itl_gaps(table.column("token_times"), table.column("token_counts"), "inferencex").tolist() == [1.0]
 
 
 def test_rated_power_and_cost():

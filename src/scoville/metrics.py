@@ -14,7 +14,7 @@ Two modes (recorded in each metrics row as ``compat``):
   moment the last of the first C measured requests was sent to the moment the
   first of the last C finished, C = concurrency), counting only tokens that
   arrived inside it; per-token ITL (a chunk of k tokens adds its gap and k-1
-  zero gaps).
+  zero gaps; see ``itl_gaps``).
 """
 
 from __future__ import annotations
@@ -83,24 +83,28 @@ def mean_power_w(power: pa.Table, t_start: float, t_end: float) -> tuple[float |
     return energy / (t_end - t_start), energy
 
 
-def _chunk_gaps(times: pa.ChunkedArray | pa.Array, counts: pa.ChunkedArray | pa.Array, per_token: bool) -> np.ndarray:
-    """Gaps between successive chunk arrivals within each request (vectorised)."""
+def itl_gaps(times: pa.ChunkedArray | pa.Array, counts: pa.ChunkedArray | pa.Array, compat: str) -> np.ndarray:
+    """ITL samples (s) of a set of requests, as ``compat`` defines ITL.
+
+    ``inferencex``: the gaps between successive chunk arrivals of each request.
+    ``clean``: per-token gaps; every chunk of k tokens (the first one included)
+    also adds k-1 zero gaps, so a request contributes ``output_tokens - 1`` gaps
+    and the mean ITL agrees with TPOT. The metrics rows and the report's ITL
+    CDFs both call this, so the two can never disagree on a run's ITL.
+    """
+    if compat not in COMPAT_MODES:
+        raise ValueError(f"unknown compat mode {compat!r}; use one of {COMPAT_MODES}")
     times = times.combine_chunks() if isinstance(times, pa.ChunkedArray) else times
     counts = counts.combine_chunks() if isinstance(counts, pa.ChunkedArray) else counts
     flat_t = pc.list_flatten(times).to_numpy(zero_copy_only=False)
-    if flat_t.size < 2:
-        return np.empty(0)
-    offsets = times.offsets.to_numpy()
-    lengths = np.diff(offsets)
+    lengths = np.diff(times.offsets.to_numpy())
     owner = np.repeat(np.arange(lengths.size), lengths)
-    gaps = np.diff(flat_t)
-    same = owner[1:] == owner[:-1]
-    gaps = gaps[same]
-    if not per_token:
+    gaps = np.diff(flat_t)[owner[1:] == owner[:-1]]
+    if compat != "clean":
         return gaps
-    flat_c = pc.list_flatten(counts).to_numpy(zero_copy_only=False)[1:][same]
-    extra = np.maximum(flat_c - 1, 0).sum()
-    return np.concatenate([gaps, np.zeros(int(extra))])
+    flat_c = pc.list_flatten(counts).to_numpy(zero_copy_only=False)
+    extra = int(np.maximum(flat_c - 1, 0).sum())
+    return np.concatenate([gaps, np.zeros(extra)])
 
 
 def _window(t_sent: np.ndarray, t_done: np.ndarray, concurrency: int | None, compat: str) -> tuple[float, float]:
@@ -157,8 +161,7 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
     e2e = t_done - t_sent
     multi = out_tok > 1
     tpot = np.where(multi, (t_done - t_first) / np.maximum(out_tok - 1, 1), np.nan)[multi]
-    per_token = ctx.compat == "clean"
-    itl = _chunk_gaps(ok.column("token_times"), ok.column("token_counts"), per_token)
+    itl = itl_gaps(ok.column("token_times"), ok.column("token_counts"), ctx.compat)
 
     row.update(summarize(ttft, "ttft_s"))
     row.update(summarize(tpot, "tpot_s"))

@@ -137,3 +137,33 @@ def test_advantage_curve_ends_at_the_104x_figure_and_never_leaves_the_overlap(re
     assert gb300["x"][-1] == pytest.approx(169) and gb300["y"][-1] == pytest.approx(12_258 / 118, rel=1e-6)
     assert gb300["x"][0] == pytest.approx(20)  # the contender's frontier starts at 20 tok/s/user
     assert ratio["layout"]["yaxis"]["type"] == "log"
+
+
+def test_itl_cdf_uses_the_runs_compat_mode(tmp_path):
+    """A clean-mode run's ITL CDF shows per-token gaps, as its ITL percentiles do; inferencex shows chunk gaps."""
+    from scoville.metrics import recompute
+    from scoville.results.manifest import base_manifest
+    from scoville.results.schema import RequestRecord
+    from scoville.results.store import RunWriter, read_point_metrics
+
+    def run(compat: str):
+        manifest = base_manifest(source="measured", target={}, system={"accelerators": 1}, model={}, serving={},
+                                 workload={}, load_plan={"points": [{"index": 0, "concurrency": 1}]},
+                                 power={"source": "none"}, compat=compat)
+        manifest["run_id"] = f"itl-{compat}"
+        w = RunWriter.create(tmp_path, manifest, journal=False)
+        # chunks of 1 token at 1.0 and of 3 tokens at 2.0: chunk gaps [1.0]; per-token gaps [1.0, 0, 0]
+        w.write_point(0, [RequestRecord(point=0, request_id=f"r{i}", t_sent=0.0, t_first_token=1.0, t_done=2.0,
+                                        token_times=[1.0, 2.0], token_counts=[1, 3], input_tokens=10,
+                                        output_tokens=4) for i in range(3)])
+        w.finish()
+        recompute(w.run_dir)
+        return w.run_dir
+
+    for compat, title, xs in (("clean", "ITL (per token)", [0.0, 1.0]), ("inferencex", "ITL (chunk gaps)", [1.0])):
+        d = run(compat)
+        fig = figures(write_report([d], tmp_path / f"{compat}.html").read_text())[f"cdf-itl-itl-{compat}"]
+        assert title in fig["layout"]["title"]["text"]
+        assert sorted(set(fig["data"][0]["x"])) == xs
+        stored = read_point_metrics(d)
+        assert stored[0]["itl_s_median"] == (0.0 if compat == "clean" else 1.0)

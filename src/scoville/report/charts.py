@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from scoville.analysis.compare import UNITS
 from scoville.analysis.frontier import frontier
 from scoville.analysis.runs import System
-from scoville.metrics import _chunk_gaps  # the one definition of ITL
+from scoville.metrics import itl_gaps  # the one definition of ITL
 
 LOG_SPAN = 30.0
 # Okabe–Ito: distinguishable with every common colour-vision deficiency.
@@ -279,8 +279,12 @@ def point_colors(n: int) -> list[str]:
     return out
 
 
-def latency_samples(requests: pa.Table) -> dict[int, dict[str, np.ndarray]]:
-    """Per point: TTFT, TPOT and ITL samples (s) of measured, successful requests."""
+def latency_samples(requests: pa.Table, compat: str = "inferencex") -> dict[int, dict[str, np.ndarray]]:
+    """Per point: TTFT, TPOT and ITL samples (s) of measured, successful requests.
+
+    ``compat`` is the run's metrics mode, so the ITL CDF shows the same gaps as
+    the run's ITL percentiles (chunk gaps, or per-token gaps in ``clean``).
+    """
     keep = pc.and_(pc.invert(requests.column("warmup")), requests.column("ok"))
     ok = requests.filter(keep)
     out: dict[int, dict[str, np.ndarray]] = {}
@@ -296,13 +300,14 @@ def latency_samples(requests: pa.Table) -> dict[int, dict[str, np.ndarray]]:
         out[idx] = {
             "ttft": first - sent,
             "tpot": ((done - first) / np.maximum(n_out - 1, 1))[multi],
-            "itl": _chunk_gaps(sub.column("token_times"), sub.column("token_counts"), per_token=False),
+            "itl": itl_gaps(sub.column("token_times"), sub.column("token_counts"), compat),
             "window": np.array([sent.min(), done.max()]),
         }
     return out
 
 
-CDF_KINDS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (chunk gaps)"))
+CDF_KINDS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"))
+ITL_TITLES = {"inferencex": "ITL (chunk gaps)", "clean": "ITL (per token)"}
 
 
 def safe_id(run_id: str) -> str:
@@ -311,12 +316,16 @@ def safe_id(run_id: str) -> str:
 
 
 def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[str, np.ndarray]],
-               label: str = "") -> list[Chart]:
-    """TTFT / TPOT / ITL CDFs of one run, one line per load point (``label`` names the system in titles)."""
+               label: str = "", compat: str = "inferencex") -> list[Chart]:
+    """TTFT / TPOT / ITL CDFs of one run, one line per load point (``label`` names the system in titles).
+
+    ``compat`` must be the mode ``samples`` were taken in; it only names the ITL chart.
+    """
     labels = {p["index"]: p.get("label") or f"point {p['index']}" for p in plan}
     colors = point_colors(len(samples))
     charts = []
     for kind, title in CDF_KINDS:
+        title = ITL_TITLES.get(compat, title) if kind == "itl" else title
         chart = Chart(id=f"cdf-{kind}-{run_id}", title=f"{label}: {title} CDF" if label else f"{title} CDF", x_label=f"{kind.upper()} (s)",
                       y_label="fraction of requests" if kind != "itl" else "fraction of gaps")
         for color, (idx, s) in zip(colors, samples.items()):

@@ -31,9 +31,10 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
             plan = (m.get("load_plan") or {}).get("points", [])
             run_id = safe_id(m.get("run_id", d.name))
             requests = read_requests(d)
-            samples = latency_samples(requests) if requests.num_rows else {}
+            compat = m.get("compat", "inferencex")
+            samples = latency_samples(requests, compat) if requests.num_rows else {}
             if samples:
-                charts.extend(cdf_charts(run_id, plan, samples, s.label))
+                charts.extend(cdf_charts(run_id, plan, samples, s.label, compat))
             pc = power_chart(run_id, read_power(d), plan, samples, s.label, power_basis(m))
             if pc is not None:
                 charts.append(pc)
