@@ -202,3 +202,38 @@ def test_chunked_decoder_handles_every_split_and_the_final_crlf():
     held = _Response(lambda d, t: None, None)
     held.feed(raw[:-2], 1.0)
     assert not held.body_done  # waits for the empty line that ends the message
+
+
+@pytest.mark.parametrize("raw", [
+    b"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\ndata: x\n\n\r\n0\r\n\r\n",
+], ids=["status", "content-length", "chunk-size"])
+def test_garbled_http_response_is_an_error_record(raw):
+    """A server answering with a malformed status line, length or chunk size fails that request, not the sweep."""
+
+    async def go() -> RequestRecord:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read(65536)
+            writer.write(raw)
+            await writer.drain()
+            writer.close()
+
+        srv = await asyncio.start_server(answer, "127.0.0.1", 0)
+        cfg = ClientConfig(base_url=f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}", model="m")
+        spec = RequestSpec(request_id="r", input_tokens=4, output_tokens=2)
+        t0 = time.perf_counter()
+        try:
+            if TRANSPORT["name"] == "fast":
+                fast = FastHTTP(cfg.base_url, t0)
+                try:
+                    return await send_request_fast(fast, cfg, Prompts(cfg), spec, point=0, t0=t0)
+                finally:
+                    fast.close()
+            async with aiohttp.ClientSession(timeout=make_timeout(cfg)) as http:
+                return await send_request(http, cfg, Prompts(cfg), spec, point=0, t0=t0)
+        finally:
+            srv.close()
+
+    rec = asyncio.run(go())
+    assert not rec.ok and rec.error and rec.token_times == []

@@ -44,6 +44,17 @@ class HTTPStreamError(Exception):
         self.kind = kind
 
 
+def _number(text: bytes, base: int, what: str) -> int:
+    """A numeric protocol field; a garbled one fails this request (HTTPStreamError), not the sweep (ValueError)."""
+    try:
+        value = int(text, base)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise HTTPStreamError("protocol", f"malformed {what} {text[:40]!r}")
+    return value
+
+
 class _Response:
     """State machine of one response: headers, then chunked / length / close-delimited body."""
 
@@ -94,7 +105,7 @@ class _Response:
         parts = lines[0].split(b" ", 2)
         if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
             raise HTTPStreamError("protocol", f"not an HTTP response: {lines[0][:60]!r}")
-        self.status = int(parts[1])
+        self.status = _number(parts[1], 10, "status code")
         self.keep_alive = parts[0] != b"HTTP/1.0"
         for line in lines[1:]:
             name, _, value = line.partition(b":")
@@ -102,7 +113,7 @@ class _Response:
             if name == b"transfer-encoding" and b"chunked" in value:
                 self.chunked = True
             elif name == b"content-length":
-                self.remaining = int(value)
+                self.remaining = _number(value, 10, "Content-Length")
             elif name == b"connection":
                 self.keep_alive = value == b"keep-alive" or (self.keep_alive and value != b"close")
         self.headers_done = True
@@ -144,7 +155,7 @@ class _Response:
             eol = buf.find(b"\r\n", pos)
             if eol < 0:
                 break
-            size = int(buf[pos:eol].split(b";", 1)[0], 16)
+            size = _number(buf[pos:eol].split(b";", 1)[0], 16, "chunk size")
             pos = eol + 2
             self.chunk_left = size if size else -3
         if out:
