@@ -240,3 +240,7 @@ def test_unusable_paths_formats_and_options(tmp_path):
         load_trace(tmp_path / "empty")
     with pytest.raises(WorkloadError, match="no session arrival times"):
         load_trace(DATA / "agentx").arrivals(2)
+    binary = tmp_path / "weights.bin"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    with pytest.raises(TraceError, match="not a text file"):  # format detection reads it too
+        load_trace(binary)

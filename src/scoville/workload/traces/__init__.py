@@ -75,9 +75,9 @@ def load_trace(path: Path | str, fmt: str | None = None, **options: Any) -> Trac
         raise TraceError(path, None, None, f"unknown trace option(s) {', '.join(unknown)}; "
                                            f"valid: {', '.join(TraceOptions.__struct_fields__)}")
     opts = TraceOptions(**options)
-    fmt = fmt or detect_format(path)
     try:
+        fmt = fmt or detect_format(path)
         sessions = READERS[fmt](path, opts.block_size)
     except UnicodeDecodeError:
-        raise TraceError(path, None, None, f"not a text file; is it really a {fmt} trace?") from None
+        raise TraceError(path, None, None, f"not a text file; is it really a {fmt + ' ' if fmt else ''}trace?") from None
     return TraceWorkload(path, fmt, sessions, opts, _sha256(path))
