@@ -3,6 +3,8 @@ host offload, disaggregation, speculative decoding, and that both output modes t
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -101,6 +103,58 @@ def test_admission_stops_when_kv_blocks_run_out():
     st = eng.stats()
     assert st.running == 4 and st.waiting == 6
     assert st.kv_usage > 0.9
+
+
+def _without_window_kv(cfg: SimConfig):
+    """The same cost model with the sliding-window layers' per-sequence KV zeroed (the control)."""
+    def cost_for(p):
+        c = copy.copy(step_cost(cfg, p))
+        c.kv_bytes_per_seq = 0.0
+        return c
+    return cost_for
+
+
+def test_sliding_window_kv_is_reserved_per_admitted_sequence():
+    # gpt-oss keeps 128 tokens x 18 sliding layers per sequence: 8 blocks of its 36 KiB/token full-layer KV.
+    # 1024 blocks hold 16 prompts of 1000 tokens (63 blocks) without that term, 14 with it (71 blocks).
+    cfg = SimConfig(hardware="h200", model="gpt-oss-120b", kv_capacity_tokens=16384, max_num_seqs=64,
+                    max_num_batched_tokens=32768)
+    running = {}
+    for name, cost_for in (("window", None), ("control", _without_window_kv(cfg))):
+        eng = SimEngine(cfg, cost_for=cost_for)
+        for i in range(20):
+            eng.submit(spec(i, isl=1000, osl=50), 0.0)
+        eng.advance(1e-6)
+        eng.advance(eng.next_event_time())
+        running[name] = eng.stats().running
+    assert running == {"window": 1024 // 71, "control": 1024 // 63}
+    eng = SimEngine(cfg)
+    assert eng.kv_capacity_tokens == (1024 - 8) * 16
+
+
+@pytest.mark.parametrize("token_events", [True, False])
+def test_sliding_window_reservations_are_returned_when_sequences_leave(token_events):
+    cfg = SimConfig(hardware="h200", model="gpt-oss-120b", kv_capacity_tokens=8192, max_num_seqs=64)
+    eng = SimEngine(cfg, token_events=token_events)
+    specs = [spec(i, isl=600, osl=120) for i in range(24)]
+    for s in specs:
+        eng.submit(s, 0.0)
+    while not eng.idle():
+        eng.advance(eng.next_event_time())
+    assert eng.stats().preemptions_total > 0          # the pressure was real
+    assert eng.stats().kv_usage == 0.0                # every reserved block came back
+    eng.submit(spec(99, isl=4000, osl=500), 0.0)
+    eng.advance(0.5)
+    eng.cancel("r99", 0.5)
+    assert eng.stats().kv_usage == 0.0 and eng.idle()
+
+
+def test_request_that_fits_only_without_its_window_kv_fails_clearly():
+    cfg = SimConfig(hardware="h200", model="gpt-oss-120b", kv_capacity_tokens=2048)
+    events = run_events(SimEngine(cfg), [spec(0, isl=1990, osl=10)])    # 125 token blocks + 8 > 128
+    assert len(events) == 1 and "sliding-window" in events[0].error
+    with pytest.raises(SimConfigError, match="sliding-window"):
+        SimEngine(SimConfig(hardware="h200", model="gpt-oss-120b", kv_capacity_tokens=64))
 
 
 def test_preemption_when_decode_outgrows_the_cache_and_every_request_still_completes():

@@ -337,7 +337,9 @@ class StepCost:
 
     def kv_capacity_tokens(self, gpu_memory_utilization: float = 0.9, max_num_batched_tokens: int = 8192) -> int:
         """KV tokens that fit in this instance: capacity x utilisation - weights - activations - runtime
-        reserve (NCCL buffers, CUDA context, allocator slack), summed over ranks. 0 when the model does not fit."""
+        reserve (NCCL buffers, CUDA context, allocator slack), summed over ranks, in full-attention tokens
+        (``kv_bytes_per_token``). Sliding-window layers' ``kv_bytes_per_seq`` comes out of the same memory per
+        running sequence; the engine reserves it at admission. 0 when the model does not fit."""
         hw = self.hw
         free = (hw.hbm_bytes * gpu_memory_utilization - self.weight_bytes_per_accelerator
                 - self.activation_bytes_per_accelerator(max_num_batched_tokens) - hw.runtime_reserve_gb * 1e9)

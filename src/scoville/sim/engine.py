@@ -86,6 +86,20 @@ def _step_cost(model: str, hardware: str, tp: int, ep: int, dp: int, precision: 
     return StepCost(model, hardware, Parallel(tp=tp, ep=ep, dp=dp), precision, kv_dtype)
 
 
+def seq_reserve_blocks(cost: object, block_size: int) -> int:
+    """Blocks of ``block_size`` full-attention tokens that one sequence's sliding-window KV occupies.
+
+    ``StepCost.kv_capacity_tokens`` sizes the pool in full-attention tokens; sliding-window layers hold a
+    fixed ``window`` tokens per running sequence out of the same memory (as vLLM's hybrid allocator does),
+    so each admitted sequence reserves this many blocks on top of its token blocks.
+    """
+    per_seq = float(getattr(cost, "kv_bytes_per_seq", 0.0))
+    per_block = float(getattr(cost, "kv_bytes_per_token", 0.0)) * block_size
+    if per_seq <= 0.0 or per_block <= 0.0:
+        return 0
+    return math.ceil(per_seq / per_block)
+
+
 def step_cost(config: SimConfig, parallel: ParallelConfig):
     """The (cached) cost model of one instance of ``config`` with ``parallel``."""
     return _step_cost(config.model, config.hardware, parallel.tp, parallel.ep, parallel.dp,
@@ -140,9 +154,14 @@ class SimEngine:
             raise SimConfigError(
                 f"{cfg.model} does not fit on {parallel.accelerators} × {cfg.hardware} with tp={parallel.tp} "
                 f"ep={parallel.ep} dp={parallel.dp}: no memory left for KV cache; use more accelerators per instance")
+        block_bytes = float(getattr(cost, "kv_bytes_per_token", 0.0)) * cfg.block_size
+        seq_blocks = seq_reserve_blocks(cost, cfg.block_size)
+        if seq_blocks >= blocks:
+            raise SimConfigError(
+                f"{cfg.model}'s per-sequence sliding-window KV ({seq_blocks} blocks) does not fit in the "
+                f"{blocks} KV blocks of one instance; give it more memory or kv_capacity_tokens")
         host = None
         if cfg.host_offload is not None:
-            block_bytes = float(getattr(cost, "kv_bytes_per_token")) * cfg.block_size
             host = HostTier(int(cfg.host_offload.capacity_gb * 1e9 // block_bytes), block_bytes,
                             cfg.host_offload.bandwidth_gbps * 1e9)
         kv = KVCache(blocks, cfg.block_size, prefix_caching=cfg.enable_prefix_caching and role != "decode", host=host)
@@ -151,7 +170,7 @@ class SimEngine:
                         chunked_prefill=cfg.chunked_prefill, speculative=cfg.speculative,
                         rng=np.random.default_rng(seed), emit=self._emit, emit_span=self._emit_span,
                         finish=self._on_finish, handoff=self._handoff if role == "prefill" else None,
-                        reuse_reply_blocks=cfg.reuse_reply_blocks)
+                        reuse_reply_blocks=cfg.reuse_reply_blocks, seq_blocks=seq_blocks)
         inst.lazy = not self.token_events and cfg.speculative is None
         return inst
 
@@ -269,8 +288,9 @@ class SimEngine:
 
     @property
     def kv_capacity_tokens(self) -> int:
-        """KV tokens of the smallest instance: a request longer than this can never be scheduled."""
-        return min(i.kv.num_blocks for i in self.instances) * self.config.block_size
+        """KV tokens of the smallest instance, less one sequence's fixed sliding-window KV: a request longer
+        than this can never be scheduled."""
+        return min(i.kv.num_blocks - i.seq_blocks for i in self.instances) * self.config.block_size
 
     def pop_trace(self, request_id: str) -> RequestTrace:
         """The token timeline of a finished request (``token_events=False`` mode)."""
@@ -298,8 +318,9 @@ class SimEngine:
         need = inst.kv.blocks_for(req.prompt + req.target + drafts)
         pools = [inst] if self.config.disaggregation is None else [inst, self.decode_pool[0]]
         for p in pools:
-            if need > p.kv.num_blocks:
-                return (f"request needs {need} KV blocks ({req.prompt}+{req.target} tokens) but instance {p.name} "
+            if need + p.seq_blocks > p.kv.num_blocks:
+                return (f"request needs {need + p.seq_blocks} KV blocks ({req.prompt}+{req.target} tokens"
+                        f"{f' + {p.seq_blocks} sliding-window' if p.seq_blocks else ''}) but instance {p.name} "
                         f"holds {p.kv.num_blocks}; shorten it or give the instance more memory")
         if not self.config.chunked_prefill and req.prompt > inst.budget:
             return (f"prompt of {req.prompt} tokens exceeds max_num_batched_tokens={inst.budget} with "

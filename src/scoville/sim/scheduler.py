@@ -3,7 +3,9 @@
 Each step the scheduler spends a token budget (``max_num_batched_tokens``):
 running requests first, in admission order — decodes take one token (1 + drafts
 with speculative decoding), unfinished prompts take a chunk — then waiting
-requests are admitted while budget, ``max_num_seqs`` and KV blocks allow.
+requests are admitted while budget, ``max_num_seqs`` and KV blocks allow
+(an admitted request also holds ``seq_blocks`` for the per-sequence KV of
+sliding-window layers, which does not grow with its length).
 When a running request needs a block and none is left, the most recently
 admitted request is preempted (its KV is freed and later recomputed, or
 swapped to the host tier when there is one). The step's duration comes from
@@ -68,7 +70,7 @@ class Req:
 
     __slots__ = ("spec", "rid", "prompt", "target", "num_tokens", "computed", "generated", "n_blocks",
                  "hashed", "keys", "reg", "cached_tokens", "admitted", "t_first", "times", "counts",
-                 "swapped", "lost", "kv_ready", "instance", "final_keys", "pt", "pc", "g0", "gid")
+                 "swapped", "lost", "kv_ready", "instance", "final_keys", "pt", "pc", "g0", "gid", "seq_res")
 
     def __init__(self, spec: RequestSpec, keys: list[Hashable]) -> None:
         self.spec = spec
@@ -79,6 +81,7 @@ class Req:
         self.computed = 0
         self.generated = 0
         self.n_blocks = 0
+        self.seq_res = 0                   # blocks reserved for its per-sequence (sliding-window) KV while admitted
         self.hashed: list[Hashable] = []   # keys of the request's leading shared blocks
         self.keys = keys                   # prefix-cache keys of its full prompt blocks
         self.reg = 0                       # next key index to register; -1 = stop registering
@@ -156,8 +159,12 @@ class Instance:
         finish: Callable[[Req, float], None],
         handoff: Callable[[Req, float], None] | None = None,
         reuse_reply_blocks: bool = False,
+        seq_blocks: int = 0,
     ) -> None:
         self.name = name
+        # Blocks every admitted sequence holds whatever its length (sliding-window layers keep ``window``
+        # tokens per sequence): taken at admission, given back when it leaves or is preempted.
+        self.seq_blocks = seq_blocks
         self.reuse_reply_blocks = reuse_reply_blocks
         self.role = role                    # unified | prefill | decode
         self.timer = timer
@@ -349,8 +356,8 @@ class Instance:
         self._release(r)
 
     def _release(self, req: Req) -> None:
-        self.kv.release(req.hashed, req.n_blocks - len(req.hashed))
-        req.hashed, req.n_blocks = [], 0
+        self.kv.release(req.hashed, req.n_blocks - len(req.hashed) + req.seq_res)
+        req.hashed, req.n_blocks, req.seq_res = [], 0, 0
 
     # ---- acting ----------------------------------------------------------------------------------
 
@@ -406,12 +413,12 @@ class Instance:
             if n <= 0 or (not self.chunked and n < pend):
                 return 0
             blocks = kv.blocks_for(r.swapped + n)
-            if blocks > kv.available:
+            if blocks + self.seq_blocks > kv.available:
                 return 0
-            kv.allocate(blocks)
+            kv.allocate(blocks + self.seq_blocks)
             moved = host.pop(("swap", r.rid))
             self.extra += host.transfer_time(moved)
-            r.n_blocks, r.computed, r.swapped = blocks, r.swapped, 0
+            r.n_blocks, r.computed, r.swapped, r.seq_res = blocks, r.swapped, 0, self.seq_blocks
             r.reg = -1  # restored KV is private; its prefix blocks were released to the cache at preemption
             return n
         if r.swapped:  # the host tier evicted its KV: recompute after all
@@ -431,10 +438,11 @@ class Instance:
         hit_keys = r.keys[:hbm]
         total = kv.blocks_for(computed0 + n)
         new = total - hbm
-        if new > kv.available - kv.evictable_among(hit_keys):
+        if new + self.seq_blocks > kv.available - kv.evictable_among(hit_keys):
             return 0
         kv.acquire(hit_keys)
-        kv.allocate(new)
+        kv.allocate(new + self.seq_blocks)
+        r.seq_res = self.seq_blocks
         r.hashed = list(hit_keys)
         r.reg = hbm if r.reg >= 0 else -1
         if host_hits:
@@ -680,7 +688,7 @@ class Instance:
         n = min(pend, budget)
         if n <= 0 or (not self.chunked and n < pend):
             return False
-        return kv.blocks_for(base + n) - hbm <= available - kv.evictable_among(hit_keys)
+        return kv.blocks_for(base + n) - hbm + self.seq_blocks <= available - kv.evictable_among(hit_keys)
 
     def _plan_span(self) -> Span | None:
         reqs = list(self.running)
