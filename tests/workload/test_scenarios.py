@@ -86,6 +86,17 @@ def test_export_then_trace_info_round_trip(cli, tmp_path):
     assert load_trace(out).arrivals(3)[0] == 0.0
 
 
+def test_workload_commands_refuse_bad_input_in_one_line(cli, tmp_path):
+    from scoville.workload.traces import TraceError
+
+    r = CliRunner().invoke(cli, ["export-trace", "chat-multiturn", str(tmp_path / "missing" / "t.jsonl")])
+    assert isinstance(r.exception, TraceError) and "existing, writable folder" in str(r.exception)
+    r = CliRunner().invoke(cli, ["export-trace", "1k1k", str(tmp_path / "t.jsonl"), "--sessions", "0"])
+    assert r.exit_code == 2 and "--sessions" in r.output
+    r = CliRunner().invoke(cli, ["trace-info", str(DATA / "mooncake_sample.jsonl"), "--trace-block-size", "0"])
+    assert isinstance(r.exception, WorkloadError) and "--trace-block-size must be >= 1" in str(r.exception)
+
+
 @pytest.mark.parametrize("name", ["chat-multiturn", "mix-all"])
 def test_manifest_dict_rebuilds_the_same_workload(name):
     import msgspec

@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         json_out: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Validate a trace and summarise it (sessions, requests, lengths, span)."""
-        opts = {"replay": replay} | ({"block_size": block_size} if block_size else {})
+        opts = {"replay": replay} | ({"block_size": block_size} if block_size is not None else {})
         w = resolve_workload(None, trace=path, trace_format=trace_format, **opts)
         summary = {"format": w.format, "sha256": w.sha256, **w.summary()}
         if json_out:
@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
     def export_trace_cmd(
         scenario: str,
         out: Path,
-        sessions: Annotated[int, typer.Option(help="Sessions to write.")] = 16,
+        sessions: Annotated[int, typer.Option(min=1, help="Sessions to write.")] = 16,
         seed: int = 0,
         rate: Annotated[Optional[float], typer.Option(help="Give sessions Poisson arrival times at this rate/s.")] = None,
     ) -> None:

@@ -94,7 +94,12 @@ def write_scoville_trace(path: Path, sessions: Iterable[Session], arrivals: Iter
         raise TraceError(path, None, "block_size", f"sessions use several block sizes {sorted(sizes)}; write one file each")
     bs = sizes.pop() if sizes else DEFAULT_BLOCK_SIZE
     n = 0
-    with path.open("w", encoding="utf-8") as f:
+    try:
+        f = path.open("w", encoding="utf-8")
+    except OSError as e:
+        raise TraceError(path, None, None, f"cannot write the trace ({e.strerror}); give a path in an existing, "
+                                           "writable folder") from None
+    with f:
         f.write(json.dumps({"format": FORMAT_TAG, "version": 1, "block_size": bs}) + "\n")
         for session, start in zip(sessions, starts):
             for k, r in enumerate(session.requests):
