@@ -127,6 +127,23 @@ def test_bad_mixes_are_user_errors(spec):
         parse_mix(spec)
 
 
+@pytest.mark.parametrize("spec", ["chat-multiturn=nan,agentic-coding=1", "chat-multiturn=inf"])
+def test_non_finite_mix_weights_are_user_errors(spec):
+    from scoville.workload.scenarios import resolve_workload
+
+    with pytest.raises(WorkloadError, match="finite"):
+        resolve_workload(f"mix:{spec}")
+
+
+@pytest.mark.parametrize("recorded", [{"kind": "sessions", "name": "x"}, {"kind": "mix", "name": "m"},
+                                      {"kind": "trace", "format": "azure"}])
+def test_an_edited_manifest_workload_is_a_user_error(recorded):
+    from scoville.workload.sessions import workload_from_dict
+
+    with pytest.raises(WorkloadError, match="manifest"):
+        workload_from_dict(recorded)
+
+
 def test_bad_parameters_are_user_errors():
     with pytest.raises(WorkloadError, match="think-scale"):
         chat_multiturn(think_scale=-1)

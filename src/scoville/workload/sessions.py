@@ -270,8 +270,8 @@ class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
     def __post_init__(self) -> None:
         if not self.components or len(self.components) != len(self.weights):
             raise WorkloadError("a mix needs one weight per scenario, e.g. mix:chat-multiturn=3,agentic-coding=1")
-        if min(self.weights) < 0 or sum(self.weights) <= 0:
-            raise WorkloadError(f"mix weights must be >= 0 and not all zero (got {list(self.weights)})")
+        if not all(math.isfinite(w) and w >= 0 for w in self.weights) or sum(self.weights) <= 0:
+            raise WorkloadError(f"mix weights must be finite, >= 0 and not all zero (got {list(self.weights)})")
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
@@ -412,11 +412,15 @@ def mix(weights: dict[str, float], *, name: str, seed: int = 0, description: str
 def workload_from_dict(d: dict[str, Any]) -> Any:
     """Rebuild a session, mix or trace workload from the ``to_dict()`` a manifest recorded (``--resume``)."""
     kind = d.get("kind")
-    if kind == "sessions":
-        return msgspec.convert(d, SessionWorkload)
-    if kind == "mix":
-        return msgspec.convert(d, MixWorkload)
+    if kind in ("sessions", "mix"):
+        try:
+            return msgspec.convert(d, SessionWorkload if kind == "sessions" else MixWorkload)
+        except msgspec.ValidationError as e:
+            raise WorkloadError(f"the manifest's {kind} workload cannot be rebuilt ({e}); was manifest.json "
+                                "edited?") from None
     if kind == "trace":
+        if "path" not in d:
+            raise WorkloadError("the manifest's trace workload records no trace path; was manifest.json edited?")
         from scoville.workload.traces import TraceOptions, load_trace
 
         options = {k: d[k] for k in TraceOptions.__struct_fields__ if k in d}
