@@ -320,10 +320,14 @@ class StepCost:
         """(compute, memory) utilisation of peak over a step, for :class:`scoville.sim.power_model.PowerModel`."""
         m, hw = self.model, self.hw
         t = _as(self.step_time(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens))
-        T, A, K = _as(num_tokens), _as(attn_ctx_tokens), _as(kv_tokens)
+        T, S, A, K = _as(num_tokens), np.maximum(_as(num_seqs), 1.0), _as(attn_ctx_tokens), _as(kv_tokens)
         n = self.accelerators
-        flops = 2.0 * T * (m.active_params - m.group_params()["embed"]) + A * self._decode_flop_per_ctx * self.par.tp * m.num_layers
-        bytes_ = self.weight_bytes_per_accelerator * n + K * self._kv_layer_rank * self.par.tp * m.num_layers
+        # layer-tokens of attention and of KV read: sliding-window layers stop at their window (as in breakdown)
+        w = float(m.sliding_window or 0)
+        attn_lt = A * m.num_full_layers + np.minimum(A, T * w) * m.num_sliding_layers
+        kv_lt = K * m.num_full_layers + np.minimum(K, S * w) * m.num_sliding_layers
+        flops = 2.0 * T * (m.active_params - m.group_params()["embed"]) + attn_lt * self._decode_flop_per_ctx * self.par.tp
+        bytes_ = self.weight_bytes_per_accelerator * n + kv_lt * self._kv_layer_rank * self.par.tp
         cu = np.clip(flops / n / t / hw.peak_flops(COMPUTE_PRECISION[self.precision.get("experts", "bf16")]), 0, 1)
         mu = np.clip(bytes_ / n / t / hw.hbm_bytes_per_s, 0, 1)
         return cu, mu

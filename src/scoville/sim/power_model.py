@@ -13,6 +13,9 @@ where ``compute_util`` and ``memory_util`` are achieved fractions of *peak* FLOP
 cores, chosen so a bandwidth-bound decode lands in Splitwise's 0.55-0.7 x TDP (DeepSeek-R1 decode on GB300:
 ~0.66). The one public measured point, Jalapeno's ~550 W sustained of 700 W rated (0.79), is approached on average
 over its three 8k/1k scenarios at 256 in flight (gpt-oss ~700 W, DeepSeek-R1/Kimi ~420 W; mean ~515 W, 6% under).
+Those figures predate capping gpt-oss's sliding-window layers at their window in ``StepCost.utilization``; with
+the cap a 256 x 8.7k-context gpt-oss decode step on Jalapeno models ~545 W instead of rated 700 W, so that mean is
+now lower (not re-measured over the full scenarios).
 """
 
 from __future__ import annotations
