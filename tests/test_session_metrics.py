@@ -115,3 +115,19 @@ def test_run_session_metrics_reads_points_from_a_run_directory(tmp_path):
     assert rows[0] == {"point": 0, **session_metrics(read_requests(w.run_dir).filter(
         read_requests(w.run_dir).column("point").to_numpy() == 0), accelerators=4)}
     assert rows[1]["num_sessions"] == 1 and rows[1]["cache_hit_rate"] == pytest.approx(240 / 450)
+
+
+def test_a_points_own_accelerator_count_wins_over_the_system_size(tmp_path):
+    # a config search records each point's winning configuration; its size divides that point's throughput
+    manifest = base_manifest(source="simulated", target={}, system={"hardware": "t", "accelerators": 8},
+                             model={"name": "m"}, serving={}, workload={"name": "chat-multiturn"},
+                             load_plan={"points": [{"index": 0, "accelerators": 2}, {"index": 1}]},
+                             power={"source": "none"})
+    w = RunWriter.create(tmp_path, manifest)
+    w.write_point(0, RECORDS)
+    for r in RECORDS:
+        w.record(RequestRecord(**{**{f: getattr(r, f) for f in r.__struct_fields__}, "point": 1}))
+    w.finish()
+    rows = run_session_metrics(w.run_dir)
+    assert [r["accelerators"] for r in rows] == [2, 8]
+    assert rows[0]["total_tok_s_per_accelerator"] == pytest.approx(4 * rows[1]["total_tok_s_per_accelerator"])
