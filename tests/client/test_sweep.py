@@ -66,6 +66,37 @@ def test_unreachable_server_fails_fast_with_one_line_and_no_run(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_port_that_does_not_speak_http_fails_with_one_line_and_no_run(tmp_path):
+    """--url pointing at another service (say SSH's port): a ClientError naming the URL, not aiohttp's traceback."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    sweep = Sweep(cfg=ClientConfig(base_url=f"http://127.0.0.1:{port}", model="m"), workload=WL,
+                  points=concurrency_sweep([1], num_requests=1), power=plan_power("rated", hardware="h200",
+                                                                                   accelerators=1), system={})
+    try:
+        with pytest.raises(ClientError, match=rf"127.0.0.1:{port} did not answer as an HTTP server") as e:
+            run_sweep(sweep, tmp_path)
+    finally:
+        listener.close()
+    assert "\n" not in str(e.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_model_must_be_served(server, tmp_path):
     sweep = make_sweep(server, concurrency_sweep([1], num_requests=1))
     sweep.cfg.model = "other"

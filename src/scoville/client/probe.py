@@ -24,6 +24,12 @@ from scoville.workload.spec import RequestSpec
 _PROBE = RequestSpec(request_id="probe", input_tokens=8, output_tokens=2, prompt_seed=7)
 
 
+def _why(e: aiohttp.ClientError) -> str:
+    """One line naming an aiohttp failure (its messages carry newlines and caret diagrams)."""
+    detail = getattr(e, "message", None) or str(e)
+    return f"{type(e).__name__}: {' '.join(str(detail).split())[:100]}"
+
+
 async def _models(http: aiohttp.ClientSession, cfg: ClientConfig) -> list[str]:
     try:
         async with http.get(f"{cfg.base_url}/v1/models", headers=cfg.headers()) as resp:
@@ -32,11 +38,14 @@ async def _models(http: aiohttp.ClientSession, cfg: ClientConfig) -> list[str]:
             if resp.status != 200:
                 return []
             data = await resp.json(content_type=None)
-            return [m.get("id") for m in data.get("data", []) if isinstance(m, dict) and m.get("id")]
+            listed = data.get("data") if isinstance(data, dict) else None
+            return [m.get("id") for m in listed or [] if isinstance(m, dict) and m.get("id")]
     except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, asyncio.TimeoutError) as e:
         raise ClientError(f"cannot reach {cfg.base_url}: is the server running? ({type(e).__name__}: {e})") from None
     except (aiohttp.ContentTypeError, ValueError):
         return []
+    except aiohttp.ClientError as e:  # something answered, but not as an HTTP server (wrong port?)
+        raise ClientError(f"{cfg.base_url} did not answer as an HTTP server; check --url ({_why(e)})") from None
 
 
 async def _try(http: aiohttp.ClientSession, cfg: ClientConfig) -> tuple[int, str]:
@@ -73,6 +82,8 @@ async def _probe(cfg: ClientConfig) -> dict[str, Any]:
             raise ClientError(f"cannot reach {cfg.base_url}: is the server running? ({e})") from None
         except asyncio.TimeoutError:
             raise ClientError(f"{cfg.endpoint} did not answer a 2-token request within 60 s") from None
+        except aiohttp.ClientError as e:
+            raise ClientError(f"{cfg.endpoint} broke off a test request ({_why(e)})") from None
         if status == 401:
             raise ClientError(f"{cfg.base_url} wants an API key (HTTP 401); pass --api-key")
         if status == 404:
