@@ -168,6 +168,14 @@ def test_resume_skips_finished_points_and_redoes_the_rest(server, tmp_path):
     assert read_manifest(first)["resumed_at"] and full.points == sweep_from_manifest(read_manifest(first)).points
 
 
+def test_resume_url_is_normalised_like_url(server, tmp_path):
+    """``--resume RUN --url http://host:port/v1/`` must reach .../v1/completions, not .../v1/v1/completions."""
+    result = run_sweep(make_sweep(server, concurrency_sweep([1], num_requests=1, warmup_requests=0)), tmp_path)
+    sweep = sweep_from_manifest(read_manifest(result.run_dir), base_url=server.base_url + "/v1/")
+    assert sweep.cfg.base_url == server.base_url
+    assert sweep.cfg.endpoint == server.base_url + "/v1/completions"
+
+
 def test_csv_meter_power_on_the_run_clock(server, tmp_path):
     meter = tmp_path / "meter.csv"
     now = time.time()

@@ -244,11 +244,11 @@ def sweep_from_manifest(manifest: dict[str, Any], *, api_key: str | None = None,
     """The Sweep a manifest describes (the API key is not in it and must be given again)."""
     target = dict(manifest.get("target") or {})
     emulator = target.pop("emulator", None)
+    if base_url:  # set before ClientConfig so it is normalised as --url is (trailing "/" or "/v1" dropped)
+        target["base_url"] = base_url
     fields = set(ClientConfig.__struct_fields__)
     cfg = ClientConfig(**{k: v for k, v in target.items() if k in fields})
     cfg.api_key = api_key
-    if base_url:
-        cfg.base_url = base_url.rstrip("/")
     power = dict(manifest.get("power") or {})
     plan = PowerPlan(source=power.get("source", "none"), boundary=power.get("boundary", "chip"),
                      watts_per_accelerator=power.get("watts_per_accelerator"), csv_path=power.get("csv_path"),
