@@ -68,3 +68,12 @@ def test_recompute_reproduces_stored_metrics_and_catalog_sees_them(tmp_path):
     assert rows == [(w.run_dir.name, 2)]
     cols, rows = query(tmp_path, "SELECT count(*) FROM requests")
     assert rows == [(8,)]
+
+
+@pytest.mark.parametrize("sql", ["SELECT nope FROM runs", "SELECT CAST('x' AS INTEGER)", "SELECT error('boom')"])
+def test_sql_errors_are_user_errors_whenever_duckdb_raises_them(tmp_path, sql):
+    # the last two fail only when rows are fetched, not when the statement is prepared
+    from scoville.errors import UserError
+
+    with pytest.raises(UserError, match="SQL error"):
+        query(tmp_path, sql)

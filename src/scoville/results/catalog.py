@@ -90,11 +90,16 @@ def connect(runs_root: Path) -> duckdb.DuckDBPyConnection:
 
 
 def query(runs_root: Path, sql: str) -> tuple[list[str], list[tuple]]:
+    """Columns and rows of ``sql`` over the catalog; any DuckDB error is a one-line UserError.
+
+    Errors can surface while rows are fetched (a failed cast, ``error()``), not
+    only while the statement is parsed, so the fetch is guarded too.
+    """
     con = connect(runs_root)
     try:
         rel = con.sql(sql)
+        return ([], []) if rel is None else (rel.columns, rel.fetchall())
     except duckdb.Error as e:
         raise UserError(f"SQL error: {str(e).splitlines()[0]} (tables: runs, points, requests, power)") from e
-    if rel is None:
-        return [], []
-    return rel.columns, rel.fetchall()
+    finally:
+        con.close()
