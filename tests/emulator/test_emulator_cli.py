@@ -45,3 +45,16 @@ def test_sweep_without_url_measures_the_built_in_emulator(tmp_path):
     rows = read_point_metrics(runs[0])
     assert [r["num_ok"] for r in rows] == [4, 4] and all(r["num_errors"] == 0 for r in rows)
     assert all(r["tpot_s_median"] > 0 for r in rows)
+
+
+def test_bad_inline_config_json_is_one_line_not_a_traceback(capsys):
+    """``python -m scoville.emulator --config '{...'`` with a typo: exit 2 and one error line."""
+    import pytest
+
+    from scoville.emulator.run import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--config", '{"hardware": h200}'])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --config: inline JSON is not valid") and "\n" not in err

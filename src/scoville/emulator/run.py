@@ -89,6 +89,17 @@ def serve(emu: Emulator, host: str = "127.0.0.1", port: int = 8000,
     asyncio.run(serve_async(emu, host, port, announce))
 
 
+def _config_arg(value: str | None) -> dict | str | None:
+    """``--config``: inline JSON when it starts with '{', else a file path (UserError on bad inline JSON)."""
+    if not value or not value.lstrip().startswith("{"):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as e:
+        raise UserError(f"--config: inline JSON is not valid ({e.msg} at character {e.pos}); "
+                        "pass a JSON object or a YAML/JSON file path") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m scoville.emulator``: the child process that spawn_emulator starts."""
     from scoville.emulator.build import build_emulator, pinned_config
@@ -109,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.realtime_priority:
         raise_priority()
     try:
-        config = json.loads(args.config) if args.config and args.config.lstrip().startswith("{") else args.config
+        config = _config_arg(args.config)
         cfg = pinned_config(args.hardware, args.model, config)
         emu = build_emulator(cfg, served_model_name=args.served_model_name, api_key=args.api_key,
                              max_queue=args.max_queue)
