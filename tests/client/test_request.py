@@ -187,6 +187,13 @@ def test_unreachable_server_is_an_error_record():
     assert not rec.ok and "cannot connect" in rec.error
 
 
+def test_unresolvable_host_is_an_error_record():
+    """A name that does not resolve (.invalid never does) is a record, as a refused connection is."""
+    rec = send(ClientConfig(base_url="http://no-such-host.invalid:8000", model="m"),
+               RequestSpec(request_id="r", input_tokens=4, output_tokens=2))
+    assert not rec.ok and "cannot connect" in rec.error
+
+
 def test_chunked_decoder_handles_every_split_and_the_final_crlf():
     from scoville.client.fastpath import _Response
 

@@ -186,7 +186,10 @@ class FastHTTP:
     async def _connect(self) -> socket.socket:
         loop = asyncio.get_running_loop()
         if self._addr is None:
-            info = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+            try:
+                info = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+            except OSError as e:  # socket.gaierror: a name that does not resolve (now) fails this request only
+                raise HTTPStreamError("connect", f"cannot connect to http://{self.host}:{self.port}: {e}") from None
             self._addr = info[0][0], info[0][4]
         family, addr = self._addr
         sock = socket.socket(family, socket.SOCK_STREAM)
