@@ -123,6 +123,9 @@ def test_goodput_recomputes_slo_attainment_from_requests(tmp_path):
     assert rows[1]["goodput"] == 0.0
     with pytest.raises(UserError, match="KEY=SECONDS"):
         parse_slo("latency=3")
+    for bad in ("ttft_s=0", "ttft_s=nan"):  # limits no request could ever meet
+        with pytest.raises(UserError, match="positive number"):
+            parse_slo(bad)
 
 
 def test_cost_per_million_tokens():

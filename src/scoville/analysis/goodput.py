@@ -32,8 +32,8 @@ def parse_slo(text: str) -> dict[str, float]:
             slo[key] = float(value)
         except ValueError:
             raise UserError(f"bad SLO {part!r}: {value!r} is not a number of seconds") from None
-        if slo[key] <= 0:
-            raise UserError(f"bad SLO {part!r}: the limit must be positive")
+        if not slo[key] > 0:  # also refuses nan, which no request could ever meet
+            raise UserError(f"bad SLO {part!r}: the limit must be a positive number of seconds")
     return slo
 
 
