@@ -19,10 +19,6 @@ import numpy as np
 METHOD = "steffen"
 
 
-def _sign(v: np.ndarray) -> np.ndarray:
-    return np.sign(v)
-
-
 def steffen_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Derivatives at each knot by Steffen's rule (x strictly increasing, ≥ 2 knots)."""
     h = np.diff(x)
@@ -35,7 +31,7 @@ def steffen_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     # interior knots: parabola through three neighbours, limited so no overshoot
     p = (d[:-1] * h[1:] + d[1:] * h[:-1]) / (h[:-1] + h[1:])
     limit = np.minimum(np.minimum(np.abs(d[:-1]), np.abs(d[1:])), 0.5 * np.abs(p))
-    yp[1:-1] = (_sign(d[:-1]) + _sign(d[1:])) * limit
+    yp[1:-1] = (np.sign(d[:-1]) + np.sign(d[1:])) * limit
     # end knots: one-sided parabola, clipped to keep the end interval monotone
     for end, (h0, h1, d0, d1) in ((0, (h[0], h[1], d[0], d[1])), (n - 1, (h[-1], h[-2], d[-1], d[-2]))):
         pe = d0 * (1 + h0 / (h0 + h1)) - d1 * h0 / (h0 + h1)
