@@ -9,12 +9,12 @@ duration, and its first ``warmup_requests`` are sent but excluded from metrics.
 
 from __future__ import annotations
 
-from scoville.errors import UserError
-
 from typing import Any
 
 import msgspec
 import numpy as np
+
+from scoville.errors import UserError
 
 
 class LoadError(UserError, ValueError):

@@ -18,8 +18,6 @@ journal for points that never finished.
 
 from __future__ import annotations
 
-from scoville.errors import UserError
-
 import hashlib
 import json
 import os
@@ -34,6 +32,7 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from scoville.errors import UserError
 from scoville.results.schema import (
     ARROW_SCHEMA,
     POWER_SCHEMA,

@@ -7,13 +7,12 @@ InferenceX draws each request's input and output length uniformly from
 
 from __future__ import annotations
 
-from scoville.errors import UserError
-
 from typing import Any
 
 import msgspec
 import numpy as np
 
+from scoville.errors import UserError
 from scoville.workload.spec import RequestSpec, Session
 
 
