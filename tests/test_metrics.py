@@ -92,3 +92,12 @@ def test_goodput_under_slo():
     m = point_metrics(records_to_table(two_requests()), ctx)
     assert m["slo_attainment"] == pytest.approx(0.5)
     assert m["goodput"] == pytest.approx(1 / 3.5)
+
+
+def test_clean_mode_goodput_never_exceeds_request_throughput():
+    # six 1 s requests sent 1 s apart; at C=2 the clean window (1.0 .. 5.0) is shorter than the span (0 .. 6)
+    recs = [rec(i, float(i), i + 0.5, i + 1.0, [i + 0.5, i + 1.0], [1, 1], 2) for i in range(6)]
+    m = point_metrics(records_to_table(recs), PointContext(compat="clean", concurrency=2, slo={"e2e_s": 10.0}))
+    assert m["window_s"] == pytest.approx(4.0)
+    assert m["slo_attainment"] == 1.0
+    assert m["goodput"] == pytest.approx(m["request_throughput"]) == pytest.approx(6 / 6.0)

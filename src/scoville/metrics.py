@@ -186,7 +186,10 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
     row.update(window_start_s=t_start, window_end_s=t_end, window_s=window)
     if window <= 0:
         return row
-    row["request_throughput"] = ok.num_rows / (float(t_done.max()) - float(t_sent.min()) or window)
+    # Requests are counted whole, so request rates use the whole span even in clean mode (whose
+    # steady window counts only the tokens inside it): goodput can then never exceed request throughput.
+    request_span = float(t_done.max()) - float(t_sent.min()) or window
+    row["request_throughput"] = ok.num_rows / request_span
     row["output_throughput"] = out_sum / window
     row["total_throughput"] = (out_sum + in_sum) / window
     n_acc = max(ctx.accelerators, 1)
@@ -218,7 +221,7 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
             good &= per_req_tpot <= ctx.slo["tpot_s"]
         if "e2e_s" in ctx.slo:
             good &= e2e <= ctx.slo["e2e_s"]
-        row["goodput"] = float(good.sum()) / window
+        row["goodput"] = float(good.sum()) / request_span
         row["slo_attainment"] = float(good.mean())
     return row
 
