@@ -101,3 +101,11 @@ def test_clean_mode_goodput_never_exceeds_request_throughput():
     assert m["window_s"] == pytest.approx(4.0)
     assert m["slo_attainment"] == 1.0
     assert m["goodput"] == pytest.approx(m["request_throughput"]) == pytest.approx(6 / 6.0)
+
+
+def test_a_point_of_empty_replies_has_no_price_per_output_token():
+    # the server answered every request with zero tokens: output throughput 0, no $/Mtok, no crash
+    recs = [rec(i, 0.0, 1.0, 2.0, [1.0], [0], 0) for i in range(2)]
+    m = point_metrics(records_to_table(recs), PointContext(cost_per_accelerator_hour=2.0))
+    assert m["output_throughput"] == 0.0 and m["usd_per_mtok_output"] is None
+    assert m["usd_per_mtok_total"] == pytest.approx(2.0 / (200 / 2.0 * 3600 / 1e6))

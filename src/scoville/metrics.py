@@ -210,8 +210,9 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
         row["joules_per_output_token"] = watts / row["output_throughput"] if row["output_throughput"] else None
     if ctx.cost_per_accelerator_hour:
         dollars_per_hour = ctx.cost_per_accelerator_hour * n_acc
-        row["usd_per_mtok_total"] = dollars_per_hour / (row["total_throughput"] * 3600 / 1e6)
-        row["usd_per_mtok_output"] = dollars_per_hour / (row["output_throughput"] * 3600 / 1e6)
+        for kind in ("total", "output"):  # no price per token where no token was served (empty replies)
+            tput = row[f"{kind}_throughput"]
+            row[f"usd_per_mtok_{kind}"] = dollars_per_hour / (tput * 3600 / 1e6) if tput else None
     if ctx.slo:
         good = np.ones(ok.num_rows, dtype=bool)
         if "ttft_s" in ctx.slo:
