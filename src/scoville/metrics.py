@@ -67,10 +67,10 @@ def mean_power_w(power: pa.Table, t_start: float, t_end: float) -> tuple[float |
         return None, None
     t_all = power.column("t").to_numpy()
     w_all = power.column("watts").to_numpy()
-    devices = power.column("device").to_pylist()
+    devices = np.asarray(power.column("device").to_pylist(), dtype=object)
     energy = 0.0
-    for dev in sorted(set(devices)):
-        mask = np.array([d == dev for d in devices])
+    for dev in sorted(set(devices.tolist())):
+        mask = devices == dev
         t, w = t_all[mask], w_all[mask]
         order = np.argsort(t)
         t, w = t[order], w[order]
