@@ -74,6 +74,17 @@ def test_bad_options_end_in_one_line(server, tmp_path, args, message):
     assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--url", "localhost:8000"], "--url 'localhost:8000' needs a scheme: http://HOST:PORT"),
+    (["--url", "http://127.0.0.1:9", "--timeout", "-1"], "--timeout must be a positive number"),
+])
+def test_bad_target_options_end_in_one_line_before_any_request(tmp_path, args, message):
+    p = scoville("run", *args, "--isl", "16", "--osl", "4", "--num-requests", "1", "--runs", str(tmp_path))
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
+
+
 def test_unreachable_url_fails_fast(tmp_path):
     p = scoville("sweep", "--url", "http://127.0.0.1:9", "--runs", str(tmp_path), timeout=30)
     assert p.returncode == 2 and "cannot reach http://127.0.0.1:9: is the server running?" in p.stderr

@@ -30,13 +30,17 @@ class ClientConfig(msgspec.Struct, kw_only=True):
     tokenizer: str | None = None
 
     def __post_init__(self) -> None:
+        from scoville.client.errors import ClientError
+
         self.base_url = self.base_url.rstrip("/")
         if self.base_url.endswith("/v1"):
             self.base_url = self.base_url[:-3]
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ClientError(f"--url {self.base_url!r} needs a scheme: http://HOST:PORT or https://HOST:PORT")
         if self.api not in APIS:
-            from scoville.client.errors import ClientError
-
             raise ClientError(f"unknown --api {self.api!r}; use completions or chat")
+        if not (self.timeout_s > 0 and self.read_timeout_s > 0):  # also refuses NaN
+            raise ClientError(f"--timeout must be a positive number of seconds (got {self.timeout_s:g})")
 
     @property
     def endpoint(self) -> str:
