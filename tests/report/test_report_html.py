@@ -167,3 +167,13 @@ def test_itl_cdf_uses_the_runs_compat_mode(tmp_path):
         assert sorted(set(fig["data"][0]["x"])) == xs
         stored = read_point_metrics(d)
         assert stored[0]["itl_s_median"] == (0.0 if compat == "clean" else 1.0)
+
+
+def test_an_unwritable_report_path_is_a_user_error(report_runs, tmp_path):
+    from scoville.errors import UserError
+
+    _, runs = report_runs
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    with pytest.raises(UserError, match="cannot write the report"):
+        write_report(runs[:1], blocker / "report.html")

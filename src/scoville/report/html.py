@@ -271,11 +271,14 @@ def write_report_groups(groups: list[list[Path]], out: Path, *, title: str | Non
     """Write the report for systems that may pool several runs each; returns ``out``."""
     text = render(groups, title=title, at=at)
     out = Path(out)
-    if out.parent and not out.parent.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
+    except OSError as e:
+        raise UserError(f"cannot write the report to {out} ({e.strerror or e}); give -o a file in a writable "
+                        "folder") from None
     return out
 
 
