@@ -108,6 +108,35 @@ def test_a_worker_killed_mid_point_loses_only_its_in_flight_requests(ray_cluster
     assert row["num_errors"] == sum(1 for r in lost if not r.warmup)
 
 
+def test_a_worker_lost_between_clock_sync_and_start_hands_its_share_to_a_survivor(ray_cluster, server, tmp_path):
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    workload = SyntheticWorkload(isl=16, osl=4, range_ratio=1.0, seed=11)
+    point = concurrency_sweep([4], num_requests=8, warmup_requests=2)[0]
+    writer = RunWriter.create(tmp_path, manifest_for(cfg, workload, [point]))
+    coordinator = RayLoadCoordinator(cfg, workload, workers=2, num_cpus=0.5, call_timeout_s=5.0)
+    coordinator.start_workers()
+    sync = coordinator._sync
+
+    def sync_then_kill_worker_1(i):
+        out = sync(i)
+        if i == 1:
+            ray_cluster.kill(coordinator.actors[1], no_restart=True)
+        return out
+
+    coordinator._sync = sync_then_kill_worker_1
+    try:
+        records = coordinator.run_point(point, t0=writer.t0, t_start=writer.now(), on_record=writer.record)
+        lost_workers = coordinator.describe()["lost_workers"]
+    finally:
+        coordinator.close()
+        writer.finish()
+    # Nothing was in flight on the dead worker: the survivor sent the whole plan.
+    assert sorted(r.request_id for r in records) == sorted(plan_ids(workload, point))
+    assert all(r.ok for r in records) and sum(r.warmup for r in records) == point.warmup_requests
+    assert {r.worker for r in records} == {coordinator.names[0]}
+    assert lost_workers == [coordinator.names[1]]
+
+
 def test_workers_the_cluster_cannot_place_are_a_one_line_error(ray_cluster, server):
     cfg = ClientConfig(base_url=server.base_url, model="test-model")
     coordinator = RayLoadCoordinator(cfg, SyntheticWorkload(isl=8, osl=2), workers=2, num_cpus=0.5,

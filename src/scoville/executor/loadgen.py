@@ -286,7 +286,12 @@ class RayLoadCoordinator:
         ctx = _PointCtx(point=point, sessions=sessions, t0=t0, t_start=t_start, seed=seed, offsets=offsets,
                         on_record=on_record)
         for share in split_point(point, len(live), seed):
-            ctx.active.append(self._start(live[share.worker], share, ctx))
+            w = live[share.worker]
+            try:
+                ctx.active.append(self._start(w, share, ctx))
+            except Exception:  # died since its clock sync: nothing of the share started, so a survivor takes it all
+                self._lose(w)
+                ctx.active.extend(self._reassign(_Active(run_id=-1, worker=w, share=share), ctx))
         try:
             while ctx.active:
                 time.sleep(self.poll_s)
