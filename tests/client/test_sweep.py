@@ -192,6 +192,17 @@ def test_csv_meter_power_on_the_run_clock(server, tmp_path):
     assert 400 <= row["power_w"] <= 600 and row["energy_j"] > 0
 
 
+def test_missing_meter_file_still_finishes_the_run(server, tmp_path):
+    """The meter CSV is read at the end; if it is not there the run is still completed, then PowerError says so."""
+    plan = plan_power("csv", hardware=None, accelerators=1, csv_path=str(tmp_path / "never-written.csv"))
+    with pytest.raises(PowerError, match="no such file.*measured requests are kept in"):
+        run_sweep(make_sweep(server, concurrency_sweep([1], num_requests=2, warmup_requests=0), power=plan),
+                  tmp_path / "runs")
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    assert read_manifest(run_dir)["status"] == "complete"
+    assert len(read_requests(run_dir)) == 2 and (run_dir / POINT_METRICS).exists()
+
+
 def test_relative_csv_needs_columns(tmp_path):
     from scoville.power.csv_meter import read_power_csv
 

@@ -27,7 +27,7 @@ from scoville.load import LoadPoint
 from scoville.metrics import recompute
 from scoville.power.csv_meter import read_power_csv
 from scoville.power.nvml import NvmlSampler
-from scoville.power.sources import PowerPlan
+from scoville.power.sources import PowerError, PowerPlan
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import RequestRecord
 from scoville.results.store import POWER, RunWriter, finished_points, read_manifest
@@ -156,6 +156,7 @@ def _execute(writer: RunWriter, sweep: Sweep, workers: int, observer: Observer) 
         writer.manifest["executor"] = pool.describe()
         writer.save_manifest()
     status, rows = "interrupted", []
+    power_error: PowerError | None = None
     try:
         for position, point in enumerate(todo):
             observer.start_point(point, position, len(todo))
@@ -195,9 +196,14 @@ def _execute(writer: RunWriter, sweep: Sweep, workers: int, observer: Observer) 
             sampler.stop()
             _flush_power(writer, sampler)
         if sweep.power.source == "csv" and sweep.power.csv_path:
-            _write_csv_power(writer, sweep.power)
+            try:
+                _write_csv_power(writer, sweep.power)
+            except PowerError as e:  # the requests are on disk: finish the run first, then say why
+                power_error = PowerError(f"{e} (the measured requests are kept in {writer.run_dir})")
         rows = recompute(writer.run_dir)
         writer.finish(status)
+    if power_error is not None:
+        raise power_error
     result = SweepResult(writer.run_dir, rows, status)
     if status == "interrupted":
         raise SweepInterrupted(result)
