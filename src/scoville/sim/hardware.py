@@ -159,11 +159,6 @@ def _families() -> dict[str, dict[str, float]]:
     return fams
 
 
-def family_efficiencies() -> dict[str, dict[str, float]]:
-    """Every family's fitted factors (for reports and the calibration bench)."""
-    return {k: dict(v) for k, v in _families().items()}
-
-
 def list_hardware() -> list[str]:
     """Names of the shipped systems."""
     return sorted(p.stem for p in _data_dir().glob("*.yaml") if p.stem != "families")

@@ -61,9 +61,6 @@ class HostTier:
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entries
 
-    def touch(self, key: Hashable) -> None:
-        self._entries.move_to_end(key)
-
     def pop(self, key: Hashable) -> int:
         blocks = self._entries.pop(key)
         self.used_blocks -= blocks
@@ -112,9 +109,6 @@ class KVCache:
                 self.host.put(key, 1)  # asynchronous write-back; its time overlaps compute
         return True
 
-    def free_private(self, blocks: int) -> None:
-        self.free += blocks
-
     def match(self, keys: list[Hashable], limit: int) -> tuple[int, int]:
         """Longest cached prefix of ``keys`` (at most ``limit`` blocks): (blocks in HBM, further blocks on host)."""
         if not self.prefix_caching:
@@ -157,6 +151,3 @@ class KVCache:
             self._refs[k] = n
             if n == 0:
                 self._lru[k] = None
-
-    def contains(self, key: Hashable) -> bool:
-        return key in self._refs
