@@ -230,3 +230,8 @@ def test_power_plans_from_the_catalog_and_flags():
     assert cost_per_hour("neocloud", "h200") == 1.74 and cost_per_hour("2.5", None) == 2.5
     with pytest.raises(PowerError, match="presets"):
         cost_per_hour("cheap", "h200")
+    for bad in ("nan", "inf", "-1"):  # float() reads the first two; neither is a price
+        with pytest.raises(PowerError, match="positive number"):
+            cost_per_hour(bad, None)
+    with pytest.raises(PowerError, match="--rated-watts"):
+        plan_power("rated", hardware=None, accelerators=1, rated_watts=float("nan"))

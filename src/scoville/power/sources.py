@@ -15,6 +15,7 @@ is what ``scoville.metrics.context_from_manifest`` reads back.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,7 +80,7 @@ def cost_per_hour(value: str | None, hardware: str | None) -> float | None:
             known = ", ".join(presets) or "none (give --hardware)"
             raise PowerError(f"--cost-per-hour {value!r} is neither a number nor a preset of {hardware}; presets: {known}")
         return float(presets[value])
-    if dollars <= 0:
+    if not (math.isfinite(dollars) and dollars > 0):  # float() also reads "nan" and "inf"
         raise PowerError("--cost-per-hour must be a positive number of dollars per accelerator-hour")
     return dollars
 
@@ -106,7 +107,7 @@ def plan_power(
     plan = PowerPlan(source=source, boundary=boundary or _DEFAULT_BOUNDARY[source])
     if source == "rated":
         watts = rated_watts if rated_watts is not None else (hw.rated_watts if hw is not None else None)
-        if not watts or watts <= 0:
+        if not watts or not (math.isfinite(watts) and watts > 0):
             raise PowerError("--power rated needs --rated-watts W or a --hardware name from the catalog (e.g. h200)")
         plan.watts_per_accelerator = float(watts)
     elif source == "all-in":
