@@ -92,3 +92,11 @@ def test_bad_config_is_one_line_user_error(tmp_path):
         load_model(str(tmp_path / "config.json"))
     with pytest.raises(UserError, match="deepseek-r1"):
         load_model("no-such-model")
+
+
+def test_zero_sized_config_field_is_a_user_error_not_a_division_traceback(tmp_path):
+    p = tmp_path / "zero-heads.json"
+    p.write_text(json.dumps({"hidden_size": 1024, "num_hidden_layers": 2, "vocab_size": 10,
+                             "num_attention_heads": 0, "intermediate_size": 4096}))
+    with pytest.raises(UserError, match="unusable config field"):
+        load_model(str(p))

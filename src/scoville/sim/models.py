@@ -303,7 +303,7 @@ def _load_path(path: str, name: str) -> ModelArch:
         raise UserError(f"{p}: a config.json must be a JSON object")
     try:
         return parse_config(cfg, name, str(p))
-    except (TypeError, ValueError, KeyError) as e:
+    except (TypeError, ValueError, KeyError, ZeroDivisionError) as e:
         raise UserError(f"{p}: unusable config field ({e}); check the numeric fields of config.json") from None
 
 
