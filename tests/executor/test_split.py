@@ -71,6 +71,15 @@ def test_open_loop_cap_never_rounds_to_zero():
     assert len(shares) == 1 and shares[0].max_in_flight == 1
 
 
+def test_open_loop_cap_is_kept_whole_when_a_worker_draws_no_sessions():
+    # 3 sessions thinned over 3 workers: often one worker gets none; its share of the cap must not vanish.
+    point = rate_sweep([5.0], num_requests=3, max_concurrency=4)[0]
+    for seed in range(20):
+        shares = split_point(point, 4, seed=seed)
+        assert sum(s.max_in_flight for s in shares) == 4, seed
+        assert all(s.max_in_flight >= 1 for s in shares)
+
+
 def test_bad_worker_count_is_a_user_error():
     with pytest.raises(LoadError, match="--workers"):
         split_point(concurrency_sweep([2])[0], 0)

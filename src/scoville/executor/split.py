@@ -100,12 +100,11 @@ def _split_open(point: LoadPoint, workers: int, seed: int) -> list[Share]:
     n_sessions = session_count(point)
     workers = min(workers, n_sessions, point.concurrency or workers)  # every worker gets a cap >= 1
     owner = np.random.default_rng([seed, point.index, 0x5117]).integers(0, workers, size=n_sessions)
-    caps = even_split(point.concurrency, workers) if point.concurrency else [None] * workers
+    owned = [mine for mine in (np.flatnonzero(owner == i) for i in range(workers)) if mine.size]
+    # the cap is split over the workers that drew sessions, so an empty one does not take part of it away
+    caps = even_split(point.concurrency, len(owned)) if point.concurrency else [None] * len(owned)
     shares = []
-    for i in range(workers):
-        mine = np.flatnonzero(owner == i)
-        if mine.size == 0:
-            continue
+    for i, mine in enumerate(owned):
         warm = int(np.count_nonzero(mine < point.warmup_requests))
         requests = None if cap is None else int(np.count_nonzero(mine < cap))
         measured = 0 if requests is None else requests - warm
