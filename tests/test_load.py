@@ -9,6 +9,7 @@ from scoville.errors import UserError
 from scoville.load import (
     arrival_offsets,
     concurrency_sweep,
+    parse_float_list,
     parse_int_list,
     rate_sweep,
     session_start_offsets,
@@ -29,6 +30,10 @@ def test_bad_lists_are_user_errors():
     for text in ("abc", "0,1", "8-2"):
         with pytest.raises(UserError):
             parse_int_list(text)
+    for text in ("x", "0", "1,-2", "nan", "1,nan"):
+        with pytest.raises(UserError, match="rate"):
+            parse_float_list(text)
+    assert parse_float_list("0.5, inf") == [0.5, float("inf")]  # inf: every request at once
 
 
 def test_poisson_arrivals_have_the_requested_mean_rate_and_are_seeded():

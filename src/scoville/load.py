@@ -73,7 +73,7 @@ def parse_float_list(text: str) -> list[float]:
         values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise LoadError(f"cannot read {text!r} as a list of rates; use e.g. 0.5,1,2") from None
-    if not values or min(values) <= 0:
+    if not values or not all(v > 0 for v in values):  # nan is no rate; inf (all at once) is one, as in vLLM
         raise LoadError(f"{text!r}: request rates must be positive numbers of requests per second")
     return values
 
