@@ -89,3 +89,12 @@ def test_without_ray_installed_the_error_says_how_to_install_it():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ("RayUnavailableError --executor ray needs Ray, which is not installed: "
                                   "pip install 'scoville[ray]'")
+
+
+def test_a_crashed_worker_fails_its_items_and_the_executor_stays_usable():
+    import os
+
+    with LocalExecutor(max_workers=2) as ex:
+        with pytest.raises(TaskError, match="BrokenProcessPool"):
+            ex.map(os._exit, [3, 3])          # the worker process dies mid-task
+        assert ex.map(abs, [-1, -2, -3]) == [1, 2, 3]   # a fresh pool, not the broken one

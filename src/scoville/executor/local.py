@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Iterator
 
 from scoville.errors import UserError
@@ -64,6 +65,7 @@ class LocalExecutor(Executor):
         pool = self._get_pool()
         futures: dict[Future, int] = {pool.submit(fn, item): i for i, item in enumerate(items)}
         pending = set(futures)
+        broken = False
         try:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -71,12 +73,16 @@ class LocalExecutor(Executor):
                     i = futures[fut]
                     exc = fut.exception()
                     if exc is not None:
+                        broken = broken or isinstance(exc, BrokenProcessPool)
                         yield TaskResult(i, error=task_error(i, items[i], exc))
                     else:
                         yield TaskResult(i, value=fut.result())
         finally:
             for fut in pending:  # the caller stopped early (failure, Ctrl-C): drop what has not started
                 fut.cancel()
+            if broken and self._pool is pool:  # a worker died (OOM kill, segfault): the next call gets a new pool
+                pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "workers": self.max_workers}
