@@ -147,6 +147,8 @@ def test_an_edited_manifest_workload_is_a_user_error(recorded):
 def test_bad_parameters_are_user_errors():
     with pytest.raises(WorkloadError, match="think-scale"):
         chat_multiturn(think_scale=-1)
+    with pytest.raises(WorkloadError, match="think-scale"):
+        chat_multiturn(think_scale=float("nan"))
     with pytest.raises(WorkloadError, match="no room"):
         SessionWorkload(name="x", turns=fixed(1), first_message=fixed(1), message=fixed(1), output=fixed(1),
                         think=fixed(0), shared_prefix_tokens=100, context_limit=50)

@@ -235,6 +235,8 @@ def test_unusable_paths_formats_and_options(tmp_path):
         load_trace(DATA / "azure_sample.csv", time_scale=0)
     with pytest.raises(WorkloadError, match="replay mode"):
         load_trace(DATA / "azure_sample.csv", replay="fast")
+    with pytest.raises(WorkloadError, match="idle-gap-cap"):  # a nan cap would turn every arrival into nan
+        load_trace(DATA / "azure_sample.csv", idle_gap_cap_s=float("nan"))
     with pytest.raises(TraceError, match="no .json"):
         (tmp_path / "empty").mkdir()
         load_trace(tmp_path / "empty")

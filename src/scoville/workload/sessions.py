@@ -174,7 +174,7 @@ class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
     def __post_init__(self) -> None:
         if self.block_size < 1:
             raise WorkloadError(f"block size must be >= 1 token (got {self.block_size})")
-        if self.think_scale < 0:
+        if not self.think_scale >= 0:  # nan included
             raise WorkloadError(f"--think-scale must be >= 0 (got {self.think_scale})")
         if self.shared_prefix_tokens < 0 or self.context_limit <= self.shared_prefix_tokens + 1:
             raise WorkloadError(f"{self.name}: context limit {self.context_limit} leaves no room after the "

@@ -64,7 +64,7 @@ class TraceOptions(msgspec.Struct, kw_only=True, frozen=True):
             raise WorkloadError(f"--sample must be a fraction in (0, 1] (got {self.sample})")
         if self.max_sessions is not None and self.max_sessions < 1:
             raise WorkloadError(f"--max-sessions must be >= 1 (got {self.max_sessions})")
-        if self.idle_gap_cap_s is not None and self.idle_gap_cap_s < 0:
+        if self.idle_gap_cap_s is not None and not self.idle_gap_cap_s >= 0:  # nan included
             raise WorkloadError(f"--idle-gap-cap must be >= 0 seconds (got {self.idle_gap_cap_s})")
         if self.replay not in REPLAY_MODES:
             raise WorkloadError(f"unknown replay mode {self.replay!r}; use one of {', '.join(REPLAY_MODES)}")
