@@ -58,3 +58,15 @@ def test_bad_inline_config_json_is_one_line_not_a_traceback(capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --config: inline JSON is not valid") and "\n" not in err
+
+
+def test_port_out_of_range_is_refused_not_wrapped(capsys):
+    """--port 70000 once served on 4464 (70000 mod 65536); it must be an error instead."""
+    import pytest
+
+    from scoville.emulator.run import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--port", "70000"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == "error: --port 70000 is not a TCP port; use 1-65535, or 0 for a free one"

@@ -80,6 +80,8 @@ def announce_json(url: str, port: int) -> None:
 def serve(emu: Emulator, host: str = "127.0.0.1", port: int = 8000,
           announce: Callable[[str, int], None] = announce_json, *, uvloop: bool = False) -> None:
     """Block serving ``emu`` on ``host:port`` until SIGINT/SIGTERM."""
+    if not 0 <= port <= 65535:  # the OS would take 70000 as 70000 % 65536 and serve somewhere unexpected
+        raise UserError(f"--port {port} is not a TCP port; use 1-65535, or 0 for a free one")
     if uvloop:
         use_uvloop()
     # A full cyclic-GC pass over the catalogs, numpy and aiohttp objects built at start-up takes
