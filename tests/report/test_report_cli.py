@@ -90,3 +90,11 @@ def test_report_to_a_folder_is_refused(app, report_runs, tmp_path):
     root, _ = report_runs
     res = run(app, "report", "base00", "--runs", str(root), "-o", str(tmp_path))
     assert isinstance(res.exception, UserError) and "is a folder" in str(res.exception)
+
+
+def test_report_path_with_brackets_is_printed_as_given(app, report_runs, tmp_path):
+    root, _ = report_runs
+    out = tmp_path / "out[x]" / "r.html"  # Rich would read "[x]" as markup and drop it
+    res = run(app, "report", "base00", "--runs", str(root), "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert out.exists() and "out[x]" in res.output.replace("\n", "")

@@ -107,10 +107,10 @@ def register(app: typer.Typer) -> None:
         if out.exists() and out.is_dir():
             raise UserError(f"-o {out} is a folder; give a file name such as {out / 'report.html'}")
         path = write_report_groups(groups, out, title=title, at=at)
-        console.print(f"report: [bold]{path}[/]")
+        console.print(f"report: [bold]{escape(str(path))}[/]")
         for folder, fmt in ((png, "png"), (svg, "svg")):
             if folder is not None:
                 from scoville.report.static import write_images
 
                 files = write_images(groups, folder, fmt)
-                console.print(f"{len(files)} {fmt.upper()} charts in [bold]{folder}[/]")
+                console.print(f"{len(files)} {fmt.upper()} charts in [bold]{escape(str(folder))}[/]")
