@@ -214,6 +214,15 @@ def test_relative_csv_needs_columns(tmp_path):
     good.write_text("t,watts\n0,100\n1,300\n")
     table = read_power_csv(good, [])
     assert table.column("t").to_pylist() == [0.0, 1.0] and table.column("device").to_pylist() == ["meter"] * 2
+    for row in ("2,nan", "2,-5", "inf,100"):
+        odd = tmp_path / "odd.csv"
+        odd.write_text(f"t,watts\n0,100\n{row}\n")
+        with pytest.raises(PowerError, match=r"odd.csv:3: t must be finite"):
+            read_power_csv(odd, [])
+    binary = tmp_path / "meter.xlsx.csv"
+    binary.write_bytes(b"PK\x03\x04\xff\xfe\x00t,watts\n")
+    with pytest.raises(PowerError, match="not a UTF-8 text CSV"):
+        read_power_csv(binary, [])
 
 
 def test_power_plans_from_the_catalog_and_flags():

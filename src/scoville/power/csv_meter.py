@@ -11,6 +11,7 @@ time needs no coordination with scoville beyond a synchronised host clock.
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 from typing import Any
 
@@ -31,28 +32,39 @@ def unix_to_run_clock(u: float, segments: list[dict[str, float]]) -> float:
     return seg["t"] + (u - seg["unix"])
 
 
+def _read_rows(path: Path, f: Any, segments: list[dict[str, Any]]) -> tuple[list[float], list[str], list[float]]:
+    """(t on the run clock, device, watts) of every row; PowerError naming the first bad line."""
+    reader = csv.DictReader(f)
+    fields = [c.strip().lower() for c in reader.fieldnames or []]
+    reader.fieldnames = fields
+    time_col = "t" if "t" in fields else "timestamp" if "timestamp" in fields else None
+    if time_col is None or "watts" not in fields:
+        raise PowerError(f"{path}: needs columns t (s from run start) or timestamp (unix s), and watts; "
+                         f"found {', '.join(fields) or 'none'}")
+    t, dev, w = [], [], []
+    for line, row in enumerate(reader, start=2):
+        try:
+            ts, watts = float(row[time_col]), float(row["watts"])
+        except (TypeError, ValueError):
+            raise PowerError(f"{path}:{line}: {time_col} and watts must be numbers") from None
+        if not (math.isfinite(ts) and math.isfinite(watts) and watts >= 0):  # one NaN would void every J figure
+            raise PowerError(f"{path}:{line}: {time_col} must be finite and watts finite and >= 0")
+        t.append(unix_to_run_clock(ts, segments) if time_col == "timestamp" else ts)
+        w.append(watts)
+        dev.append((row.get("device") or "meter").strip())
+    return t, dev, w
+
+
 def read_power_csv(path: str | Path, segments: list[dict[str, Any]]) -> pa.Table:
     """Samples of ``path`` as a POWER_SCHEMA table on the run clock (PowerError on a bad file)."""
     path = Path(path)
     if not path.is_file():
         raise PowerError(f"--power-csv {path}: no such file")
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        fields = [c.strip().lower() for c in reader.fieldnames or []]
-        reader.fieldnames = fields
-        time_col = "t" if "t" in fields else "timestamp" if "timestamp" in fields else None
-        if time_col is None or "watts" not in fields:
-            raise PowerError(f"{path}: needs columns t (s from run start) or timestamp (unix s), and watts; "
-                             f"found {', '.join(fields) or 'none'}")
-        t, dev, w = [], [], []
-        for line, row in enumerate(reader, start=2):
-            try:
-                ts, watts = float(row[time_col]), float(row["watts"])
-            except (TypeError, ValueError):
-                raise PowerError(f"{path}:{line}: {time_col} and watts must be numbers") from None
-            t.append(unix_to_run_clock(ts, segments) if time_col == "timestamp" else ts)
-            w.append(watts)
-            dev.append((row.get("device") or "meter").strip())
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            t, dev, w = _read_rows(path, f, segments)
+    except UnicodeDecodeError:
+        raise PowerError(f"{path}: not a UTF-8 text CSV file") from None
     if not t:
         raise PowerError(f"{path}: no samples")
     return pa.Table.from_pydict({"t": t, "device": dev, "watts": w}, schema=POWER_SCHEMA)
