@@ -86,6 +86,14 @@ def test_export_then_trace_info_round_trip(cli, tmp_path):
     assert load_trace(out).arrivals(3)[0] == 0.0
 
 
+def test_paths_with_brackets_print_as_given(cli, tmp_path):
+    out = tmp_path / "t[x].jsonl"  # Rich would read "[x]" as markup and drop it
+    r = CliRunner().invoke(cli, ["export-trace", "chat-multiturn", str(out), "--sessions", "1"])
+    assert r.exit_code == 0 and "t[x].jsonl" in r.output.replace("\n", "")
+    r = CliRunner().invoke(cli, ["trace-info", str(out)])
+    assert r.exit_code == 0 and "t[x].jsonl" in r.output.replace("\n", "")
+
+
 def test_workload_commands_refuse_bad_input_in_one_line(cli, tmp_path):
     from scoville.workload.traces import TraceError
 

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from scoville.results.catalog import resolve_run
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print(json.dumps(summary, indent=2))
             return
-        table = Table(title=str(path), header_style="bold")
+        table = Table(title=escape(str(path)), header_style="bold")
         table.add_column("")
         table.add_column("value", justify="right")
         for k, v in summary.items():
@@ -93,7 +94,7 @@ def register(app: typer.Typer) -> None:
             gaps = np.random.default_rng([seed, 0xA77]).exponential(1 / rate, sessions)
             arrivals = np.cumsum(np.concatenate([[0.0], gaps[1:]])).tolist()
         n = write_scoville_trace(out, drawn, arrivals)
-        console.print(f"wrote {n} requests in {sessions} sessions of {w.name} to {out}")
+        console.print(escape(f"wrote {n} requests in {sessions} sessions of {w.name} to {out}"))
 
     @app.command("sessions")
     def sessions_cmd(
