@@ -143,6 +143,14 @@ def test_sweep_over_two_worker_processes(server, tmp_path):
     assert sum(r["warmup"] for r in recs) == 4 and result.rows[0]["num_ok"] == 12
 
 
+def test_open_loop_in_flight_cap_holds_with_more_workers_than_the_cap(server, tmp_path):
+    """--rate with --max-concurrency 1 over 2 workers: still at most 1 request in flight, and every request sent."""
+    server.set(Behaviour(ttft_s=0.03))
+    result = run_sweep(make_sweep(server, rate_sweep([200.0], num_requests=8, max_concurrency=1), workers=2),
+                       tmp_path)
+    assert server.max_in_flight == 1 and result.rows[0]["num_ok"] == 8
+
+
 def test_resume_skips_finished_points_and_redoes_the_rest(server, tmp_path):
     points = concurrency_sweep([1, 2, 3], num_requests=2, warmup_requests=0)
     sweep = make_sweep(server, points[:1])

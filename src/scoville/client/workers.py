@@ -124,8 +124,13 @@ def _worker_point(index: int, count: int, name: str, conn: Connection, counters:
     max_in_flight = None
     open_sessions = None
     if point.rate is not None:
-        open_sessions = range(index, len(sessions), count)
-        max_in_flight = lanes if point.concurrency else None
+        # A cap of C in flight over more than C workers: only C of them send (one slot each). A worker
+        # with no slot would otherwise run uncapped (Semaphore(0) means "no cap" to drive_point).
+        active = min(count, point.concurrency) if point.concurrency else count
+        if index >= active:
+            return
+        open_sessions = range(index, len(sessions), active)
+        max_in_flight = split(point.concurrency, active)[index] if point.concurrency else None
     send = conn.send_bytes
 
     def on_record(rec: RequestRecord) -> None:
