@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from scoville.metrics import recompute
@@ -38,7 +39,7 @@ def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, flo
     for _, header, _ in columns:
         table.add_column(header, justify="right")
     for r in rows:
-        table.add_row(*[_fmt(r.get(key), scale) for key, _, scale in columns])
+        table.add_row(*[escape(_fmt(r.get(key), scale)) for key, _, scale in columns])
     return table
 
 
@@ -64,9 +65,9 @@ def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
     table = Table(header_style="bold")
     for i, c in enumerate(cols):
         # the first column (usually the run id) stays whole; the others wrap rather than get cut
-        table.add_column(c, no_wrap=i == 0, overflow="fold")
-    for r in rows:
-        table.add_row(*[_fmt(v) for v in r])
+        table.add_column(escape(c), no_wrap=i == 0, overflow="fold")
+    for r in rows:  # cells are data (labels, JSON, SQL strings), never Rich markup
+        table.add_row(*[escape(_fmt(v)) for v in r])
     console.print(table)
 
 
