@@ -71,6 +71,17 @@ def _sent_record(spec: RequestSpec, n_in: int, *, point: int, t0: float, warmup:
                          t_sent=time.perf_counter() - t0, input_tokens=n_in, warmup=warmup, worker=worker)
 
 
+def _http_error(rec: RequestRecord, status: int, body: bytes, t_done: float) -> RequestRecord:
+    """A non-200 answer: the status and the start of the server's error body, on one line."""
+    text = body.decode("utf-8", "replace")
+    rec.ok, rec.error, rec.t_done = False, f"HTTP {status}: {' '.join(text.split())[:200]}", t_done
+    return rec
+
+
+def _timeout_message(cfg: ClientConfig) -> str:
+    return f"timeout (no data for {cfg.read_timeout_s:g}s or over {cfg.timeout_s:g}s total)"
+
+
 async def send_request(
     http: aiohttp.ClientSession,
     cfg: ClientConfig,
@@ -91,10 +102,7 @@ async def send_request(
         async with http.post(cfg.endpoint, data=body, headers=cfg.headers()) as resp:
             rec.http_status = resp.status
             if resp.status != 200:
-                text = (await resp.content.read(_ERROR_BODY_BYTES)).decode("utf-8", "replace")
-                rec.ok, rec.error = False, f"HTTP {resp.status}: {' '.join(text.split())[:200]}"
-                rec.t_done = perf() - t0
-                return rec
+                return _http_error(rec, resp.status, await resp.content.read(_ERROR_BODY_BYTES), perf() - t0)
             feed = parser.feed
             async for data in resp.content.iter_any():
                 feed(data, perf() - t0)
@@ -102,7 +110,7 @@ async def send_request(
     except SSEError as e:
         rec.ok, rec.error = False, str(e)
     except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
-        rec.ok, rec.error = False, f"timeout (no data for {cfg.read_timeout_s:g}s or over {cfg.timeout_s:g}s total)"
+        rec.ok, rec.error = False, _timeout_message(cfg)
     except aiohttp.ClientConnectorError as e:
         rec.ok, rec.error = False, f"cannot connect to {cfg.base_url}: {e.os_error or e}"
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as e:
@@ -137,17 +145,14 @@ async def send_request_fast(
                                                     timeout_s=cfg.timeout_s, read_timeout_s=cfg.read_timeout_s,
                                                     on_status=on_status)
         if status != 200:
-            text = error_body.decode("utf-8", "replace")
-            rec.ok, rec.error = False, f"HTTP {status}: {' '.join(text.split())[:200]}"
-            rec.t_done = perf() - t0
-            return rec
+            return _http_error(rec, status, error_body, perf() - t0)
         parser.close(perf() - t0)
     except SSEError as e:
         rec.ok, rec.error = False, str(e)
     except HTTPStreamError as e:
         rec.ok = False
         if e.kind == "timeout":
-            rec.error = f"timeout (no data for {cfg.read_timeout_s:g}s or over {cfg.timeout_s:g}s total)"
+            rec.error = _timeout_message(cfg)
         elif e.kind == "connect":
             rec.error = str(e)
         elif e.kind == "disconnect":
