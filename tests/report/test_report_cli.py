@@ -98,3 +98,12 @@ def test_report_path_with_brackets_is_printed_as_given(app, report_runs, tmp_pat
     res = run(app, "report", "base00", "--runs", str(root), "-o", str(out))
     assert res.exit_code == 0, res.output
     assert out.exists() and "out[x]" in res.output.replace("\n", "")
+
+
+def test_images_under_a_file_are_refused(app, report_runs, tmp_path):
+    root, _ = report_runs
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = run(app, "report", "base00", "--runs", str(root), "-o", str(tmp_path / "r.html"),
+              "--png", str(blocker / "png"))
+    assert isinstance(res.exception, UserError) and "cannot create" in str(res.exception)

@@ -122,4 +122,9 @@ def write_images(groups: list[list[Path]], out_dir: Path, fmt: str) -> list[Path
         raise UserError(f"image format {fmt!r}: use one of {', '.join(FORMATS)}")
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"{out_dir} exists and is not a folder; give a folder for the {fmt.upper()} files")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot create {out_dir} ({e.strerror or e}); give a folder you can write for the "
+                        f"{fmt.upper()} files") from None
     return [draw(c, out_dir / f"{c.id}.{fmt}") for c in report_charts(groups)]
