@@ -98,3 +98,14 @@ def test_a_crashed_worker_fails_its_items_and_the_executor_stays_usable():
         with pytest.raises(TaskError, match="BrokenProcessPool"):
             ex.map(os._exit, [3, 3])          # the worker process dies mid-task
         assert ex.map(abs, [-1, -2, -3]) == [1, 2, 3]   # a fresh pool, not the broken one
+
+
+def test_a_bracketed_ipv6_address_with_a_listener_is_reachable():
+    try:
+        server = socket.socket(socket.AF_INET6)
+        server.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    with server:
+        server.listen()
+        check_reachable(f"[::1]:{server.getsockname()[1]}")   # no error: something answers there

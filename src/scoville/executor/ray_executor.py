@@ -43,6 +43,8 @@ def check_reachable(address: str | None, timeout_s: float = 3.0) -> None:
     if not address or address == "auto" or "://" in address or ":" not in address:
         return
     host, _, port = address.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):  # [IPv6]:PORT
+        host = host[1:-1]
     try:
         with socket.create_connection((host, int(port)), timeout=timeout_s):
             return
