@@ -136,7 +136,8 @@ class SimConfig(_Strict):
     speculative: SpeculativeConfig | None = None
     host_offload: HostOffloadConfig | None = None
     router: RouterPolicy = "least_loaded"
-    # What-if override of the KV capacity per instance (tokens); None = derived from memory.
+    # What-if override of the KV capacity per instance (full-attention tokens); None = derived from memory.
+    # Sliding-window layers' fixed per-sequence KV (gpt-oss) is reserved out of it for each running sequence.
     kv_capacity_tokens: int | None = Field(None, ge=1)
 
     @model_validator(mode="after")
