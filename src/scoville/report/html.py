@@ -191,7 +191,7 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
         parts.append(f'<p class="note">goodput: requests/s meeting the run\'s SLO {_e(json.dumps(manifest["slo"]))} '
                      "(recompute for another SLO with scoville.analysis.goodput).</p>")
     requests = read_requests(run_dir)
-    compat = manifest.get("compat", "inferencex")
+    compat = manifest.get("compat") or "inferencex"
     samples = latency_samples(requests, compat) if requests.num_rows else {}
     charts = cdf_charts(chart_key, plan, samples, system.label, compat) if samples else []
     if charts:

@@ -31,7 +31,7 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
             plan = (m.get("load_plan") or {}).get("points", [])
             run_id = safe_id(m.get("run_id", d.name))
             requests = read_requests(d)
-            compat = m.get("compat", "inferencex")
+            compat = m.get("compat") or "inferencex"
             samples = latency_samples(requests, compat) if requests.num_rows else {}
             if samples:
                 charts.extend(cdf_charts(run_id, plan, samples, s.label, compat))
