@@ -395,10 +395,9 @@ class SimEngine:
             self._sessions[req.spec.session_id] = (orig, req.final_keys, req.prompt + req.generated)
             if len(self._sessions) > _MAX_SESSIONS:  # a long-lived emulator: forget the oldest
                 del self._sessions[next(iter(self._sessions))]
-        if self.token_events:
-            self._reqs.pop(req.rid, None)
-            return
         self._reqs.pop(req.rid, None)
+        if self.token_events:
+            return
         if req.pt:
             _flush(req)
         times = np.concatenate(req.times) if req.times else np.empty(0)
