@@ -244,3 +244,40 @@ def test_garbled_http_response_is_an_error_record(raw):
 
     rec = asyncio.run(go())
     assert not rec.ok and rec.error and rec.token_times == []
+
+
+def test_ipv6_target_gets_a_bracketed_host_header():
+    """``http://[::1]:PORT`` must send ``Host: [::1]:PORT``; a bare ``::1:PORT`` is not a valid Host."""
+    import socket
+
+    from aiohttp import web
+
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    seen: list[str] = []
+
+    async def go() -> int:
+        async def echo(request: web.Request) -> web.Response:
+            seen.append(request.headers["Host"])
+            return web.Response(text="ok")
+
+        app = web.Application()
+        app.router.add_post("/v1/completions", echo)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, "::1", 0).start()
+        except OSError:
+            await runner.cleanup()
+            pytest.skip("cannot listen on ::1")
+        port = runner.addresses[0][1]
+        fast = FastHTTP(f"http://[::1]:{port}", time.perf_counter())
+        try:
+            await fast.post_stream("/v1/completions", b"{}", {}, lambda d, t: None, timeout_s=10, read_timeout_s=10)
+        finally:
+            fast.close()
+            await runner.cleanup()
+        return port
+
+    port = asyncio.run(go())
+    assert seen == [f"[::1]:{port}"]

@@ -216,7 +216,8 @@ class FastHTTP:
         ``on_status`` hears the status code as soon as the headers arrive, so a
         failure later in the body is still recorded with it.
         """
-        head = [f"POST {self.prefix}{path} HTTP/1.1", f"Host: {self.host}:{self.port}",
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 literal is bracketed (RFC 3986)
+        head = [f"POST {self.prefix}{path} HTTP/1.1", f"Host: {host}:{self.port}",
                 f"Content-Length: {len(body)}", "Accept: text/event-stream"]
         head += [f"{k}: {v}" for k, v in headers.items()]
         request = ("\r\n".join(head) + "\r\n\r\n").encode() + body
