@@ -218,16 +218,31 @@ def test_chunked_decoder_handles_every_split_and_the_final_crlf():
 ], ids=["status", "content-length", "chunk-size"])
 def test_garbled_http_response_is_an_error_record(raw):
     """A server answering with a malformed status line, length or chunk size fails that request, not the sweep."""
+    rec = raw_answer(raw)
+    assert not rec.ok and rec.error and rec.token_times == []
+
+
+def test_bodiless_204_is_an_http_error_at_once_not_a_read_timeout():
+    """A 204 has no body; waiting for the connection to close would end in a misleading read timeout."""
+    rec = raw_answer(b"HTTP/1.1 204 No Content\r\n\r\n", close=False, read_timeout_s=5.0)
+    assert not rec.ok and rec.error.startswith("HTTP 204") and rec.http_status == 204
+
+
+def raw_answer(raw: bytes, *, close: bool = True, **cfg_kw) -> RequestRecord:
+    """One request against a TCP server that answers ``raw`` bytes (then closes, or holds the connection)."""
 
     async def go() -> RequestRecord:
         async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await reader.read(65536)
             writer.write(raw)
             await writer.drain()
-            writer.close()
+            if close:
+                writer.close()
+            else:
+                await reader.read()  # hold the connection open until the client closes it
 
         srv = await asyncio.start_server(answer, "127.0.0.1", 0)
-        cfg = ClientConfig(base_url=f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}", model="m")
+        cfg = ClientConfig(base_url=f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}", model="m", **cfg_kw)
         spec = RequestSpec(request_id="r", input_tokens=4, output_tokens=2)
         t0 = time.perf_counter()
         try:
@@ -242,8 +257,7 @@ def test_garbled_http_response_is_an_error_record(raw):
         finally:
             srv.close()
 
-    rec = asyncio.run(go())
-    assert not rec.ok and rec.error and rec.token_times == []
+    return asyncio.run(go())
 
 
 def test_ipv6_target_gets_a_bracketed_host_header():

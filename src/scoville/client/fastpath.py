@@ -119,6 +119,8 @@ class _Response:
         self.headers_done = True
         if self.on_status is not None:
             self.on_status(self.status)
+        if self.status in (204, 304):  # never a body (RFC 9112 §6.3), whatever the headers say
+            self.chunked, self.remaining = False, 0
         if not self.chunked and self.remaining < 0:
             self.close_delimited, self.keep_alive = True, False
         if self.remaining == 0:
