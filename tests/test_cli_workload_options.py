@@ -29,4 +29,4 @@ def test_session_flags_on_a_single_turn_scenario_are_refused_in_one_line(tmp_pat
     with pytest.raises(SystemExit) as e:
         simulate(tmp_path, "--scenario", "1k1k", "--think-scale", "0", "--concurrency", "1")
     assert e.value.code == 2
-    assert "think_scale" in capsys.readouterr().err
+    assert "--think-scale" in capsys.readouterr().err

@@ -58,6 +58,14 @@ def describe_scenario(name: str) -> dict[str, str]:
             "output tokens": f"uniform [{w.range_ratio:g} x {w.osl}, {w.osl}]", "turns": "1"}
 
 
+# The CLI flag of each option keyword, so errors name what the user typed.
+_FLAG_OF = {"idle_gap_cap_s": "--idle-gap-cap", "block_size": "--trace-block-size"}
+
+
+def _flags(options: Any) -> str:
+    return ", ".join(_FLAG_OF.get(k, "--" + k.replace("_", "-")) for k in sorted(options))
+
+
 def resolve_workload(name: str | None, *, isl: int | None = None, osl: int | None = None,
                      range_ratio: float | None = None, seed: int = 0, trace: Path | None = None,
                      trace_format: str | None = None, **trace_opts: Any) -> Any:
@@ -81,7 +89,7 @@ def resolve_workload(name: str | None, *, isl: int | None = None, osl: int | Non
             raise WorkloadError(f"unknown scenario {name!r}; choose one of {names}, mix:A=W,B=W, "
                                 "or give --isl and --osl (`scoville scenarios` lists them)")
         if trace_opts:
-            raise WorkloadError(f"option(s) {', '.join(sorted(trace_opts))} apply to session scenarios and traces, "
+            raise WorkloadError(f"option(s) {_flags(trace_opts)} apply to session scenarios and traces, "
                                 "not to single-turn synthetic scenarios")
         return scenario(name, isl=isl, osl=osl, range_ratio=range_ratio, seed=seed)
     if isl is not None or osl is not None or range_ratio is not None:
@@ -89,8 +97,8 @@ def resolve_workload(name: str | None, *, isl: int | None = None, osl: int | Non
                             "(see `scoville scenarios`)")
     bad = sorted(set(trace_opts) - set(SESSION_OPTIONS))
     if bad:
-        raise WorkloadError(f"option(s) {', '.join(bad)} do not apply to scenario {name!r}; "
-                            f"session scenarios take {', '.join(SESSION_OPTIONS)}")
+        raise WorkloadError(f"option(s) {_flags(bad)} do not apply to scenario {name!r}; "
+                            f"session scenarios take {_flags(SESSION_OPTIONS)}")
     assert name is not None
     if name in SESSION_SCENARIOS:
         return SESSION_SCENARIOS[name](seed=seed, **trace_opts)
