@@ -25,6 +25,11 @@ LAG_BUCKETS = (0.00005, 0.0001, 0.0002, 0.0003, 0.0004, 0.0005, 0.0006, 0.0007, 
                0.002, 0.003, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0)
 
 
+def _label_value(value: str) -> str:
+    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 class Histogram:
     """Cumulative-bucket histogram in the Prometheus sense."""
 
@@ -57,7 +62,7 @@ class ServerMetrics:
     """Counters and histograms the HTTP layer observes; gauges come from the engine."""
 
     def __init__(self, model_name: str) -> None:
-        self.labels = f'engine="0",model_name="{model_name}"'
+        self.labels = f'engine="0",model_name="{_label_value(model_name)}"'
         self.ttft = Histogram("vllm:time_to_first_token_seconds", "Time to first token in seconds.", TTFT_BUCKETS)
         self.tpot = Histogram("vllm:time_per_output_token_seconds", "Time per output token in seconds.",
                               TPOT_BUCKETS)
