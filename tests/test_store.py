@@ -77,3 +77,15 @@ def test_sql_errors_are_user_errors_whenever_duckdb_raises_them(tmp_path, sql):
 
     with pytest.raises(UserError, match="SQL error"):
         query(tmp_path, sql)
+
+
+def test_a_corrupt_manifest_is_skipped_not_fatal_for_the_catalog(tmp_path):
+    good = RunWriter.create(tmp_path, manifest())
+    good.write_point(0, [rec(0, 0, 0.0)])
+    good.finish()
+    bad = tmp_path / "20260101T000000Z-bad000"
+    bad.mkdir()
+    (bad / "manifest.json").write_text("{not json")
+    with pytest.warns(UserWarning, match="bad000"):
+        cols, rows = query(tmp_path, "SELECT run_id FROM runs")
+    assert rows == [(good.run_dir.name,)]

@@ -8,13 +8,14 @@ directories directly, so the catalog can never be stale.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from scoville.errors import UserError
-from scoville.results.store import MANIFEST, POINT_METRICS, POINTS_DIR, POWER, read_manifest
+from scoville.results.store import MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, read_manifest
 
 
 # The run directory's name is the run id; every Parquet file sits at most one folder below it.
@@ -66,8 +67,14 @@ def manifest_row(run_dir: Path) -> dict[str, Any]:
 def connect(runs_root: Path) -> duckdb.DuckDBPyConnection:
     """In-memory DuckDB with views over all runs under ``runs_root``."""
     con = duckdb.connect(":memory:")
-    dirs = run_dirs(runs_root)
-    rows = [manifest_row(d) for d in dirs]
+    rows, dirs = [], []
+    for d in run_dirs(runs_root):
+        try:
+            rows.append(manifest_row(d))
+        except RunError as e:  # one corrupt run must not hide all the others
+            warnings.warn(f"skipping {e}", stacklevel=2)
+            continue
+        dirs.append(d)
     cols = ["run_id", "created_at", "source", "status", "hardware", "accelerators", "model", "precision",
             "workload", "power_source", "points", "path", "manifest"]
     con.execute("CREATE TABLE runs (" + ", ".join(
