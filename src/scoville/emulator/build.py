@@ -52,13 +52,15 @@ def system_info(cfg: SimConfig) -> dict[str, Any]:
 
 def build_emulator(cfg: SimConfig, *, served_model_name: str | None = None, api_key: str | None = None,
                    max_queue: int | None = None, mean_output_tokens: int = 256,
-                   coarse_margin_s: float = 0.0015) -> Emulator:
+                   spin_horizon_s: float = 0.005) -> Emulator:
     """An Emulator serving ``cfg``'s model with a fresh SimEngine."""
     from scoville.sim.engine import SimEngine
     from scoville.sim.models import load_model
 
     if max_queue is not None and max_queue < 1:
         raise UserError(f"--max-queue must be >= 1 (got {max_queue}); omit it for an unbounded queue")
+    if not spin_horizon_s >= 0:  # also refuses nan
+        raise UserError(f"--spin-horizon-ms must be >= 0 (got {spin_horizon_s * 1e3:g}); 0 never spins")
     engine = SimEngine(cfg)
     arch = load_model(cfg.model)
     name = served_model_name or cfg.model
@@ -73,7 +75,7 @@ def build_emulator(cfg: SimConfig, *, served_model_name: str | None = None, api_
         info={"model": name, "config": cfg.model_dump(mode="json"), "system": system_info(cfg),
               "max_model_len": max_len},
     )
-    return Emulator(engine, opts, coarse_margin_s=coarse_margin_s)
+    return Emulator(engine, opts, spin_horizon_s=spin_horizon_s)
 
 
 def _kv_capacity(engine: Any) -> int | None:

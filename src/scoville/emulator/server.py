@@ -28,7 +28,7 @@ import os
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -78,10 +78,10 @@ class Emulator:
     """Request handling shared by both generation endpoints."""
 
     def __init__(self, engine: ServingEngine, options: EmulatorOptions, *,
-                 coarse_margin_s: float = 0.0015) -> None:
+                 spin_horizon_s: float = 0.005) -> None:
         self.engine = engine
         self.opts = options
-        self.loop = RealTimeLoop(engine, coarse_margin_s=coarse_margin_s)
+        self.loop = RealTimeLoop(engine, spin_horizon_s=spin_horizon_s)
         self.tokenizer = LocalTokenizer(options.vocab_size)
         self.metrics = ServerMetrics(options.served_model_names[0])
         self.loop.advance_seconds = self.metrics.advance
@@ -175,7 +175,7 @@ class Emulator:
             sink = _Sink(request.transport, chunked)
         prog = _Progress(self, req, plan, t_arrival, sink)
         try:
-            await loop.submit(plan.spec, prog.on_events)
+            await loop.submit(plan.spec, prog.on_events, prepare=prog.prepare, settle=prog.settle)
         except ConnectionError:
             return resp if resp is not None else web.Response(status=499)
         finally:
@@ -208,8 +208,26 @@ class _Sink:
         tr.write(b"%x\r\n%b\r\n" % (len(data), data) if self.chunked else data)
 
 
+class _Rendered(NamedTuple):
+    """One chunk's worth of a stream, computed by ``_Progress._render``."""
+
+    error: str | None       # the engine dropped the request
+    tokens: int             # output tokens this chunk carries
+    finished: bool
+    cached: int             # prompt tokens served from the prefix cache
+    data: bytes             # the SSE bytes to write (empty when not streaming)
+    text: str
+
+
 class _Progress:
-    """One request's state while the engine produces it; ``on_events`` runs inside the engine loop."""
+    """One request's state while the engine produces it.
+
+    ``on_events`` runs inside the engine loop at the moment tokens are due, so
+    it only renders and writes: the chunk's fixed JSON around the text is built
+    once per request, and the last tokens, the usage chunk and ``[DONE]`` leave
+    in one write. ``settle`` does the rest (server metrics) once every stream
+    due at that moment has been written.
+    """
 
     def __init__(self, emu: Emulator, req: GenRequest, plan: _Plan, t_arrival: float, sink: _Sink | None) -> None:
         self.emu, self.req, self.plan, self.sink = emu, req, plan, sink
@@ -222,10 +240,20 @@ class _Progress:
         self.over = False
         self.error: APIError | None = None
         self.created = int(time.time())
+        # Set by on_events for settle: when the last chunk left, its events and token count.
+        self._t_sent = 0.0
+        self._sent_events: list[TokenEvent] = []
+        self._sent_tokens = 0
+        self._prepared: tuple[list[TokenEvent], _Rendered] | None = None
         model = _encode(req.model)
         obj = b"chat.completion.chunk" if req.chat else b"text_completion"
         self.head = (b'data: {"id":"' + plan.spec.request_id.encode() + b'","object":"' + obj +
                      b'","created":' + str(self.created).encode() + b',"model":' + model)
+        self._text_open = self.head + (b',"choices":[{"index":0,"delta":{"content":' if req.chat
+                                       else b',"choices":[{"index":0,"text":')
+        self._first_open = (self.head + b',"choices":[{"index":0,"delta":{"role":"assistant","content":'
+                            if req.chat else self._text_open)
+        self._text_close = b'}' if req.chat else b""
         self.text_parts: list[str] = []
 
     def usage(self) -> dict[str, Any]:
@@ -233,63 +261,81 @@ class _Progress:
         return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c,
                 "prompt_tokens_details": {"cached_tokens": self.cached}}
 
-    def _chunk(self, text: str, ids: list[int], first: bool, reason: str | None) -> bytes:
-        req = self.req
-        fr = b"null" if reason is None else b'"' + reason.encode() + b'"'
-        tail = b',"token_ids":' + _encode(ids) if req.return_token_ids else b""
-        usage = _encode(self.usage()) if req.continuous_usage else b"null"
-        if req.chat:
-            role = b'"role":"assistant",' if first else b""
-            body = b'{"index":0,"delta":{' + role + b'"content":' + _encode(text) + b'}'
-        else:
-            body = b'{"index":0,"text":' + _encode(text)
-        return (self.head + b',"choices":[' + body + b',"logprobs":null,"finish_reason":' + fr + tail +
-                b'}],"usage":' + usage + b"}\n\n")
+    def _usage_json(self, done: int, cached: int) -> bytes:
+        """``usage()`` as JSON, formatted directly: it goes into every chunk with continuous_usage_stats."""
+        p = self.plan.prompt_tokens
+        return (b'{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,'
+                b'"prompt_tokens_details":{"cached_tokens":%d}}' % (p, done, p + done, cached))
 
-    def on_events(self, events: list[TokenEvent]) -> bool:
-        finished, k = False, 0
+    def _render(self, events: list[TokenEvent]) -> _Rendered:
+        """What ``events`` make of this stream, without changing it (so it can be done ahead of time)."""
+        finished, k, cached = False, 0, self.cached
         for ev in events:
             k += ev.count
             if ev.cached_tokens:
-                self.cached = ev.cached_tokens
+                cached = ev.cached_tokens
             if ev.error is not None:
-                return self._fail(ev.error)
+                return _Rendered(ev.error, 0, True, cached, b"", "")
             finished = finished or ev.finished
-        n = len(self.token_ids)
-        start = self.done_tokens
+        start, n = self.done_tokens, len(self.token_ids)
         k = n - start if finished else min(k, n - start)
         ids = self.token_ids[start:start + k]
         text = self.emu.tokenizer.decode(ids)
-        self.done_tokens = start + k
-        m = self.emu.metrics
+        if self.sink is None:
+            return _Rendered(None, k, finished, cached, b"", text)
+        req, done = self.req, start + k
+        usage = self._usage_json(done, cached) if req.continuous_usage else b"null"
+        parts = [self._first_open if start == 0 else self._text_open, _encode(text), self._text_close,
+                 b',"logprobs":null,"finish_reason":',
+                 b'"' + self.plan.finish_reason.encode() + b'"' if finished else b"null",
+                 b',"token_ids":' + _encode(ids) if req.return_token_ids else b"",
+                 b'}],"usage":', usage, b"}\n\n"]
+        if finished:
+            if req.include_usage:
+                parts += [self.head, b',"choices":[],"usage":', self._usage_json(done, cached), b"}\n\n"]
+            parts.append(_DONE)
+        return _Rendered(None, k, finished, cached, b"".join(parts), text)
+
+    def prepare(self, events: list[TokenEvent]) -> None:
+        """Render the chunk of ``events``, which the engine says come due next; ``on_events`` sends it."""
         if self.sink is not None:
-            self.sink.write(self._chunk(text, ids, start == 0, self.plan.finish_reason if finished else None))
+            self._prepared = (events, self._render(events))
+
+    def on_events(self, events: list[TokenEvent]) -> bool:
+        prepared, self._prepared = self._prepared, None
+        r = prepared[1] if prepared is not None and prepared[0] == events else self._render(events)
+        if r.error is not None:
+            return self._fail(r.error)
+        self.cached = r.cached
+        self.done_tokens += r.tokens
+        if self.sink is not None:
+            self.sink.write(r.data)
         else:
-            self.text_parts.append(text)
-        t_sent = self.emu.loop.now()
-        for ev in events:
+            self.text_parts.append(r.text)
+        self._t_sent = self.emu.loop.now()
+        self._sent_events, self._sent_tokens = events, r.tokens
+        self.over = r.finished
+        return r.finished
+
+    def settle(self) -> None:
+        """Server metrics of the chunk just written: release lag per token, TTFT, ITL, and at the end E2E/TPOT."""
+        if self.error is not None:
+            return
+        m = self.emu.metrics
+        t_sent, k = self._t_sent, self._sent_tokens
+        for ev in self._sent_events:
             m.lag.observe(t_sent - ev.t)
         if self.t_first is None:
             self.t_first = t_sent
             m.ttft.observe(t_sent - self.t_arrival)
-        elif k:
+        elif k and self.t_prev is not None:
             m.itl.observe((t_sent - self.t_prev) / k, k)
         self.t_prev = t_sent
-        if finished:
-            self._finish()
-        return finished
-
-    def _finish(self) -> None:
-        self.over = True
-        m = self.emu.metrics
-        m.finished[self.plan.finish_reason] += 1
-        m.e2e.observe(self.emu.loop.now() - self.t_arrival)
-        if self.done_tokens > 1 and self.t_first is not None and self.t_prev is not None:
-            m.tpot.observe((self.t_prev - self.t_first) / (self.done_tokens - 1))
-        if self.sink is not None:
-            if self.req.include_usage:
-                self.sink.write(self.head + b',"choices":[],"usage":' + _encode(self.usage()) + b"}\n\n")
-            self.sink.write(_DONE)
+        if self.over and self.error is None:
+            m.finished[self.plan.finish_reason] += 1
+            m.e2e.observe(t_sent - self.t_arrival)
+            if self.done_tokens > 1:
+                m.tpot.observe((t_sent - self.t_first) / (self.done_tokens - 1))
 
     def _fail(self, why: str) -> bool:
         self.over = True
@@ -297,8 +343,7 @@ class _Progress:
         self.error = APIError(503, f"the emulated engine dropped request {self.plan.spec.request_id}: {why}",
                               type="server_error", code="engine_error")
         if self.sink is not None:
-            self.sink.write(b"data: " + _encode(self.error.body()) + b"\n\n")
-            self.sink.write(_DONE)
+            self.sink.write(b"data: " + _encode(self.error.body()) + b"\n\n" + _DONE)
         return True
 
     def full_response(self) -> web.Response:

@@ -88,7 +88,7 @@ class LocalTokenizer:
         return ids
 
     def decode(self, ids: list[int]) -> str:
-        return "".join(" " + word(t) for t in ids if t >= NUM_SPECIAL)
+        return "".join([" " + word(t) for t in ids if t >= NUM_SPECIAL])
 
     def encode_chat(self, messages: list[tuple[str, str]], add_generation_prompt: bool = True) -> list[int]:
         """Token ids of ``(role, content)`` messages under the Llama-3-shaped template."""

@@ -218,6 +218,10 @@ class SimEngine:
                 times.append(s + max(float(inst.timer.step_time(1, 1, 1.0, 1.0)), 1e-9))
         return min(times) if times else None
 
+    def peek(self, until: float) -> list[TokenEvent]:
+        """Events of steps already committed that fall due by ``until`` (the next step's, in the emulator)."""
+        return [e for e in self._outbox if e.t <= until]
+
     def advance(self, until: float, *, stop_at_finish: bool = False) -> list[TokenEvent]:
         """Run every instance up to ``until``; the events with ``t <= until``, in time order.
 

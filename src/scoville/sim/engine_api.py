@@ -56,5 +56,12 @@ class ServingEngine(Protocol):
     def advance(self, until: float) -> list[TokenEvent]:
         """Run the engine up to ``until`` and return every token event with ``t <= until``, in time order."""
 
+    def peek(self, until: float) -> list[TokenEvent]:
+        """The events with ``t <= until`` that are already fixed (their step has started), without taking them.
+
+        ``advance(until)`` returns them unless a cancel drops them first; the
+        emulator renders their chunks ahead of time.
+        """
+
     def stats(self) -> EngineStats:
         """Gauges and counters for Prometheus ``/metrics``."""
