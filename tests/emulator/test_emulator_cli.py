@@ -70,3 +70,14 @@ def test_port_out_of_range_is_refused_not_wrapped(capsys):
         main(["--port", "70000"])
     assert e.value.code == 2
     assert capsys.readouterr().err.strip() == "error: --port 70000 is not a TCP port; use 1-65535, or 0 for a free one"
+
+
+def test_negative_spin_horizon_is_refused_in_one_line(capsys):
+    import pytest
+
+    from scoville.emulator.run import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--port", "0", "--spin-horizon-ms", "-1"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == "error: --spin-horizon-ms must be >= 0 (got -1); 0 never spins"

@@ -30,13 +30,17 @@ def register(app: typer.Typer) -> None:
                                                                  help="Model name clients must send.")] = None,
         realtime_priority: Annotated[bool, typer.Option("--realtime-priority", help="Run under SCHED_FIFO "
                                                         "(root) so a busy host cannot delay tokens.")] = False,
+        spin_horizon_ms: Annotated[float, typer.Option("--spin-horizon-ms", help="Keep a core busy while the "
+                                                       "next token is this close (sub-ms pacing where idle cores "
+                                                       "wake late, e.g. VMs); 0 never spins.")] = 5.0,
     ) -> None:
         """Serve the simulated system on /v1/completions and /v1/chat/completions, paced in real time."""
         from scoville.emulator.build import build_emulator, pinned_config
         from scoville.emulator.run import announce_json, raise_priority, serve
 
         cfg = pinned_config(hardware, model, config)
-        emu = build_emulator(cfg, served_model_name=served_model_name, api_key=api_key, max_queue=max_queue)
+        emu = build_emulator(cfg, served_model_name=served_model_name, api_key=api_key, max_queue=max_queue,
+                             spin_horizon_s=spin_horizon_ms / 1e3)
         priority = raise_priority() if realtime_priority else "normal"
 
         def announce(url: str, bound: int) -> None:

@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--served-model-name")
     p.add_argument("--uvloop", action="store_true")
     p.add_argument("--realtime-priority", action="store_true", help=raise_priority.__doc__.split("\n")[0])
+    p.add_argument("--spin-horizon-ms", type=float, default=5.0,
+                   help="keep a core busy while the next token is this close; 0 never spins")
     args = p.parse_args(argv)
     if args.realtime_priority:
         raise_priority()
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         config = _config_arg(args.config)
         cfg = pinned_config(args.hardware, args.model, config)
         emu = build_emulator(cfg, served_model_name=args.served_model_name, api_key=args.api_key,
-                             max_queue=args.max_queue)
+                             max_queue=args.max_queue, spin_horizon_s=args.spin_horizon_ms / 1e3)
         serve(emu, args.host, args.port, uvloop=args.uvloop)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
