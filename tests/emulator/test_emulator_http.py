@@ -162,7 +162,8 @@ def test_metrics_use_vllm_names_and_count_tokens(emu):
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
                  "vllm:gpu_cache_usage_perc", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
                  "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "vllm:num_preemptions_total",
-                 "vllm:time_to_first_token_seconds_bucket", "vllm:e2e_request_latency_seconds_count"):
+                 "vllm:time_to_first_token_seconds_bucket", "vllm:e2e_request_latency_seconds_count",
+                 "scoville_emulator_token_release_lag_seconds_bucket", "scoville_emulator_gc_seconds_total"):
         assert name in text, name
     values = {ln.split("{")[0]: float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines() if ln and ln[0] != "#"}
     assert values["vllm:generation_tokens_total"] >= 4 and values["vllm:prompt_tokens_total"] >= 64

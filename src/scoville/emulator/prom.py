@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 
+from scoville.emulator.collector import SlackCollector
 from scoville.sim.engine_api import EngineStats
 
 # vLLM's bucket boundaries for the latency histograms.
@@ -72,12 +73,12 @@ class ServerMetrics:
         self.lag = Histogram("scoville_emulator_token_release_lag_seconds",
                              "Send time of each token minus the time the engine scheduled it.", LAG_BUCKETS)
         self.advance = Histogram("scoville_emulator_engine_advance_seconds",
-                                 "Wall time of each engine advance (tokens cannot be released meanwhile).",
-                                 LAG_BUCKETS)
+                                 "Wall time of each engine advance call.", LAG_BUCKETS)
         self.finished: dict[str, int] = {"stop": 0, "length": 0, "abort": 0, "error": 0}
         self.rejected: dict[int, int] = {}
 
-    def render(self, stats: EngineStats) -> str:
+    def render(self, stats: EngineStats, gc: SlackCollector | None = None) -> str:
+        """The exposition text; ``gc``: the pacing loop's collector, whose pauses explain lag outliers."""
         lab = self.labels
 
         def scalar(name: str, kind: str, help: str, value: float) -> list[str]:
@@ -109,6 +110,14 @@ class ServerMetrics:
                   "# TYPE scoville_emulator_rejected_total counter"]
         lines += [f'scoville_emulator_rejected_total{{{lab},status="{k}"}} {v}' for k, v in
                   sorted(self.rejected.items())]
+        if gc is not None:
+            for name, kind, help, values in (
+                    ("scoville_emulator_gc_collections_total", "counter",
+                     "Cyclic garbage collections run by the pacing loop, by generation.", gc.collections),
+                    ("scoville_emulator_gc_seconds_total", "counter",
+                     "Seconds the pacing loop spent in garbage collection, by generation.", gc.seconds)):
+                lines += [f"# HELP {name} {help}", f"# TYPE {name} {kind}"]
+                lines += [f'{name}{{{lab},generation="{g}"}} {v}' for g, v in enumerate(values)]
         for h in (self.ttft, self.tpot, self.itl, self.e2e, self.lag, self.advance):
             lines += h.render(lab)
         return "\n".join(lines) + "\n"

@@ -427,7 +427,7 @@ def create_app(emu: Emulator) -> web.Application:
         return web.Response(body=_encode(emu.opts.info), content_type="application/json")
 
     async def metrics(request: web.Request) -> web.Response:
-        return web.Response(text=emu.metrics.render(emu.engine.stats()), content_type="text/plain")
+        return web.Response(text=emu.metrics.render(emu.engine.stats(), emu.loop.collector), content_type="text/plain")
 
     async def tokenize(request: web.Request) -> web.Response:
         body = await body_of(request)
