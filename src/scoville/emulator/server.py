@@ -90,22 +90,25 @@ class Emulator:
 
     # ---- request -> plan -------------------------------------------------
 
-    def _prompt_ids(self, req: GenRequest) -> list[int]:
+    def _prompt_ids(self, req: GenRequest) -> tuple[list[int], np.ndarray]:
+        """The prompt's token ids, as a list and as one int64 array (converted once: 8k ids take ~0.3 ms)."""
         if req.chat:
-            return self.tokenizer.encode_chat(req.messages, req.add_generation_prompt)
-        if req.prompt_ids is not None:
+            ids = self.tokenizer.encode_chat(req.messages, req.add_generation_prompt)
+        elif req.prompt_ids is not None:
             ids = req.prompt_ids
-            try:
-                arr = np.fromiter(ids, dtype=np.int64, count=len(ids))
-            except OverflowError:
-                raise APIError(400, "a token id in 'prompt' does not fit in 64 bits; send vocabulary ids",
-                               param="prompt") from None
+        else:
+            ids = self.tokenizer.encode(req.prompt_text or "")
+        try:
+            arr = np.fromiter(ids, dtype=np.int64, count=len(ids))
+        except OverflowError:
+            raise APIError(400, "a token id in 'prompt' does not fit in 64 bits; send vocabulary ids",
+                           param="prompt") from None
+        if req.prompt_ids is not None and len(arr):
             bad = next((int(t) for t in (arr.min(), arr.max()) if not 0 <= t < self.opts.vocab_size), None)
             if bad is not None:
                 raise APIError(400, f"token id {bad} in 'prompt' is outside the vocabulary [0, "
                                     f"{self.opts.vocab_size}); send ids below {self.opts.vocab_size}", param="prompt")
-            return req.prompt_ids
-        return self.tokenizer.encode(req.prompt_text or "")
+        return ids, arr
 
     def _block_hashes(self, ids: list[int]) -> tuple[int, ...]:
         bs = self.opts.block_size
@@ -122,7 +125,7 @@ class Emulator:
             served = ", ".join(f"`{m}`" for m in self.opts.served_model_names)
             raise APIError(400, f"The model `{req.model}` does not exist; this server serves {served} "
                                 "(see GET /v1/models)", param="model", code="model_not_found")
-        ids = self._prompt_ids(req)
+        ids, id_array = self._prompt_ids(req)
         n_prompt = len(ids)
         ctx = self.opts.max_model_len
         if n_prompt == 0:
@@ -134,7 +137,7 @@ class Emulator:
                                 f"{n_prompt} prompt tokens{asked} ({n_prompt + max(limit, 1)} in all). "
                                 "Shorten the prompt or lower max_tokens.", param="prompt",
                            code="context_length_exceeded")
-        prompt_hash = zlib.crc32(np.fromiter(ids, dtype=np.int64, count=n_prompt))
+        prompt_hash = zlib.crc32(id_array)
         rng = np.random.default_rng([prompt_hash, req.seed & 0xFFFFFFFF])
         if req.ignore_eos:
             n_out, reason = limit, "length"
