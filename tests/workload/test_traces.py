@@ -168,6 +168,8 @@ def write(tmp_path, name, text):
      ":3:", "TIMESTAMP"),
     ("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.1,10,-2\n", ":2:", "GeneratedTokens"),
     ("a.csv", "TIMESTAMP,Context\n2023-11-16 18:15:46.1,10\n", ":1:", "ContextTokens"),
+    ("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.1,10,2\n"
+              "2023-11-16 18:15:47.1+00:00,10,2\n", ":3:", "TIMESTAMP"),  # mixed zones: was a TypeError
 ])
 def test_malformed_lines_name_file_line_and_field(tmp_path, name, text, where, field):
     path = write(tmp_path, name, text)
@@ -246,3 +248,10 @@ def test_unusable_paths_formats_and_options(tmp_path):
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
     with pytest.raises(TraceError, match="not a text file"):  # format detection reads it too
         load_trace(binary)
+
+
+def test_azure_timestamps_keep_their_time_zone(tmp_path):
+    # The fraction used to swallow the zone's digits: '.5+01:00' read as a naive '.501000'.
+    path = write(tmp_path, "z.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                     "2023-11-16 18:00:00.5+01:00,10,2\n2023-11-16 17:00:01.5+00:00,10,2\n")
+    assert list(load_trace(path).arrivals(2)) == [0.0, 1.0]

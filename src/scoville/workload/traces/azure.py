@@ -26,7 +26,7 @@ def _timestamp(text: str) -> datetime:
     text = text.strip()
     date, _, frac = text.partition(".")
     if frac:  # datetime reads at most 6 fractional digits; the traces carry 7
-        digits = "".join(ch for ch in frac if ch.isdigit())
+        digits = frac[:len(frac) - len(frac.lstrip("0123456789"))]  # the leading digits; a zone may follow
         rest = frac[len(digits):]
         text = f"{date}.{digits[:6].ljust(6, '0')}{rest}"
     return datetime.fromisoformat(text)
@@ -70,6 +70,11 @@ def read_azure(path: Path, block_size: int | None = None) -> list[TraceSession]:
                                      f"must be a whole number of tokens >= {minimum}, got {cell!r}")
                 counts.append(value)
             t0 = ts if t0 is None else t0
+            if (ts.tzinfo is None) != (t0.tzinfo is None):  # subtracting them would raise a TypeError
+                raise TraceError(path, lineno, "TIMESTAMP",
+                                 f"{row[idx[0]].strip()!r} {'has no' if ts.tzinfo is None else 'has a'} time zone "
+                                 f"but the first row's {'has one' if t0.tzinfo is not None else 'has none'}; "
+                                 "give every TIMESTAMP a zone (e.g. +00:00) or none")
             turn = TraceTurn(t=(ts - t0).total_seconds(), input_tokens=counts[0], output_tokens=counts[1])
             sessions.append(TraceSession(key=f"{path.stem}#{lineno}", turns=(turn,), block_size=bs))
     return sessions
