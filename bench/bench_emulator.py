@@ -95,7 +95,8 @@ def fidelity(args: argparse.Namespace, runs: Path) -> None:
     t_sim = time.perf_counter() - t
     sim = {r["point"]: r for r in read_point_metrics(sim_dir)}
     t = time.perf_counter()
-    with spawn_emulator(HW, MODEL, CONFIG, realtime_priority=args.realtime_priority) as handle:
+    with spawn_emulator(HW, MODEL, CONFIG, realtime_priority=args.realtime_priority,
+                        spin_horizon_ms=args.spin_horizon_ms) as handle:
         rows = measure(handle, workload, points, runs)
         lag = lag_quantiles(handle.base_url)
         adv = lag_quantiles(handle.base_url, "scoville_emulator_engine_advance_seconds")
@@ -146,7 +147,7 @@ PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained
     subprocess.run([str(py), "-c", code], check=True, capture_output=True)
 
 
-def run_aiperf(venv: Path, handle, conc: int, n: int, isl: int, osl: int, work: Path) -> dict:
+def run_aiperf(venv: Path, handle, conc: int, n: int, warmup: int, isl: int, osl: int, work: Path) -> dict:
     py = peer_python(venv)
     if py is None:
         return {"error": f"aiperf not installed in {venv}; run with --install-peer"}
@@ -159,6 +160,8 @@ def run_aiperf(venv: Path, handle, conc: int, n: int, isl: int, osl: int, work: 
            "--extra-inputs", "ignore_eos:true", "--extra-inputs", f"min_tokens:{osl}", "--use-server-token-count",
            "--ui-type", "none", "--no-gpu-telemetry", "--no-server-metrics",
            "--artifact-dir", str(work / "artifacts"), "--random-seed", "1"]
+    if warmup:
+        cmd += ["--warmup-request-count", str(warmup)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     found = list((work / "artifacts").rglob("profile_export_aiperf.json"))
     if proc.returncode != 0 or not found:
@@ -178,22 +181,24 @@ def run_aiperf(venv: Path, handle, conc: int, n: int, isl: int, osl: int, work: 
 
 def peer(args: argparse.Namespace, runs: Path) -> None:
     conc, n, isl, osl = args.peer_concurrency, args.peer_requests, args.peer_isl, args.peer_osl
+    warmup = 2 * conc if args.peer_warmup is None else args.peer_warmup
     workload = scenario(None, isl=isl, osl=osl, range_ratio=1.0, seed=args.seed)
     work = Path(tempfile.mkdtemp(prefix="scoville-peer-"))
     try:
-        with spawn_emulator(HW, MODEL, CONFIG) as handle:
+        with spawn_emulator(HW, MODEL, CONFIG, spin_horizon_ms=args.spin_horizon_ms) as handle:
             s0 = server_ttft(handle.base_url)
-            row = measure(handle, workload, [LoadPoint(index=0, concurrency=conc, num_requests=n)], runs)[0]
+            row = measure(handle, workload, [LoadPoint(index=0, concurrency=conc, num_requests=n,
+                                                       warmup_requests=warmup)], runs)[0]
             s1 = server_ttft(handle.base_url)
-            ai = run_aiperf(args.peer_venv, handle, conc, n, isl, osl, work)
+            ai = run_aiperf(args.peer_venv, handle, conc, n, warmup, isl, osl, work)
             s2 = server_ttft(handle.base_url)
         # The server's own mean TTFT during each client's run (the probe's request included with scoville's).
         srv_ours = (s1[0] - s0[0]) / max(s1[1] - s0[1], 1)
         srv_peer = (s2[0] - s1[0]) / max(s2[1] - s1[1], 1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\n(c) peer: aiperf vs scoville client, emulator {HW}/{MODEL}, C={conc}, {n} requests, "
-          f"ISL {isl} OSL {osl}, ignore_eos")
+    print(f"\n(c) peer: aiperf vs scoville client, emulator {HW}/{MODEL}, C={conc}, {n} requests after {warmup} "
+          f"warm-up, ISL {isl} OSL {osl}, ignore_eos")
     if "error" in ai:
         print(f"aiperf did not run: {ai['error']}")
         return
@@ -204,10 +209,12 @@ def peer(args: argparse.Namespace, runs: Path) -> None:
     print(f"{'metric':16} {'scoville':>10} {'aiperf':>10} {'ratio':>7}")
     for name, a, b in pairs:
         print(f"{name:16} {a:10.4f} {b:10.4f} {a / b:7.3f}")
-    print(f"TTFT mean, client vs the server's own record of the same requests: scoville {row['ttft_s_mean']:.4f} "
-          f"vs server {srv_ours:.4f} ({row['ttft_s_mean'] / srv_ours:.3f}); aiperf {ai['ttft_mean_s']:.4f} vs "
-          f"server {srv_peer:.4f} ({ai['ttft_mean_s'] / srv_peer:.3f}). TTFT differs between the clients when "
-          "their arrival patterns differ (synchronised waves queue behind each other's prefill), not their clocks.")
+    print(f"TTFT mean, client vs the server's own record of each client's requests (warm-ups and the probe "
+          f"included on the server's side): scoville {row['ttft_s_mean']:.4f} vs server {srv_ours:.4f} "
+          f"({row['ttft_s_mean'] / srv_ours:.3f}); aiperf {ai['ttft_mean_s']:.4f} vs server {srv_peer:.4f} "
+          f"({ai['ttft_mean_s'] / srv_peer:.3f}). The server's figures differ when the clients' arrival patterns "
+          "do (synchronised waves queue behind each other's prefill); a client/server ratio far above 1 is time "
+          "the client spent before its request reached the server.")
 
 
 def main() -> None:
@@ -220,8 +227,10 @@ def main() -> None:
     ap.add_argument("--peer-venv", type=Path, default=Path("/tmp/peer-venv"))
     ap.add_argument("--install-peer", action="store_true")
     ap.add_argument("--realtime-priority", action="store_true", help="run the emulator under SCHED_FIFO")
+    ap.add_argument("--spin-horizon-ms", type=float, help="the emulator's --spin-horizon-ms (default: its own)")
     ap.add_argument("--peer-concurrency", type=int, default=8)
-    ap.add_argument("--peer-requests", type=int, default=32)
+    ap.add_argument("--peer-requests", type=int, default=64)
+    ap.add_argument("--peer-warmup", type=int, help="warm-up requests for both clients (default 2 x concurrency)")
     ap.add_argument("--peer-isl", type=int, default=1024)
     ap.add_argument("--peer-osl", type=int, default=256)
     args = ap.parse_args()
