@@ -38,8 +38,7 @@ loop can turn around, the loop wakes after several of a stream's steps have
 come due and they go out together, so coalescing happens exactly when, and
 only as much as, pacing cannot be honoured.
 
-Measured limits: see bench/bench_emulator_pacing.py and the figures in its
-docstring.
+Measured limits (bench/bench_emulator_pacing.py): see docs/emulator.md.
 """
 
 from __future__ import annotations
@@ -64,6 +63,9 @@ log = logging.getLogger("scoville.emulator")
 # share of each window and otherwise blocks until the event, however late the core wakes.
 _RT_WINDOW_S = 0.1
 _RT_SPIN_SHARE = 0.8
+# An idle loop still wakes this often, so garbage that request handlers leave (a server only scraped for
+# /metrics, say) is collected although automatic collection is off.
+_IDLE_WAKE_S = 1.0
 
 
 class Stream:
@@ -293,7 +295,7 @@ class RealTimeLoop:
             self.collector.collect(slack, idle=not self._streams)
             if nxt is None:
                 due = None
-                await self._wait(None)
+                await self._wait(_IDLE_WAKE_S)
             else:
                 due = nxt if await self._sleep_until(nxt) else None
 
