@@ -50,3 +50,13 @@ def test_chat_template_frames_each_message():
 def test_tiny_vocabulary_is_refused():
     with pytest.raises(ValueError):
         LocalTokenizer(10)
+
+
+def test_repeated_words_encode_the_same_from_the_cache():
+    tok = LocalTokenizer(32000)
+    a, b = word(1000), word(1001)
+    text = f"{a} {b} {a}  {b}\t{a}"
+    first = tok.encode(text)
+    assert tok.encode(text) == first
+    assert first[:3] == [1000, 1001, 1000]               # a word's id does not depend on where it stands
+    assert first[3] != 1001 and first[4] != 1000          # after two spaces or a tab it is hashed, as before
