@@ -74,9 +74,22 @@ def test_bad_options_end_in_one_line(server, tmp_path, args, message):
     assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
 
 
+def test_read_timeout_bounds_a_silent_stream_and_is_recorded(server, tmp_path):
+    server.set(Behaviour(interval_s=0.001, stall_after=2))
+    p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "6", "--num-requests", "1",
+                 "--warmup-requests", "0", "--read-timeout", "0.5", "--runs", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr
+    run = Path(json.loads(p.stdout)["run_dir"])
+    [rec] = read_requests(run).to_pylist()
+    assert not rec["ok"] and "no data for 0.5s" in rec["error"] and "--read-timeout" in rec["error"]
+    assert rec["t_done"] - rec["t_sent"] < 5
+    assert read_manifest(run)["target"]["read_timeout_s"] == 0.5
+
+
 @pytest.mark.parametrize("args, message", [
     (["--url", "localhost:8000"], "--url 'localhost:8000' needs a scheme: http://HOST:PORT"),
     (["--url", "http://127.0.0.1:9", "--timeout", "-1"], "--timeout must be a positive number"),
+    (["--url", "http://127.0.0.1:9", "--read-timeout", "0"], "--read-timeout must be a positive number"),
 ])
 def test_bad_target_options_end_in_one_line_before_any_request(tmp_path, args, message):
     p = scoville("run", *args, "--isl", "16", "--osl", "4", "--num-requests", "1", "--runs", str(tmp_path))

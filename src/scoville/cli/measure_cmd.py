@@ -151,6 +151,8 @@ def register(app: typer.Typer) -> None:
         ignore_eos: Annotated[bool, typer.Option("--ignore-eos/--no-ignore-eos", help="Ask for exactly max_tokens (vLLM ignore_eos/min_tokens).")] = True,
         workers: Annotated[int, typer.Option(help="Client processes (0 = auto by concurrency).")] = 0,
         timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 600.0,
+        read_timeout: Annotated[float, typer.Option(help="Seconds a request may go without data (raise it for "
+                                                    "prefills longer than that).")] = 120.0,
         tokenizer: Annotated[Optional[str], typer.Option(help="Local tokenizer.json for --api chat prompts.")] = None,
         vocab_size: Annotated[int, typer.Option(help="Vocabulary size for token-id prompts.")] = 32000,
         trace: TraceOption = None,
@@ -221,7 +223,8 @@ def register(app: typer.Typer) -> None:
                 if compat not in ("inferencex", "clean"):
                     raise ClientError(f"unknown --compat {compat!r}; use inferencex or clean")
                 cfg = ClientConfig(base_url=target_url, model=model_name, api=api, api_key=api_key,
-                                   ignore_eos=ignore_eos, timeout_s=timeout, vocab_size=vocab_size,
+                                   ignore_eos=ignore_eos, timeout_s=timeout, read_timeout_s=read_timeout,
+                                   vocab_size=vocab_size,
                                    tokenizer=tokenizer)
                 sweep = Sweep(cfg=cfg, workload=workload, points=points, power=plan, system=system,
                               model={"name": model_name or None}, compat=compat, seed=seed, workers=workers,

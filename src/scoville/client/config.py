@@ -39,8 +39,10 @@ class ClientConfig(msgspec.Struct, kw_only=True):
             raise ClientError(f"--url {self.base_url!r} needs a scheme: http://HOST:PORT or https://HOST:PORT")
         if self.api not in APIS:
             raise ClientError(f"unknown --api {self.api!r}; use completions or chat")
-        if not (self.timeout_s > 0 and self.read_timeout_s > 0):  # also refuses NaN
+        if not self.timeout_s > 0:  # also refuses NaN
             raise ClientError(f"--timeout must be a positive number of seconds (got {self.timeout_s:g})")
+        if not self.read_timeout_s > 0:
+            raise ClientError(f"--read-timeout must be a positive number of seconds (got {self.read_timeout_s:g})")
 
     @property
     def endpoint(self) -> str:

@@ -79,7 +79,8 @@ def _http_error(rec: RequestRecord, status: int, body: bytes, t_done: float) -> 
 
 
 def _timeout_message(cfg: ClientConfig) -> str:
-    return f"timeout (no data for {cfg.read_timeout_s:g}s or over {cfg.timeout_s:g}s total)"
+    return (f"timeout (no data for {cfg.read_timeout_s:g}s or over {cfg.timeout_s:g}s total; "
+            "--read-timeout and --timeout set them)")
 
 
 async def send_request(
