@@ -81,3 +81,25 @@ def test_negative_spin_horizon_is_refused_in_one_line(capsys):
         main(["--port", "0", "--spin-horizon-ms", "-1"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == "error: --spin-horizon-ms must be >= 0 (got -1); 0 never spins"
+
+
+def test_resuming_an_emulator_run_records_the_new_emulators_url(emu, tmp_path):
+    from scoville.client.config import ClientConfig
+    from scoville.client.sweep import Sweep, load_plan, resume_sweep, run_sweep
+    from scoville.load import concurrency_sweep
+    from scoville.power.sources import plan_power
+    from scoville.results.store import read_manifest
+    from scoville.workload.synthetic import scenario
+
+    points = concurrency_sweep([1, 2], num_requests=1, warmup_requests=0)
+    sweep = Sweep(cfg=ClientConfig(base_url=emu.base_url, model=emu.model), workload=scenario(None, isl=32, osl=2),
+                  points=points[:1], power=plan_power("rated", hardware="h200", accelerators=1), system=emu.system,
+                  model={"name": emu.model}, emulator={"hardware": "h200", "model": "llama-3.1-8b", "config": emu.config})
+    run = run_sweep(sweep, tmp_path).run_dir
+    manifest = read_manifest(run)
+    manifest.update(load_plan=load_plan(points, 0, 1), status="running")  # as if killed before point 1
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    result = resume_sweep(run)  # no --url: a fresh emulator, on another port
+    target = read_manifest(run)["target"]
+    assert result.status == "complete" and target["base_url"] != emu.base_url
+    assert target["endpoint"] == target["base_url"] + "/v1/completions"

@@ -297,6 +297,7 @@ def resume_sweep(run_dir: Path, *, api_key: str | None = None, base_url: str | N
             sweep.cfg.base_url = handle.base_url
         probe(sweep.cfg)
         writer = RunWriter.resume(run_dir)
-        if base_url:
-            writer.manifest["target"]["base_url"] = sweep.cfg.base_url
+        target = writer.manifest["target"]
+        if target.get("base_url") != sweep.cfg.base_url:  # --url given, or a fresh emulator on a new port
+            target.update(base_url=sweep.cfg.base_url, endpoint=sweep.cfg.endpoint)
         return _execute(writer, sweep, _workers_for(sweep), observer or _Silent())
