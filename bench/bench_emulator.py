@@ -95,7 +95,7 @@ def fidelity(args: argparse.Namespace, runs: Path) -> None:
     t_sim = time.perf_counter() - t
     sim = {r["point"]: r for r in read_point_metrics(sim_dir)}
     t = time.perf_counter()
-    with spawn_emulator(HW, MODEL, CONFIG, realtime_priority=args.realtime_priority,
+    with spawn_emulator(HW, MODEL, CONFIG, high_priority=args.high_priority,
                         spin_horizon_ms=args.spin_horizon_ms) as handle:
         rows = measure(handle, workload, points, runs)
         lag = lag_quantiles(handle.base_url)
@@ -226,7 +226,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--peer-venv", type=Path, default=Path("/tmp/peer-venv"))
     ap.add_argument("--install-peer", action="store_true")
-    ap.add_argument("--realtime-priority", action="store_true", help="run the emulator under SCHED_FIFO")
+    ap.add_argument("--high-priority", action="store_true", help="run the emulator at nice -20 (root)")
     ap.add_argument("--spin-horizon-ms", type=float, help="the emulator's --spin-horizon-ms (default: its own)")
     ap.add_argument("--peer-concurrency", type=int, default=8)
     ap.add_argument("--peer-requests", type=int, default=64)

@@ -96,11 +96,13 @@ class LockstepEngine:
 
 
 def set_priority(kind: str) -> None:
-    """``fifo``: what ``scoville serve --realtime-priority`` does; ``normal``: nothing."""
-    if kind == "fifo":
+    """``high``: what ``scoville serve --high-priority`` does (nice -20); ``fifo``: SCHED_FIFO, to show why not."""
+    if kind == "high":
         from scoville.emulator.run import raise_priority
 
         raise_priority()
+    elif kind == "fifo":
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
 
 
 def serve_child(engine_kind: str, interval: float, streams: int, uvloop: bool, horizon: float) -> None:
@@ -237,8 +239,8 @@ def main() -> None:
     ap.add_argument("--loop", choices=["asyncio", "uvloop", "both"], default="uvloop")
     ap.add_argument("--spin-horizon-ms", type=float, default=5.0,
                     help="the loop stays on the CPU when the next event is this close (RealTimeLoop.spin_horizon_s)")
-    ap.add_argument("--priority", choices=["normal", "fifo"], default="normal",
-                    help="fifo = the server runs as with `scoville serve --realtime-priority` (root)")
+    ap.add_argument("--priority", choices=["normal", "high", "fifo"], default="normal",
+                    help="high = as `scoville serve --high-priority` (nice -20, root); fifo = SCHED_FIFO (root)")
     args = ap.parse_args()
     loops = {"asyncio": [False], "uvloop": [True], "both": [False, True]}[args.loop]
     intervals = [float(iv) for iv in args.intervals.split(",")] if args.engine == "lockstep" else [0.0]

@@ -28,8 +28,9 @@ def register(app: typer.Typer) -> None:
                                                          "requests wait to be scheduled.")] = None,
         served_model_name: Annotated[Optional[str], typer.Option("--served-model-name",
                                                                  help="Model name clients must send.")] = None,
-        realtime_priority: Annotated[bool, typer.Option("--realtime-priority", help="Run under SCHED_FIFO "
-                                                        "(root) so a busy host cannot delay tokens.")] = False,
+        high_priority: Annotated[bool, typer.Option("--high-priority", "--realtime-priority",
+                                                    help="Run at nice -20 (root) so other processes on a busy "
+                                                         "host rarely delay tokens.")] = False,
         spin_horizon_ms: Annotated[float, typer.Option("--spin-horizon-ms", help="Keep a core busy while the "
                                                        "next token is this close (sub-ms pacing where idle cores "
                                                        "wake late, e.g. VMs); 0 never spins.")] = 5.0,
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
         cfg = pinned_config(hardware, model, config)
         emu = build_emulator(cfg, served_model_name=served_model_name, api_key=api_key, max_queue=max_queue,
                              spin_horizon_s=spin_horizon_ms / 1e3)
-        priority = raise_priority() if realtime_priority else "normal"
+        priority = raise_priority() if high_priority else "normal"
 
         def announce(url: str, bound: int) -> None:
             console.print(f"[bold green]scoville emulator[/] serving [bold]{emu.opts.served_model_names[0]}[/] "

@@ -77,18 +77,18 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 @contextmanager
 def spawn_emulator(hardware: str = "h200", model: str = "llama-3.1-8b", config: dict[str, Any] | None = None, *,
                    api_key: str | None = None, max_queue: int | None = None,
-                   served_model_name: str | None = None, realtime_priority: bool = False,
+                   served_model_name: str | None = None, high_priority: bool = False,
                    spin_horizon_ms: float | None = None) -> Iterator[EmulatorHandle]:
     """Run the emulator on a free 127.0.0.1 port for the duration of the ``with`` block.
 
-    ``realtime_priority`` runs the child under SCHED_FIFO (see
+    ``high_priority`` runs the child at nice -20 (see
     :func:`scoville.emulator.run.raise_priority`) for tighter pacing on a busy host;
     ``spin_horizon_ms`` overrides how close an event must be for its loop to stay on the CPU
     (see :mod:`scoville.emulator.realtime`; 0 never spins).
     """
     cmd = [sys.executable, "-m", "scoville.emulator", "--port", "0", "--uvloop"]
-    if realtime_priority:
-        cmd.append("--realtime-priority")
+    if high_priority:
+        cmd.append("--high-priority")
     if spin_horizon_ms is not None:
         cmd += ["--spin-horizon-ms", str(spin_horizon_ms)]
     if hardware:

@@ -46,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 import time
 from collections.abc import Callable
 
@@ -57,12 +56,6 @@ from scoville.workload.spec import RequestSpec
 
 log = logging.getLogger("scoville.emulator")
 
-# Linux throttles a real-time task that runs more than sched_rt_runtime_us of each sched_rt_period_us
-# (950 ms of every second by default) for the rest of the period: a SCHED_FIFO loop that spun
-# continuously would stall ~50 ms every second. Under a real-time policy the loop spins at most this
-# share of each window and otherwise blocks until the event, however late the core wakes.
-_RT_WINDOW_S = 0.1
-_RT_SPIN_SHARE = 0.8
 # An idle loop still wakes this often, so garbage that request handlers leave (a server only scraped for
 # /metrics, say) is collected although automatic collection is off.
 _IDLE_WAKE_S = 1.0
@@ -110,8 +103,6 @@ class RealTimeLoop:
         self._streams: dict[str, Stream] = {}
         self._wake: asyncio.Future[bool] | None = None
         self._poked = False
-        self._realtime = False                     # under SCHED_FIFO/RR: spinning is rationed
-        self._window_start, self._window_spun = clock(), 0.0
         self._task: asyncio.Task[None] | None = None
         self.engine_failures = 0
         self.collector = SlackCollector(clock=clock)
@@ -123,7 +114,6 @@ class RealTimeLoop:
         return self._clock() - self.t0
 
     def start(self) -> None:
-        self._realtime = _runs_realtime()
         self.collector.start()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="scoville-engine-loop")
 
@@ -239,34 +229,20 @@ class RealTimeLoop:
                 handle.cancel()
             self._wake = None
 
-    def _spin_allowed(self) -> bool:
-        """Under a real-time policy, whether this 100 ms window still has spinning budget (see _RT_SPIN_SHARE)."""
-        if not self._realtime:
-            return True
-        now = self._clock()
-        if now - self._window_start >= _RT_WINDOW_S:
-            self._window_start, self._window_spun = now, 0.0
-        return self._window_spun < _RT_SPIN_SHARE * _RT_WINDOW_S
-
     async def _sleep_until(self, t: float) -> bool:
         """Return at engine time ``t`` (True), or earlier when a submit/cancel may have changed the schedule."""
         delay = t - self.now()
-        horizon = self.spin_horizon_s if self._spin_allowed() else 0.0
-        if delay > horizon and not await self._wait(delay - horizon):
+        if delay > self.spin_horizon_s and not await self._wait(delay - self.spin_horizon_s):
             return False
         clock, t_abs = self._clock, t + self.t0
         io_until = t_abs - self.spin_s
-        t_spin = clock()
-        try:
-            while clock() < io_until:  # stay on the CPU, but keep accepting requests and reading sockets
-                await asyncio.sleep(0)
-                if self._poked:
-                    return False
-            while clock() < t_abs:  # the last ``spin_s``: nothing else may start now
-                pass
-            return True
-        finally:
-            self._window_spun += clock() - t_spin
+        while clock() < io_until:  # stay on the CPU, but keep accepting requests and reading sockets
+            await asyncio.sleep(0)
+            if self._poked:
+                return False
+        while clock() < t_abs:  # the last ``spin_s``: nothing else may start now
+            pass
+        return True
 
     async def _run(self) -> None:
         due: float | None = None  # the event time the loop waited for, when it got there
@@ -298,14 +274,6 @@ class RealTimeLoop:
                 await self._wait(_IDLE_WAKE_S)
             else:
                 due = nxt if await self._sleep_until(nxt) else None
-
-
-def _runs_realtime() -> bool:
-    """Whether this process runs under a Linux real-time scheduling policy (``--realtime-priority``)."""
-    try:
-        return os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR)
-    except (AttributeError, OSError):
-        return False
 
 
 def _by_request(events: list[TokenEvent]) -> dict[str, list[TokenEvent]]:

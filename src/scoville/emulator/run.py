@@ -24,22 +24,19 @@ API_KEY_ENV = "SCOVILLE_EMULATOR_API_KEY"
 
 
 def raise_priority() -> str:
-    """Run the pacing loop under SCHED_FIFO so other processes on a busy host cannot delay tokens.
+    """Run the pacing loop at nice -20 so other processes on a busy host rarely take its core.
 
-    On a shared 2-core machine, pacing tails are set by the scheduler, not the
-    loop (bench/bench_emulator_pacing.py: p99 lag ~10 ms at normal priority,
-    ~1 ms under SCHED_FIFO). Linux RT throttling still leaves 5% of every
-    second to other processes. Needs root or CAP_SYS_NICE; returns what was
-    obtained, falling back to nice -10, then to nothing, with a warning.
+    Not SCHED_FIFO: the loop spins near events (see scoville.emulator.realtime),
+    and Linux throttles a real-time task that runs more than 95% of a second for
+    the rest of it ("sched: RT throttling activated"), a ~50 ms stall. Measured
+    (bench/bench_emulator_pacing.py, 64 streams x 2 ms, paired runs): p99 lag
+    4.6-16.6 ms under SCHED_FIFO against 1.4-1.5 ms at normal priority. For the
+    same reason do not start the emulator under ``chrt``. Needs root or
+    CAP_SYS_NICE; returns what was obtained, or "normal" with a warning.
     """
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-        return "SCHED_FIFO"
-    except (AttributeError, PermissionError, OSError):
-        pass
-    try:
-        os.nice(-10)
-        return "nice -10"
+        os.nice(-20)
+        return "nice -20"
     except (AttributeError, PermissionError, OSError):
         print("warning: could not raise the emulator's priority (needs root or CAP_SYS_NICE); "
               "pacing may suffer on a busy host", file=sys.stderr)
@@ -117,11 +114,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-queue", type=int)
     p.add_argument("--served-model-name")
     p.add_argument("--uvloop", action="store_true")
-    p.add_argument("--realtime-priority", action="store_true", help=raise_priority.__doc__.split("\n")[0])
+    p.add_argument("--high-priority", "--realtime-priority", dest="high_priority", action="store_true",
+                   help=raise_priority.__doc__.split("\n")[0])
     p.add_argument("--spin-horizon-ms", type=float, default=5.0,
                    help="keep a core busy while the next token is this close; 0 never spins")
     args = p.parse_args(argv)
-    if args.realtime_priority:
+    if args.high_priority:
         raise_priority()
     try:
         config = _config_arg(args.config)
