@@ -98,6 +98,13 @@ def test_bad_target_options_end_in_one_line_before_any_request(tmp_path, args, m
     assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
 
 
+def test_resume_refuses_flags_it_would_ignore(tmp_path):
+    # A resumed run replays its manifest: a new --concurrency or --executor used to be dropped silently.
+    p = scoville("sweep", "--resume", "anything", "--concurrency", "8", "--executor", "ray", "--runs", str(tmp_path))
+    assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert "drop --concurrency, --executor" in p.stderr and "only --url, --api-key, --runs and --json" in p.stderr
+
+
 def test_unreachable_url_fails_fast(tmp_path):
     p = scoville("sweep", "--url", "http://127.0.0.1:9", "--runs", str(tmp_path), timeout=30)
     assert p.returncode == 2 and "cannot reach http://127.0.0.1:9: is the server running?" in p.stderr

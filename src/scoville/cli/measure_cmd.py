@@ -105,6 +105,21 @@ def _points(concurrency: str | None, rate: str | None, *, single: bool, num_requ
     return concurrency_sweep(levels, num_requests=num_requests, warmup_requests=warmup_requests, duration_s=duration)
 
 
+# What --resume may be given besides the run: where the server is now, its key, where runs live, the output form.
+_RESUME_FLAGS = {"resume", "url", "api_key", "runs", "json_out"}
+
+
+def _refuse_flags_beside_resume(ctx: typer.Context) -> None:
+    """A resumed run replays its manifest; any other flag given would be silently ignored, so refuse it."""
+    # By the source's name: Typer vendors its own click, whose ParameterSource is not click's.
+    given = [p for p in ctx.command.params if p.name not in _RESUME_FLAGS
+             and getattr(ctx.get_parameter_source(p.name), "name", None) == "COMMANDLINE"]
+    if given:
+        names = ", ".join(p.opts[0] for p in given)
+        raise ClientError(f"--resume continues the run with the settings it was started with; drop {names} "
+                          "(only --url, --api-key, --runs and --json apply), or start a new run")
+
+
 def _print_result(result: SweepResult, manifest_power: dict[str, Any], json_out: bool) -> None:
     report = _write_report(result.run_dir)
     if json_out:
@@ -173,6 +188,7 @@ def register(app: typer.Typer) -> None:
         progress = LiveProgress(console, enabled=not json_out and console.is_terminal)
         try:
             if resume:
+                _refuse_flags_beside_resume(ctx)
                 run_dir = resolve_run(runs, resume)
                 with progress:
                     result = resume_sweep(run_dir, api_key=api_key, base_url=url, observer=progress)
