@@ -259,13 +259,8 @@ class _Progress:
         self._text_close = b'}' if req.chat else b""
         self.text_parts: list[str] = []
 
-    def usage(self) -> dict[str, Any]:
-        p, c = self.plan.prompt_tokens, self.done_tokens
-        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c,
-                "prompt_tokens_details": {"cached_tokens": self.cached}}
-
     def _usage_json(self, done: int, cached: int) -> bytes:
-        """``usage()`` as JSON, formatted directly: it goes into every chunk with continuous_usage_stats."""
+        """The ``usage`` object as JSON, formatted directly: it goes into every chunk with continuous_usage_stats."""
         p = self.plan.prompt_tokens
         return (b'{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,'
                 b'"prompt_tokens_details":{"cached_tokens":%d}}' % (p, done, p + done, cached))
@@ -331,10 +326,10 @@ class _Progress:
         if self.t_first is None:
             self.t_first = t_sent
             m.ttft.observe(t_sent - self.t_arrival)
-        elif k and self.t_prev is not None:
+        elif k:
             m.itl.observe((t_sent - self.t_prev) / k, k)
         self.t_prev = t_sent
-        if self.over and self.error is None:
+        if self.over:
             m.finished[self.plan.finish_reason] += 1
             m.e2e.observe(t_sent - self.t_arrival)
             if self.done_tokens > 1:
@@ -362,7 +357,7 @@ class _Progress:
         if req.return_token_ids:
             choice["token_ids"] = self.token_ids
         body = {"id": plan.spec.request_id, "object": obj, "created": self.created, "model": req.model,
-                "choices": [choice], "usage": self.usage()}
+                "choices": [choice], "usage": msgspec.Raw(self._usage_json(self.done_tokens, self.cached))}
         return web.Response(body=_encode(body), content_type="application/json")
 
 
