@@ -89,3 +89,141 @@ def test_a_corrupt_manifest_is_skipped_not_fatal_for_the_catalog(tmp_path):
     with pytest.warns(UserWarning, match="bad000"):
         cols, rows = query(tmp_path, "SELECT run_id FROM runs")
     assert rows == [(good.run_dir.name,)]
+
+
+# --- one writer per run, attempts kept apart, torn tails, failed writes ----------------------------
+
+
+def test_a_second_writer_of_a_run_is_refused_in_one_line(tmp_path):
+    from scoville.results.store import RunError, writer_alive
+
+    w = RunWriter.create(tmp_path, manifest())
+    assert writer_alive(w.run_dir)
+    with pytest.raises(RunError, match="being written by another scoville process") as e:
+        RunWriter.resume(w.run_dir)
+    assert "\n" not in str(e.value) and f"pid {__import__('os').getpid()}" in str(e.value)
+    assert read_manifest(w.run_dir)["status"] == "running" and "resumed_at" not in read_manifest(w.run_dir)
+    w.finish("interrupted")
+    assert not writer_alive(w.run_dir)
+    again = RunWriter.resume(w.run_dir)  # the lock is free once the first writer finished
+    assert writer_alive(w.run_dir)
+    again.finish()
+
+
+def test_a_writer_killed_outright_is_seen_as_gone(tmp_path):
+    """A crashed writer leaves "running" in the manifest; writer_alive tells the catalog nobody is writing."""
+    import subprocess
+    import sys
+
+    from scoville.results.store import writer_alive
+
+    code = ("import sys, time; from pathlib import Path; from scoville.results.store import RunWriter; "
+            "w = RunWriter(Path(sys.argv[1]), {'source': 'measured'}); print('ready', flush=True); time.sleep(60)")
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(run)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        assert writer_alive(run)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert read_manifest(run)["status"] == "running" and not writer_alive(run)
+
+
+def test_a_point_interrupted_twice_is_measured_from_one_attempt(tmp_path):
+    """kill -> resume -> kill inside one point: the metrics see the last attempt only, not both summed."""
+    w = RunWriter.create(tmp_path, manifest())
+    for i in range(3):
+        w.record(rec(0, i, float(i)))
+    w.close()  # killed
+    again = RunWriter.resume(w.run_dir)
+    for i in range(2):
+        again.record(rec(0, i, 10.0 + i))
+    again.close()  # killed again
+    table = read_requests(w.run_dir)
+    assert table.num_rows == 2 and table.column("attempt").to_pylist() == [1, 1]
+    assert table.column("t_sent").to_pylist() == [10.0, 11.0]
+
+
+def test_a_torn_journal_tail_does_not_swallow_the_next_record(tmp_path):
+    from scoville.results.store import read_journal
+
+    w = RunWriter.create(tmp_path, manifest())
+    w.record(rec(0, 0, 0.0))
+    w.close()
+    with (w.run_dir / "requests.jsonl").open("ab") as f:
+        f.write(b'{"point":0,"request_id":"torn","t_se')  # kill -9 in the middle of a line
+    again = RunWriter.resume(w.run_dir)
+    again.record(rec(0, 1, 5.0))
+    again.finish()
+    assert [r.request_id for r in read_journal(w.run_dir)] == ["0-0", "0-1"]
+
+
+def test_an_empty_run_writes_no_zero_column_table(tmp_path):
+    """Interrupted before any request: recompute must not leave a points.parquet without columns."""
+    from scoville.results.store import POINT_METRICS
+
+    w = RunWriter.create(tmp_path, manifest())
+    w.finish("interrupted")
+    assert recompute(w.run_dir) == []
+    assert not (w.run_dir / POINT_METRICS).exists()
+    cols, rows = query(tmp_path, "SELECT run_id, status FROM runs")
+    assert rows == [(w.run_dir.name, "interrupted")]
+
+
+def test_a_full_disk_is_one_line_and_keeps_what_was_written(tmp_path):
+    """A write that hits the file size limit (as a full disk would) is one RunError line; records before it stay."""
+    import subprocess
+    import sys
+
+    from scoville.results.store import read_journal
+
+    code = """if True:
+        import resource, signal, sys
+        from pathlib import Path
+        from scoville.results.schema import RequestRecord
+        from scoville.results.store import RunError, RunWriter
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill, as ENOSPC would come
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+        w = RunWriter(Path(sys.argv[1]), {"source": "measured"})
+        n = 0
+        try:
+            while True:
+                w.record(RequestRecord(point=0, request_id=f"r{n}", t_sent=float(n), error="x" * 100))
+                n += 1
+        except RunError as e:
+            print(n, e, sep="|")
+        w.finish("interrupted")
+    """
+    run = tmp_path / "run"
+    p = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    n, message = p.stdout.strip().split("|")
+    assert "\n" not in message and "requests.jsonl: File too large" in message and "ulimit -f" in message
+    assert [r.request_id for r in read_journal(run)] == [f"r{i}" for i in range(int(n))]
+    assert read_manifest(run)["status"] == "interrupted"
+
+
+def test_a_journal_that_is_not_a_regular_file_is_refused_not_read_forever(tmp_path):
+    from scoville.results.store import RunError, read_journal
+
+    w = RunWriter.create(tmp_path, manifest())
+    w.finish("interrupted")
+    (w.run_dir / "requests.jsonl").unlink()
+    (w.run_dir / "requests.jsonl").symlink_to("/dev/zero")
+    with pytest.raises(RunError, match="not a regular file"):
+        read_journal(w.run_dir)
+
+
+def test_a_count_beyond_the_schema_never_reaches_the_journal_reader(tmp_path):
+    """A record line with a 2**64 - 1 count (written by anything) is skipped, not a compaction crash."""
+    from scoville.results.store import read_journal
+
+    w = RunWriter.create(tmp_path, manifest())
+    w.record(rec(0, 0, 0.0))
+    with (w.run_dir / "requests.jsonl").open("ab") as f:
+        f.write(b'{"point":0,"request_id":"huge","t_sent":1.0,"output_tokens":18446744073709551615}\n')
+    w.record(rec(0, 1, 2.0))
+    w.finish("interrupted")
+    assert [r.request_id for r in read_journal(w.run_dir)] == ["0-0", "0-1"]
+    assert read_requests(w.run_dir).num_rows == 2

@@ -8,10 +8,25 @@ run start (``t = 0`` when the run directory was created).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+# 2: records carry ``attempt`` (which writer session measured them) and ``error_kind``.
+SCHEMA_VERSION = 2
+
+# The largest count a record stores: token and chunk counts go to int32 Arrow columns, so a
+# server reporting 2**64 - 1 tokens must be refused when parsed, not crash compaction later.
+MAX_COUNT = 2**31 - 1
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
+Index = Annotated[int, msgspec.Meta(ge=-MAX_COUNT, le=MAX_COUNT)]
+
+# What failed, for summaries and stop rules (``error`` keeps the server's words):
+# connect (nothing answered), timeout, disconnect (the connection broke mid-response),
+# http (a non-200 status), protocol (not HTTP), stream (bad SSE, an error event, an
+# unfinished stream), client (this client failed on this request; a bug or a local limit).
+ERROR_KINDS = ("connect", "timeout", "disconnect", "http", "protocol", "stream", "client")
 
 
 class RequestRecord(msgspec.Struct, kw_only=True):
@@ -29,18 +44,21 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     t_first_token: float | None = None
     t_done: float | None = None
     token_times: list[float] = []
-    token_counts: list[int] = []
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int | None = None
+    token_counts: list[Count] = []
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cached_tokens: Count | None = None
     ok: bool = True
     error: str | None = None
-    http_status: int | None = None
+    http_status: Index | None = None
     session_id: str | None = None
-    turn: int = 0
+    turn: Index = 0
     warmup: bool = False
     worker: str | None = None
     token_count_source: str = "server"
+    attempt: Index = 0
+    error_kind: str | None = None
+    input_tokens_requested: Count | None = None
 
 
 ARROW_SCHEMA = pa.schema(
@@ -65,14 +83,40 @@ ARROW_SCHEMA = pa.schema(
         ("token_count_source", pa.string()),
     ]
 )
+# Columns a driver may leave out (the simulator builds ARROW_SCHEMA tables directly): the store
+# fills them in (``conform``), so every stored point has RECORD_SCHEMA.
+RECORD_SCHEMA = pa.schema([
+    *ARROW_SCHEMA,
+    pa.field("attempt", pa.int32()),
+    pa.field("error_kind", pa.string()),
+    pa.field("input_tokens_requested", pa.int64()),
+])
 
 POWER_SCHEMA = pa.schema([("t", pa.float64()), ("device", pa.string()), ("watts", pa.float64())])
 
 
 def records_to_table(records: list[RequestRecord]) -> pa.Table:
-    """Columnar form of records, in ARROW_SCHEMA order."""
-    columns = {name: [getattr(r, name) for r in records] for name in ARROW_SCHEMA.names}
-    return pa.Table.from_pydict(columns, schema=ARROW_SCHEMA)
+    """Columnar form of records, in RECORD_SCHEMA order."""
+    columns = {name: [getattr(r, name) for r in records] for name in RECORD_SCHEMA.names}
+    return pa.Table.from_pydict(columns, schema=RECORD_SCHEMA)
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """``table`` in RECORD_SCHEMA: columns an older run or a driver lacks are added as nulls (attempt as 0).
+
+    Raises ``pa.ArrowInvalid``/``pa.ArrowTypeError``/``KeyError`` when a column cannot be
+    read as its schema type; callers name the file.
+    """
+    n = table.num_rows
+    columns = []
+    for f in RECORD_SCHEMA:
+        if f.name in table.column_names:
+            columns.append(table.column(f.name).cast(f.type))
+        elif f.name == "attempt":
+            columns.append(pa.array([0] * n, f.type))
+        else:
+            columns.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(columns, schema=RECORD_SCHEMA)
 
 
 def table_to_records(table: pa.Table) -> list[RequestRecord]:
