@@ -78,11 +78,57 @@ def test_close_accepts_a_final_event_without_blank_line():
 
 @pytest.mark.parametrize("bad, match", [
     (b"data: {not json\n\n", "malformed SSE data"),
-    (b"garbage line\n\n", "malformed SSE line"),
     (ev({"error": {"message": "out of memory"}}), "out of memory"),
-    (ev("[DONE]") + ev(text_chunk("late")), "after \\[DONE\\]"),
+    (ev({"choices": [], "usage": {"prompt_tokens_details": {"cached_tokens": "lots"}}}),
+     r"malformed SSE data .*cached_tokens"),
+    (ev({"choices": [], "usage": {"completion_tokens": 2**64 - 1}}), r"malformed SSE data .*completion_tokens"),
+    (ev({"choices": [], "usage": {"prompt_tokens": -3}}), r"malformed SSE data .*prompt_tokens"),
 ])
 def test_malformed_input_and_error_events_raise(bad, match):
     p = StreamParser()
     with pytest.raises(SSEError, match=match):
         p.feed(ev(text_chunk("ok")) + bad, 1.0)
+
+
+# --- where the SSE specification is lenient, so is the parser ------------------------------------
+
+
+@pytest.mark.parametrize("ending", [b"\r", b"\r\n", b"\n"], ids=["CR", "CRLF", "LF"])
+def test_every_line_ending_the_spec_allows_at_every_split(ending):
+    stream = STREAM.replace(b"\n", ending)
+    for cut in range(1, len(stream)):
+        p = StreamParser()
+        p.feed(stream[:cut], 1.0)
+        p.feed(stream[cut:], 2.0)
+        assert p.counts == [1, 2, 1] and p.done and p.keepalives == 1, cut
+
+
+def test_unknown_fields_and_a_second_done_are_ignored():
+    p = StreamParser()
+    p.feed(b"event: completion\nid: 7\nnonsense\n" + ev(text_chunk("a", "stop"))[:-1] + b"\n"
+           + ev("[DONE]") + ev("[DONE]") + ev(text_chunk("late")), 1.0)
+    assert p.counts == [1] and p.done and p.events == 2
+
+
+def test_a_usage_chunk_with_null_choices_is_a_usage_chunk():
+    p = StreamParser()
+    p.feed(ev(text_chunk("a", "stop")) + ev({"choices": None, "usage": {"prompt_tokens": 5, "completion_tokens": 1}})
+           + ev("[DONE]"), 1.0)
+    assert p.counts == [1] and (p.usage_prompt, p.usage_completion) == (5, 1) and p.done
+
+
+def test_an_event_without_end_is_scanned_once_and_capped():
+    """8 MB without a blank line, in 1 KiB reads: linear work (was a rescan per read), then refused past the cap."""
+    import time
+
+    from scoville.client.sse import MAX_EVENT_BYTES
+
+    p = StreamParser()
+    piece = b"x" * 1024
+    cpu = time.process_time()
+    for _ in range(8 * 1024):
+        p.feed(piece, 1.0)
+    assert time.process_time() - cpu < 2.0  # quadratic scanning took minutes here; linear takes milliseconds
+    with pytest.raises(SSEError, match="without its blank line"):
+        for _ in range(MAX_EVENT_BYTES // len(piece)):
+            p.feed(piece, 1.0)

@@ -24,15 +24,28 @@ from typing import Any
 
 import msgspec
 
+from scoville.results.schema import Count
+
+# The longest event the parser holds while waiting for its blank line. A real chunk is a few
+# hundred bytes (a few MB with huge logprobs); a stream that never ends its event is refused
+# here rather than buffered without bound.
+MAX_EVENT_BYTES = 16 << 20
+
 
 class SSEError(Exception):
     """The stream is not well-formed SSE/JSON; recorded on the request, never raised past it."""
 
 
+class _Details(msgspec.Struct):
+    cached_tokens: Count | None = None
+
+
 class _Usage(msgspec.Struct):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    prompt_tokens_details: dict[str, Any] | None = None
+    """Server token counts, type-checked and bounded when decoded (a bad one fails its request only)."""
+
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    prompt_tokens_details: _Details | None = None
 
 
 class _Delta(msgspec.Struct):
@@ -54,7 +67,7 @@ class _Choice(msgspec.Struct):
 
 
 class _Chunk(msgspec.Struct):
-    choices: list[_Choice] = []
+    choices: list[_Choice] | None = None  # null on some servers' usage chunk
     usage: _Usage | None = None
     error: Any = None
 
@@ -79,6 +92,27 @@ def _choice_tokens(choice: _Choice) -> int:
     return 0
 
 
+def _data(event: bytes) -> bytes | None:
+    """The data of one event (its ``data`` lines joined by newlines), None when it has none.
+
+    As the SSE specification reads a line: ``:`` starts a comment, the field
+    name ends at the first colon (a line without one is a field with an empty
+    value), one space after the colon is dropped, and fields other than
+    ``data`` (``event``, ``id``, ``retry``, unknown ones) are ignored.
+    """
+    data = None
+    for line in event.split(b"\n"):
+        if not line or line[:1] == b":":
+            continue
+        name, _, value = line.partition(b":")
+        if name != b"data":
+            continue
+        if value[:1] == b" ":
+            value = value[1:]
+        data = value if data is None else data + b"\n" + value
+    return data
+
+
 class StreamParser:
     """Incremental parser of one response stream.
 
@@ -87,13 +121,22 @@ class StreamParser:
     carried tokens), ``usage_completion``/``usage_prompt``/``cached_tokens``
     (from the server's usage), ``done`` (``[DONE]`` seen), ``finished`` (a
     ``finish_reason`` seen) and ``t_last`` (time of the last event of any kind).
+
+    Each read is scanned once: the search for the blank line that ends an event
+    resumes where the last one stopped, so an event arriving in many small reads
+    costs linear time (a rescan of the whole pending event per read was quadratic
+    and stalled every stream sharing the loop). Lines may end in CRLF, LF or a bare
+    CR, as the SSE specification allows. Anything after ``[DONE]`` (a second
+    ``[DONE]`` included) is ignored: the answer was already complete.
     """
 
-    __slots__ = ("_buf", "times", "counts", "usage_completion", "usage_prompt", "cached_tokens",
+    __slots__ = ("_buf", "_scan", "_cr", "times", "counts", "usage_completion", "usage_prompt", "cached_tokens",
                  "done", "finished", "t_last", "_cum", "events", "keepalives", "count_source")
 
     def __init__(self) -> None:
-        self._buf = b""
+        self._buf = bytearray()
+        self._scan = 0      # no event separator starts before this offset of _buf
+        self._cr = False    # the last read ended in CR: a leading LF of the next one belongs to it
         self.times: list[float] = []
         self.counts: list[int] = []
         self.usage_completion: int | None = None
@@ -109,36 +152,42 @@ class StreamParser:
 
     def feed(self, data: bytes, t: float) -> None:
         """Consume ``data``; raises SSEError on malformed events or a server error event."""
-        buf = self._buf + data if self._buf else data
-        if b"\r" in buf:
-            buf = buf.replace(b"\r\n", b"\n")
-        parts = buf.split(b"\n\n")
-        self._buf = parts.pop()
-        for event in parts:
+        if self._cr:
+            self._cr = False
+            if data[:1] == b"\n":
+                data = data[1:]
+        if b"\r" in data:
+            self._cr = data[-1:] == b"\r"
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buf = self._buf
+        buf += data
+        pos, start = 0, self._scan
+        while (end := buf.find(b"\n\n", start)) >= 0:
+            event = bytes(buf[pos:end])
+            pos = start = end + 2
             if event:
                 self._event(event, t)
+        if pos:
+            del buf[:pos]
+        self._scan = max(len(buf) - 1, 0)
+        if len(buf) > MAX_EVENT_BYTES:
+            raise SSEError(f"an SSE event grew past {MAX_EVENT_BYTES >> 20} MiB without its blank line")
 
     def close(self, t: float) -> None:
         """End of body: a complete final event without its blank line still counts."""
-        rest, self._buf = self._buf.strip(), b""
+        rest = bytes(self._buf).strip()
+        self._buf.clear()
+        self._scan = 0
         if rest:
             self._event(rest, t)
 
     def _event(self, event: bytes, t: float) -> None:
-        data = None
-        for line in event.split(b"\n"):
-            if line.startswith(b"data:"):
-                piece = line[5:].lstrip(b" ")
-                data = piece if data is None else data + b"\n" + piece
-            elif not line or line.startswith(b":") or line.startswith((b"event:", b"id:", b"retry:")):
-                continue
-            else:
-                raise SSEError(f"malformed SSE line {line[:60]!r}")
+        data = _data(event)
         if data is None:  # comment-only / keep-alive event
             self.keepalives += 1
             return
         if self.done:
-            raise SSEError("data after [DONE]")
+            return
         self.t_last = t
         self.events += 1
         if data == b"[DONE]":
@@ -146,20 +195,24 @@ class StreamParser:
             return
         try:
             chunk = _decode_chunk(data)
-        except msgspec.DecodeError as e:
+        except msgspec.DecodeError as e:  # ValidationError too: a wrong type or an out-of-range count
             raise SSEError(f"malformed SSE data {data[:60]!r}: {e}") from None
         if chunk.error is not None:
             msg = chunk.error.get("message", chunk.error) if isinstance(chunk.error, dict) else chunk.error
             raise SSEError(f"server error event: {str(msg)[:200]}")
+        self._count(chunk, t)
+
+    def _count(self, chunk: _Chunk, t: float) -> None:
+        choices = chunk.choices or ()
         n = 0
-        for choice in chunk.choices:
+        for choice in choices:
             n += _choice_tokens(choice)
             if choice.finish_reason is not None:
                 self.finished = True
         usage = chunk.usage
         if usage is not None:
             if usage.completion_tokens is not None:
-                if chunk.choices:
+                if choices:
                     # Per-chunk cumulative usage: the increase is exact for this chunk.
                     n = usage.completion_tokens - self._cum
                     self._cum = usage.completion_tokens
@@ -168,8 +221,8 @@ class StreamParser:
             if usage.prompt_tokens is not None:
                 self.usage_prompt = usage.prompt_tokens
             details = usage.prompt_tokens_details
-            if details and details.get("cached_tokens") is not None:
-                self.cached_tokens = int(details["cached_tokens"])
+            if details is not None and details.cached_tokens is not None:
+                self.cached_tokens = details.cached_tokens
         if n > 0:
             self.times.append(t)
             self.counts.append(n)
