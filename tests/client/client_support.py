@@ -179,6 +179,78 @@ def _serve(server: FakeServer) -> tuple[threading.Thread, asyncio.AbstractEventL
     return thread, loop, holder["runner"]
 
 
+class KeepAliveServer:
+    """A raw HTTP/1.1 streaming server on 127.0.0.1 whose keep-alive connections go stale on cue.
+
+    ``drop`` says what happens to a kept-alive connection: ``"on-reuse"`` closes it
+    when a second request arrives on it, unanswered (the server timed it out just as
+    the client sent), ``"after-answer"`` closes it right after each answer although
+    the answer said keep-alive (the client's pooled socket is dead before reuse).
+    """
+
+    def __init__(self, drop: str) -> None:
+        self.drop = drop
+        self.connections = 0
+        self.answered = 0
+        self.dropped = 0
+        self.base_url = ""
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        served = 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                await reader.readexactly(length)
+                if served and self.drop == "on-reuse":
+                    self.dropped += 1
+                    return
+                body = (b'data: {"choices":[{"text":" a","finish_reason":null}]}\n\n'
+                        b'data: {"choices":[{"text":" b","finish_reason":"length"}]}\n\n'
+                        b'data: {"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2}}\n\n'
+                        b"data: [DONE]\n\n")
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                await writer.drain()
+                served += 1
+                self.answered += 1
+                if self.drop == "after-answer":
+                    self.dropped += 1
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        finally:
+            writer.close()
+
+    def start(self) -> tuple[threading.Thread, asyncio.AbstractEventLoop]:
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def main() -> None:
+            asyncio.set_event_loop(loop)
+            srv = loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+            self.base_url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
+            ready.set()
+            loop.run_forever()
+            srv.close()
+
+        thread = threading.Thread(target=main, daemon=True)
+        thread.start()
+        ready.wait(10)
+        return thread, loop
+
+
+@pytest.fixture
+def stale_server(request):
+    s = KeepAliveServer(request.param)
+    thread, loop = s.start()
+    yield s
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
 @pytest.fixture
 def server():
     s = FakeServer()

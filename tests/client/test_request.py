@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import time
 
 import aiohttp
@@ -11,7 +13,7 @@ import pytest
 from client_support import Behaviour
 
 from scoville.client.config import ClientConfig
-from scoville.client.driver import make_timeout
+from scoville.client.driver import make_connector, make_timeout
 from scoville.client.fastpath import FastHTTP
 from scoville.client.request import Prompts, send_request, send_request_fast
 from scoville.metrics import PointContext, point_metrics
@@ -147,27 +149,56 @@ def test_disconnect_keeps_the_tokens_received_before_it(server):
     assert not rec.ok and rec.token_counts == [1, 1, 1]
 
 
-def test_keep_alive_connections_are_reused_and_survive_a_server_close(server):
-    server.set(Behaviour())
-    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+@pytest.mark.parametrize("stale_server", ["on-reuse", "after-answer"], indirect=True)
+def test_a_stale_pooled_connection_never_fails_a_request(stale_server):
+    """Two pooled connections both gone stale: the retry must take a fresh connection, not the other stale one."""
+    cfg = ClientConfig(base_url=stale_server.base_url, model="m")
+    specs = [RequestSpec(request_id=f"r{i}", input_tokens=4, output_tokens=2) for i in range(6)]
 
     async def go() -> list[RequestRecord]:
         t0 = time.perf_counter()
-        fast = FastHTTP(cfg.base_url, t0)
-        specs = [RequestSpec(request_id=f"r{i}", input_tokens=4, output_tokens=3) for i in range(3)]
+        if TRANSPORT["name"] == "fast":
+            fast = FastHTTP(cfg.base_url, t0)
+            send_one = lambda spec: send_request_fast(fast, cfg, Prompts(cfg), spec, point=0, t0=t0)  # noqa: E731
+            close = fast.close
+        else:
+            http = aiohttp.ClientSession(connector=make_connector(), timeout=make_timeout(cfg))
+            send_one = lambda spec: send_request(http, cfg, Prompts(cfg), spec, point=0, t0=t0)  # noqa: E731
+            close = http.close
         try:
-            out = [await send_request_fast(fast, cfg, Prompts(cfg), specs[0], point=0, t0=t0)]
-            assert len(fast._idle) == 1
-            fast._idle[0].shutdown(2)  # as if the server had dropped the idle connection
-            out.append(await send_request_fast(fast, cfg, Prompts(cfg), specs[1], point=0, t0=t0))
-            out.append(await send_request_fast(fast, cfg, Prompts(cfg), specs[2], point=0, t0=t0))
+            out = list(await asyncio.gather(send_one(specs[0]), send_one(specs[1])))  # two pooled connections
+            for spec in specs[2:]:
+                out.append(await send_one(spec))
             return out
+        finally:
+            await close() if asyncio.iscoroutinefunction(close) else close()
+
+    recs = asyncio.run(go())
+    assert [r.error for r in recs] == [None] * 6 and all(r.ok for r in recs)
+    assert stale_server.answered == 6 and stale_server.dropped >= 2  # both pooled connections died
+
+
+def test_an_idle_connection_past_the_keep_alive_limit_is_not_reused(server):
+    """Sockets idle longer than the limit (uvicorn closes at 5 s; the client stops at 4 s) are closed, not reused."""
+    server.set(Behaviour())
+    cfg = ClientConfig(base_url=server.base_url, model="test-model")
+    spec = RequestSpec(request_id="r", input_tokens=4, output_tokens=2)
+
+    async def go() -> tuple[int, int]:
+        t0 = time.perf_counter()
+        fast = FastHTTP(cfg.base_url, t0, idle_s=0.2)
+        try:
+            await send_request_fast(fast, cfg, Prompts(cfg), spec, point=0, t0=t0)
+            pooled = fast._pooled()
+            assert pooled is not None  # young: reused
+            fast._idle.append((pooled, time.monotonic()))
+            await asyncio.sleep(0.3)
+            return len(fast._idle), int(fast._pooled() is None)
         finally:
             fast.close()
 
     if TRANSPORT["name"] == "fast":
-        recs = asyncio.run(go())
-        assert all(r.ok for r in recs), [r.error for r in recs]
+        assert asyncio.run(go()) == (1, 1)
 
 
 def test_kernel_stamps_are_on_the_run_clock(server):
@@ -295,3 +326,58 @@ def test_ipv6_target_gets_a_bracketed_host_header():
 
     port = asyncio.run(go())
     assert seen == [f"[::1]:{port}"]
+
+
+# --- both transports agree, and are lenient where the specifications are ----------------------------
+
+_SSE = (b'data: {"choices":[{"text":" a","finish_reason":null}]}\n\n'
+        b'data: {"choices":[{"text":" b","finish_reason":"length"}]}\n\n'
+        b'data: {"choices":null,"usage":{"prompt_tokens":4,"completion_tokens":2}}\n\n'
+        b"data: [DONE]\n\ndata: [DONE]\n\n")
+
+
+def chunked(*pieces: bytes, after: bytes = b"\r\n") -> bytes:
+    body = b"".join(b"%x\r\n%s%s" % (len(p), p, after) for p in pieces) + b"0\r\n\r\n"
+    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+
+
+@pytest.mark.parametrize("raw", [
+    chunked(_SSE),
+    chunked(_SSE.replace(b"\n", b"\r")),                 # bare-CR line endings are valid SSE
+    chunked(_SSE[:50], _SSE[50:], after=b"\n"),          # a bare LF after chunk data: both parsers take it
+], ids=["null-choices-and-second-done", "bare-cr", "chunk-then-lf"])
+def test_finished_answers_in_every_form_the_specs_allow_are_ok(raw):
+    rec = raw_answer(raw)
+    assert rec.ok, rec.error
+    assert rec.output_tokens == 2 and rec.input_tokens == 4 and rec.token_counts == [1, 1]
+
+
+def test_a_chunk_not_followed_by_crlf_fails_on_both_transports_in_one_line():
+    rec = raw_answer(chunked(_SSE[:50], _SSE[50:], after=b"XX"))
+    assert not rec.ok and rec.error_kind == "protocol" and "\n" not in rec.error, rec.error
+
+
+@pytest.mark.parametrize("usage", [b'{"prompt_tokens_details":{"cached_tokens":"lots"}}',
+                                   b'{"completion_tokens":18446744073709551615}'])
+def test_a_malformed_usage_field_fails_its_request_only(usage):
+    """cached_tokens: "lots" used to end the sweep; 2**64 - 1 tokens used to crash compaction later."""
+    sse = _SSE.replace(b'{"prompt_tokens":4,"completion_tokens":2}', usage)
+    rec = raw_answer(chunked(sse))
+    assert not rec.ok and rec.error_kind == "stream" and "malformed SSE data" in rec.error
+    assert rec.token_counts == [1, 1]
+    records_to_table([rec])  # compacts
+
+
+def test_an_api_key_echoed_by_the_server_is_not_stored(server):
+    rec = one(server, Behaviour(status=401, error_body='{"error": "key sk-live-abcdef123456 is not valid\\n try again"}'),
+              api_key="sk-live-abcdef123456")
+    assert not rec.ok and "sk-live-abcdef123456" not in rec.error and "<redacted>" in rec.error
+    assert "\n" not in rec.error
+
+
+def test_url_credentials_become_basic_auth_and_leave_the_url(server):
+    cfg = ClientConfig(base_url=server.base_url.replace("http://", "http://alice:pa%3Ass@") + "/v1", model="m")
+    assert cfg.base_url == server.base_url and "alice" not in json.dumps(cfg.to_manifest())
+    server.set(Behaviour())
+    rec = send(cfg, RequestSpec(request_id="r", input_tokens=4, output_tokens=2))
+    assert rec.ok and server.headers[-1]["Authorization"] == "Basic " + base64.b64encode(b"alice:pa:ss").decode()

@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import msgspec
 
 APIS = ("completions", "chat")
+REDACTED = "<redacted>"
+
+
+def strip_userinfo(url: str) -> tuple[str, str | None]:
+    """``url`` without ``user:pass@``, and that userinfo decoded (None when there was none)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), f"{unquote(user)}:{unquote(password)}"
 
 
 class ClientConfig(msgspec.Struct, kw_only=True):
     """One target server and how to talk to it.
 
     ``api_key`` is held in memory only: ``to_manifest()`` leaves it out, so it
-    never reaches a run directory. ``extensions`` says whether the server took
+    never reaches a run directory. So is ``basic_auth``: credentials written into
+    the URL (``http://user:pass@host``) are taken out of ``base_url`` at once and
+    sent as HTTP Basic authentication; ``redact`` removes both secrets from any
+    text the server sends back (an error body may echo the key). ``extensions`` says whether the server took
     vLLM's non-OpenAI fields (``ignore_eos``, ``min_tokens``,
     ``continuous_usage_stats``); the probe detects it and the manifest records it.
     """
@@ -22,6 +38,7 @@ class ClientConfig(msgspec.Struct, kw_only=True):
     model: str
     api: str = "completions"
     api_key: str | None = None
+    basic_auth: str | None = None
     ignore_eos: bool = True
     extensions: bool = True
     timeout_s: float = 600.0
@@ -32,6 +49,9 @@ class ClientConfig(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         from scoville.client.errors import ClientError
 
+        self.base_url, userinfo = strip_userinfo(self.base_url)
+        if userinfo is not None:
+            self.basic_auth = userinfo
         self.base_url = self.base_url.rstrip("/")
         if self.base_url.endswith("/v1"):
             self.base_url = self.base_url[:-3]
@@ -52,11 +72,23 @@ class ClientConfig(msgspec.Struct, kw_only=True):
         h = {"Content-Type": "application/json"}
         if self.api_key:
             h["Authorization"] = f"Bearer {self.api_key}"
+        elif self.basic_auth:
+            h["Authorization"] = "Basic " + base64.b64encode(self.basic_auth.encode()).decode()
         return h
 
+    def redact(self, text: str) -> str:
+        """``text`` with the API key and the URL's password replaced (before anything is stored)."""
+        secrets = [self.api_key, self.basic_auth]
+        if self.basic_auth:
+            secrets.append(self.basic_auth.partition(":")[2])
+        for secret in sorted(filter(None, secrets), key=len, reverse=True):
+            text = text.replace(secret, REDACTED)
+        return text
+
     def to_manifest(self) -> dict[str, Any]:
-        """The manifest ``target``: everything but the key."""
+        """The manifest ``target``: everything but the secrets."""
         d = msgspec.to_builtins(self)
         d.pop("api_key", None)
+        d.pop("basic_auth", None)
         d["endpoint"] = self.endpoint
         return d

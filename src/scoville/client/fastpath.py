@@ -18,6 +18,13 @@ coalesced into one read share the later time (never earlier than the truth).
 
 Only ``http://`` targets use this path (``https`` goes through aiohttp), and
 only on Linux; keep-alive connections are pooled per target.
+
+A pooled connection may have been closed by the server while it sat idle
+(uvicorn, behind vLLM and SGLang, closes after 5 s). So a socket idle longer than
+``KEEPALIVE_IDLE_S`` is never reused, one the server has visibly closed is
+dropped when taken, and a request that fails on a reused socket before any byte
+of the answer is retried once on a *fresh* connection, never on another pooled
+one (which would be just as stale).
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux asm-generic valu
 _ANC = socket.CMSG_SPACE(16)
 _unpack_ts = struct.Struct("qq").unpack_from
 AVAILABLE = sys.platform.startswith("linux")
+# Reuse an idle connection only this long: under uvicorn's 5 s keep-alive (and most servers' longer ones).
+KEEPALIVE_IDLE_S = 4.0
 
 
 class HTTPStreamError(Exception):
@@ -42,6 +51,20 @@ class HTTPStreamError(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class ClientLimitError(Exception):
+    """This machine, not the server, cannot go on (no file descriptor left for a socket): ends the point."""
+
+
+def _still_open(sock: socket.socket) -> bool:
+    """Whether an idle pooled socket can carry a request: no FIN, no reset, no stray bytes waiting."""
+    try:
+        return not sock.recv(1, socket.MSG_PEEK)  # b"" = the server closed it; data = a stray answer
+    except (BlockingIOError, InterruptedError):
+        return True  # nothing to read: open and quiet
+    except OSError:
+        return False
 
 
 def _number(text: bytes, base: int, what: str) -> int:
@@ -106,6 +129,8 @@ class _Response:
         if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
             raise HTTPStreamError("protocol", f"not an HTTP response: {lines[0][:60]!r}")
         self.status = _number(parts[1], 10, "status code")
+        if not 100 <= self.status <= 999:
+            raise HTTPStreamError("protocol", f"status code {self.status} is not three digits")
         self.keep_alive = parts[0] != b"HTTP/1.0"
         for line in lines[1:]:
             name, _, value = line.partition(b":")
@@ -138,10 +163,15 @@ class _Response:
                 if self.chunk_left == 0:
                     self.chunk_left = -2  # expect CRLF
                 continue
-            if self.chunk_left == -2:
-                if n - pos < 2:
+            if self.chunk_left == -2:  # CRLF after the chunk data; a bare LF is accepted, as aiohttp's parser does
+                if buf.startswith(b"\n", pos):
+                    pos += 1
+                elif n - pos < 2:
                     break
-                pos += 2
+                elif buf.startswith(b"\r\n", pos):
+                    pos += 2
+                else:
+                    raise HTTPStreamError("protocol", "chunk data not followed by CRLF")
                 self.chunk_left = 0
                 continue
             if self.chunk_left == -3:  # after the last chunk: optional trailers, then an empty line
@@ -174,7 +204,7 @@ class _Response:
 class FastHTTP:
     """Keep-alive connections to one ``http://host:port`` and streamed POSTs over them."""
 
-    def __init__(self, base_url: str, t0: float) -> None:
+    def __init__(self, base_url: str, t0: float, *, idle_s: float = KEEPALIVE_IDLE_S) -> None:
         u = urlsplit(base_url)
         if u.scheme != "http":
             raise ValueError("FastHTTP serves http:// targets only")
@@ -182,7 +212,8 @@ class FastHTTP:
         self.port = u.port or 80
         self.prefix = u.path.rstrip("/")
         self.t0 = t0
-        self._idle: list[socket.socket] = []
+        self.idle_s = idle_s
+        self._idle: list[tuple[socket.socket, float]] = []  # (socket, monotonic time it went idle)
         self._addr: tuple | None = None
 
     async def _connect(self) -> socket.socket:
@@ -194,7 +225,11 @@ class FastHTTP:
                 raise HTTPStreamError("connect", f"cannot connect to http://{self.host}:{self.port}: {e}") from None
             self._addr = info[0][0], info[0][4]
         family, addr = self._addr
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except OSError as e:  # EMFILE / ENFILE: out of file descriptors here, whatever the server does
+            raise ClientLimitError(f"cannot open a socket: {e.strerror}; raise the open-file limit "
+                                   "(ulimit -n) or lower the concurrency") from None
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
@@ -206,9 +241,19 @@ class FastHTTP:
         return sock
 
     def close(self) -> None:
-        for s in self._idle:
+        for s, _ in self._idle:
             s.close()
         self._idle.clear()
+
+    def _pooled(self) -> socket.socket | None:
+        """The most recently used idle socket that is young enough and still open (others are closed)."""
+        now = time.monotonic()
+        while self._idle:
+            sock, since = self._idle.pop()
+            if now - since < self.idle_s and _still_open(sock):
+                return sock
+            sock.close()
+        return None
 
     async def post_stream(self, path: str, body: bytes, headers: dict[str, str],
                           on_data: Callable[[bytes, float], None], *, timeout_s: float,
@@ -223,27 +268,29 @@ class FastHTTP:
                 f"Content-Length: {len(body)}", "Accept: text/event-stream"]
         head += [f"{k}: {v}" for k, v in headers.items()]
         request = ("\r\n".join(head) + "\r\n\r\n").encode() + body
-        for attempt in (0, 1):
-            reused = bool(self._idle)
-            sock = self._idle.pop() if reused else await self._connect()
+        sock = self._pooled()
+        reused = sock is not None
+        while True:
+            if sock is None:
+                sock = await self._connect()
             resp = _Response(on_data, on_status)
             try:
                 await self._exchange(sock, request, resp, timeout_s, read_timeout_s)
             except HTTPStreamError as e:
                 sock.close()
-                # A pooled connection the server had closed: retry once on a fresh one.
-                if reused and attempt == 0 and not resp.got_bytes and e.kind == "disconnect":
+                # A pooled connection the server closed as we sent: retry once, on a fresh connection.
+                if reused and not resp.got_bytes and e.kind == "disconnect":
+                    sock, reused = None, False
                     continue
                 raise
             except BaseException:
                 sock.close()
                 raise
             if resp.keep_alive and resp.body_done and not resp.buf:
-                self._idle.append(sock)
+                self._idle.append((sock, time.monotonic()))
             else:
                 sock.close()
             return resp.status, resp.error_body
-        raise AssertionError("unreachable")
 
     async def _exchange(self, sock: socket.socket, request: bytes, resp: _Response, timeout_s: float,
                         read_timeout_s: float) -> None:

@@ -1,14 +1,17 @@
 """One streamed request: build the body, send it, time every chunk, return its RequestRecord.
 
 Every failure a server or network can cause (HTTP errors, 429, timeouts,
-disconnects, malformed SSE, error events) ends in a record with ``ok=False``,
-``error`` and ``http_status``; only cancellation propagates, so one bad request
-can never stop a sweep.
+disconnects, malformed SSE, error events), and any fault of this client on one
+request, ends in a record with ``ok=False``, ``error_kind``, ``error`` (one line,
+secrets removed) and ``http_status``; only cancellation and ``ClientLimitError``
+(this machine is out of sockets: every further request would fail the same way)
+propagate, so one bad request can never stop a sweep.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import time
 from typing import Any
 
@@ -16,15 +19,16 @@ import aiohttp
 import msgspec
 
 from scoville.client.config import ClientConfig
-from scoville.client.fastpath import FastHTTP, HTTPStreamError
+from scoville.client.fastpath import ClientLimitError, FastHTTP, HTTPStreamError
 from scoville.client.sse import SSEError, StreamParser
 from scoville.client.text import PromptText
-from scoville.results.schema import RequestRecord
+from scoville.results.schema import MAX_COUNT, RequestRecord
 from scoville.workload.prompts import prompt_token_ids
 from scoville.workload.spec import RequestSpec
 
 _encode = msgspec.json.Encoder().encode
 _ERROR_BODY_BYTES = 300
+_ERROR_CHARS = 300
 
 
 def request_body(cfg: ClientConfig, spec: RequestSpec, prompt: list[int] | str) -> dict[str, Any]:
@@ -68,19 +72,79 @@ def _sent_record(spec: RequestSpec, n_in: int, *, point: int, t0: float, warmup:
                  worker: str | None) -> RequestRecord:
     """The record of a request about to go out, stamped with its send time on the run clock."""
     return RequestRecord(point=point, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
-                         t_sent=time.perf_counter() - t0, input_tokens=n_in, warmup=warmup, worker=worker)
+                         t_sent=time.perf_counter() - t0, input_tokens=n_in, warmup=warmup, worker=worker,
+                         input_tokens_requested=spec.input_tokens)
+
+
+def _fail(rec: RequestRecord, kind: str, error: str) -> None:
+    rec.ok, rec.error_kind, rec.error = False, kind, error
 
 
 def _http_error(rec: RequestRecord, status: int, body: bytes, t_done: float) -> RequestRecord:
-    """A non-200 answer: the status and the start of the server's error body, on one line."""
-    text = body.decode("utf-8", "replace")
-    rec.ok, rec.error, rec.t_done = False, f"HTTP {status}: {' '.join(text.split())[:200]}", t_done
+    """A non-200 answer: the status and the start of the server's error body."""
+    _fail(rec, "http", f"HTTP {status}: {body.decode('utf-8', 'replace')}")
+    rec.t_done = t_done
     return rec
 
 
 def _timeout_message(cfg: ClientConfig) -> str:
     return (f"timeout (no data for {cfg.read_timeout_s:g}s or over {cfg.timeout_s:g}s total; "
             "--read-timeout and --timeout set them)")
+
+
+def _seal(rec: RequestRecord, cfg: ClientConfig) -> RequestRecord:
+    """The error as it is stored: secrets the server echoed removed, on one line, bounded."""
+    if rec.error is not None:
+        rec.error = " ".join(cfg.redact(rec.error).split())[:_ERROR_CHARS]
+    return rec
+
+
+async def _stream_aiohttp(http: aiohttp.ClientSession, cfg: ClientConfig, body: bytes, rec: RequestRecord,
+                          parser: StreamParser, t0: float) -> bool:
+    """One POST over aiohttp; False when the server answered with an error status (already recorded)."""
+    perf = time.perf_counter
+    async with http.post(cfg.endpoint, data=body, headers=cfg.headers()) as resp:
+        rec.http_status = resp.status
+        if resp.status != 200:
+            _http_error(rec, resp.status, await resp.content.read(_ERROR_BODY_BYTES), perf() - t0)
+            return False
+        feed = parser.feed
+        async for data in resp.content.iter_any():
+            feed(data, perf() - t0)
+        parser.close(perf() - t0)
+    return True
+
+
+def _unanswered(e: BaseException, rec: RequestRecord) -> bool:
+    """A connection that broke before any answer came: possibly a pooled one the server had closed."""
+    return (isinstance(e, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError))
+            and not isinstance(e, aiohttp.ClientConnectorError) and rec.http_status is None)
+
+
+async def _post_aiohttp(http: aiohttp.ClientSession, cfg: ClientConfig, body: bytes, rec: RequestRecord,
+                        parser: StreamParser, t0: float) -> bool:
+    """``_stream_aiohttp``, retried once on a fresh connection when a reused one was found dead.
+
+    aiohttp retries only idempotent methods itself, and a POST on a connection
+    the server closed while it idled fails before any byte comes back; a
+    one-off connector with ``force_close`` guarantees the retry a new socket.
+    """
+    try:
+        return await _stream_aiohttp(http, cfg, body, rec, parser, t0)
+    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as e:
+        if not _unanswered(e, rec):
+            raise
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True), timeout=http.timeout,
+                                     auto_decompress=False, skip_auto_headers=("User-Agent",)) as fresh:
+        return await _stream_aiohttp(fresh, cfg, body, rec, parser, t0)
+
+
+def _connect_error(cfg: ClientConfig, e: aiohttp.ClientConnectorError) -> str:
+    err = e.os_error
+    if isinstance(err, OSError) and err.errno in (errno.EMFILE, errno.ENFILE):
+        raise ClientLimitError(f"cannot open a socket: {err.strerror}; raise the open-file limit (ulimit -n) "
+                               "or lower the concurrency") from None
+    return f"cannot connect to {cfg.base_url}: {err or e}"
 
 
 async def send_request(
@@ -95,31 +159,34 @@ async def send_request(
     worker: str | None = None,
 ) -> RequestRecord:
     """Send ``spec`` and stream its answer; times are ``perf_counter() - t0`` (the run clock)."""
-    body, n_in, in_source = prompts.build(spec)
+    rec = _sent_record(spec, 0, point=point, t0=t0, warmup=warmup, worker=worker)
     perf = time.perf_counter
     parser = StreamParser()
-    rec = _sent_record(spec, n_in, point=point, t0=t0, warmup=warmup, worker=worker)
+    in_source = "exact"
     try:
-        async with http.post(cfg.endpoint, data=body, headers=cfg.headers()) as resp:
-            rec.http_status = resp.status
-            if resp.status != 200:
-                return _http_error(rec, resp.status, await resp.content.read(_ERROR_BODY_BYTES), perf() - t0)
-            feed = parser.feed
-            async for data in resp.content.iter_any():
-                feed(data, perf() - t0)
-            parser.close(perf() - t0)
+        body, rec.input_tokens, in_source = prompts.build(spec)
+        rec.t_sent = perf() - t0
+        if await _post_aiohttp(http, cfg, body, rec, parser, t0):
+            finish(rec, parser, in_source, perf() - t0)
+        return _seal(rec, cfg)
     except SSEError as e:
-        rec.ok, rec.error = False, str(e)
+        _fail(rec, "stream", str(e))
     except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
-        rec.ok, rec.error = False, _timeout_message(cfg)
+        _fail(rec, "timeout", _timeout_message(cfg))
     except aiohttp.ClientConnectorError as e:
-        rec.ok, rec.error = False, f"cannot connect to {cfg.base_url}: {e.os_error or e}"
+        _fail(rec, "connect", _connect_error(cfg, e))
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as e:
-        rec.ok, rec.error = False, f"disconnected mid-stream: {type(e).__name__}: {str(e)[:150]}"
+        _fail(rec, "disconnect", f"disconnected mid-stream: {type(e).__name__}: {e}")
+    except aiohttp.ClientResponseError as e:  # aiohttp's parser refused the response (a bad chunk, a bad header)
+        _fail(rec, "protocol", f"bad HTTP response: {e.message}")
     except aiohttp.ClientError as e:
-        rec.ok, rec.error = False, f"{type(e).__name__}: {str(e)[:200]}"
-    finish(rec, parser, n_in, in_source, perf() - t0)
-    return rec
+        _fail(rec, "protocol", f"{type(e).__name__}: {e}")
+    except ClientLimitError:
+        raise
+    except Exception as e:  # a fault of this client on this request: recorded, never the sweep's end
+        _fail(rec, "client", f"client error: {type(e).__name__}: {e}")
+    finish(rec, parser, in_source, perf() - t0)
+    return _seal(rec, cfg)
 
 
 async def send_request_fast(
@@ -134,41 +201,41 @@ async def send_request_fast(
     worker: str | None = None,
 ) -> RequestRecord:
     """``send_request`` over the raw-socket path: chunk times are the kernel's arrival stamps."""
-    body, n_in, in_source = prompts.build(spec)
+    rec = _sent_record(spec, 0, point=point, t0=t0, warmup=warmup, worker=worker)
     perf = time.perf_counter
     parser = StreamParser()
-    rec = _sent_record(spec, n_in, point=point, t0=t0, warmup=warmup, worker=worker)
-    try:
-        def on_status(code: int) -> None:
-            rec.http_status = code
+    in_source = "exact"
 
+    def on_status(code: int) -> None:
+        rec.http_status = code
+
+    try:
+        body, rec.input_tokens, in_source = prompts.build(spec)
+        rec.t_sent = perf() - t0
         status, error_body = await fast.post_stream(fast_path(cfg), body, cfg.headers(), parser.feed,
                                                     timeout_s=cfg.timeout_s, read_timeout_s=cfg.read_timeout_s,
                                                     on_status=on_status)
         if status != 200:
-            return _http_error(rec, status, error_body, perf() - t0)
+            return _seal(_http_error(rec, status, error_body, perf() - t0), cfg)
         parser.close(perf() - t0)
     except SSEError as e:
-        rec.ok, rec.error = False, str(e)
+        _fail(rec, "stream", str(e))
     except HTTPStreamError as e:
-        rec.ok = False
-        if e.kind == "timeout":
-            rec.error = _timeout_message(cfg)
-        elif e.kind == "connect":
-            rec.error = str(e)
-        elif e.kind == "disconnect":
-            rec.error = f"disconnected mid-stream: {e}"
-        else:
-            rec.error = f"bad HTTP response: {e}"
-    finish(rec, parser, n_in, in_source, perf() - t0)
-    return rec
+        _fail(rec, e.kind, {"timeout": _timeout_message(cfg), "connect": str(e),
+                            "disconnect": f"disconnected mid-stream: {e}"}.get(e.kind, f"bad HTTP response: {e}"))
+    except ClientLimitError:
+        raise
+    except Exception as e:  # a fault of this client on this request: recorded, never the sweep's end
+        _fail(rec, "client", f"client error: {type(e).__name__}: {e}")
+    finish(rec, parser, in_source, perf() - t0)
+    return _seal(rec, cfg)
 
 
 def fast_path(cfg: ClientConfig) -> str:
     return "/v1/chat/completions" if cfg.api == "chat" else "/v1/completions"
 
 
-def finish(rec: RequestRecord, parser: StreamParser, n_in: int, in_source: str, t_end: float) -> None:
+def finish(rec: RequestRecord, parser: StreamParser, in_source: str, t_end: float) -> None:
     """Fill a record's timing and token fields from what the parser saw."""
     rec.token_times = parser.times
     rec.token_counts = parser.counts
@@ -178,7 +245,7 @@ def finish(rec: RequestRecord, parser: StreamParser, n_in: int, in_source: str, 
         rec.output_tokens = parser.usage_completion
         out_source = "server"
     else:
-        rec.output_tokens = sum(parser.counts)
+        rec.output_tokens = min(sum(parser.counts), MAX_COUNT)
         out_source = parser.count_source
     if parser.usage_prompt is not None:
         rec.input_tokens, in_source = parser.usage_prompt, "server"
@@ -187,6 +254,6 @@ def finish(rec: RequestRecord, parser: StreamParser, n_in: int, in_source: str, 
     if not rec.ok:
         return
     if not (parser.done or parser.finished):
-        rec.ok, rec.error = False, "stream ended before the server finished (no finish_reason or [DONE])"
+        _fail(rec, "stream", "stream ended before the server finished (no finish_reason or [DONE])")
     elif not parser.times:
-        rec.ok, rec.error = False, "response carried no tokens"
+        _fail(rec, "stream", "response carried no tokens")

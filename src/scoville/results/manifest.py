@@ -14,15 +14,19 @@ import scoville
 _SECRET_KEYS = re.compile(
     r"^(api[_-]?key|authorization|password|secret|bearer|token|\w*_(secret|password)|\w*access_token|hf_token)$", re.I
 )
+# scheme://user:pass@host -> scheme://host wherever a URL appears in text (a --url on the command line).
+_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*@")
 _PACKAGES = ("aiohttp", "numpy", "pyarrow", "duckdb", "msgspec", "uvloop", "ray", "nvidia-ml-py")
 
 
 def scrub(value: Any) -> Any:
-    """Drop secret-looking keys anywhere in a nested structure (API keys never reach disk)."""
+    """Drop secret-looking keys and URL credentials anywhere in a nested structure (secrets never reach disk)."""
     if isinstance(value, dict):
         return {k: ("<redacted>" if _SECRET_KEYS.search(str(k)) and v else scrub(v)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [scrub(v) for v in value]
+    if isinstance(value, str) and "@" in value:
+        return _USERINFO.sub(r"\1", value)
     return value
 
 
