@@ -3,6 +3,10 @@
 Tokens are derived from the spec alone (block hashes, then a per-request seed),
 so the same spec always yields the same prompt, two requests sharing leading
 block hashes share exactly those leading tokens, and nothing has to be stored.
+
+A non-zero ``salt`` changes every token while keeping which prompts share
+which blocks: a resumed attempt at a point sends prompts no server has cached
+from the attempt before it, with the same lengths and the same prefix structure.
 """
 
 from __future__ import annotations
@@ -20,16 +24,21 @@ def _token_range(vocab_size: int) -> tuple[int, int]:
     return _LOW, high
 
 
-def block_tokens(block_hash: int, block_size: int, vocab_size: int) -> np.ndarray:
+def _seed(*parts: int, salt: int) -> list[int]:
+    return [*parts, salt] if salt else list(parts)
+
+
+def block_tokens(block_hash: int, block_size: int, vocab_size: int, salt: int = 0) -> np.ndarray:
     lo, hi = _token_range(vocab_size)
-    return np.random.default_rng([0xB10C, block_hash & 0xFFFFFFFFFFFF]).integers(lo, hi, size=block_size)
+    return np.random.default_rng(_seed(0xB10C, block_hash & 0xFFFFFFFFFFFF, salt=salt)).integers(lo, hi,
+                                                                                                  size=block_size)
 
 
-def prompt_token_ids(spec: RequestSpec, vocab_size: int = 32000) -> list[int]:
+def prompt_token_ids(spec: RequestSpec, vocab_size: int = 32000, salt: int = 0) -> list[int]:
     """The prompt of ``spec`` as exactly ``spec.input_tokens`` token ids."""
     lo, hi = _token_range(vocab_size)
-    parts = [block_tokens(h, spec.block_size, vocab_size) for h in spec.block_hashes]
+    parts = [block_tokens(h, spec.block_size, vocab_size, salt) for h in spec.block_hashes]
     prefix = np.concatenate(parts)[: spec.input_tokens] if parts else np.empty(0, dtype=np.int64)
     rest = spec.input_tokens - len(prefix)
-    tail = np.random.default_rng([0x7A11, spec.prompt_seed]).integers(lo, hi, size=max(rest, 0))
+    tail = np.random.default_rng(_seed(0x7A11, spec.prompt_seed, salt=salt)).integers(lo, hi, size=max(rest, 0))
     return np.concatenate([prefix, tail]).astype(np.int64).tolist()

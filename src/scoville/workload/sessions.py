@@ -34,7 +34,7 @@ from typing import Any, overload
 import msgspec
 import numpy as np
 
-from scoville.workload.spec import RequestSpec, Session
+from scoville.workload.spec import MAX_REQUEST_TOKENS, RequestSpec, Session
 from scoville.workload.synthetic import WorkloadError
 
 HASH_SPACE = 1 << 48  # prompts.block_tokens reads the low 48 bits of a hash
@@ -138,7 +138,7 @@ def _salt(name: str) -> int:
 
 
 def _tokens(x: float) -> int:
-    return max(1, int(round(float(x))))
+    return max(1, min(MAX_REQUEST_TOKENS, int(round(float(x)))))
 
 
 class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
@@ -177,11 +177,21 @@ class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
         if not self.think_scale >= 0:  # nan included
             raise WorkloadError(f"--think-scale must be >= 0 (got {self.think_scale})")
         if self.shared_prefix_tokens < 0 or self.context_limit <= self.shared_prefix_tokens + 1:
-            raise WorkloadError(f"{self.name}: context limit {self.context_limit} leaves no room after the "
-                                f"{self.shared_prefix_tokens}-token shared prefix")
+            raise WorkloadError(f"{self.name}: a {self.context_limit}-token context window leaves no room after its "
+                                f"{self.shared_prefix_tokens}-token shared prefix; serve a larger max_model_len or "
+                                "pick another scenario")
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
+
+    @property
+    def reuses_prefixes(self) -> bool:
+        """Whether prompts repeat earlier tokens (a shared prefix, or later turns re-sending the context)."""
+        return self.shared_prefix_tokens > 0 or self.turns.kind != "fixed" or self.turns.a >= 1.5
+
+    def fit_context(self, limit: int) -> "SessionWorkload":
+        """Sessions shaped for a ``limit``-token window: each ends before the turn that would not fit."""
+        return msgspec.structs.replace(self, context_limit=min(self.context_limit, limit))
 
     def parameters(self) -> dict[str, str]:
         """Human-readable parameters, as ``scoville scenarios`` prints them."""
@@ -201,16 +211,17 @@ class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
             out["context ceiling per session"] = self.max_context.describe()
         return out
 
-    def _shared_hashes(self) -> list[int]:
+    def _shared_hashes(self, stream: int) -> list[int]:
+        """The shared prefix of point ``stream``: one per point, so no point starts on a prefix the last one cached."""
         n = -(-self.shared_prefix_tokens // self.block_size)
-        rng = np.random.default_rng([self.seed, _salt(self.name), 0x5EED])
+        rng = np.random.default_rng([self.seed, _salt(self.name), 0x5EED, stream])
         return rng.integers(0, HASH_SPACE, size=n).tolist()
 
     def session(self, index: int, stream: int = 0, shared: list[int] | None = None) -> Session:
         """Session ``index`` of point ``stream``; independent of every other session's draws."""
         rng = np.random.default_rng([self.seed, _salt(self.name), stream, index])
         bs = self.block_size
-        hashes = list(self._shared_hashes() if shared is None else shared)
+        hashes = list(self._shared_hashes(stream) if shared is None else shared)
         context = len(hashes) * bs
         n_turns = max(1, int(round(float(self.turns.sample(rng)))))
         ceiling = self.context_limit
@@ -249,7 +260,7 @@ class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
 
     def sessions(self, count: int, stream: int = 0) -> LazySessions:
         """``count`` sessions of point ``stream`` (each point draws its own, sharing only the shared prefix)."""
-        shared = self._shared_hashes()
+        shared = self._shared_hashes(stream)
         return LazySessions(count, lambda i: self.session(i, stream, shared))
 
 
@@ -276,6 +287,13 @@ class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
     def to_dict(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
 
+    @property
+    def reuses_prefixes(self) -> bool:
+        return any(c.reuses_prefixes for c in self.components)
+
+    def fit_context(self, limit: int) -> "MixWorkload":
+        return msgspec.structs.replace(self, components=tuple(c.fit_context(limit) for c in self.components))
+
     def parameters(self) -> dict[str, str]:
         total = sum(self.weights)
         return {c.name: f"{w / total:.0%} of sessions" for c, w in zip(self.components, self.weights)}
@@ -286,7 +304,7 @@ class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
         return rng.choice(len(self.components), size=count, p=p / p.sum())
 
     def sessions(self, count: int, stream: int = 0) -> LazySessions:
-        shared = [c._shared_hashes() for c in self.components]
+        shared = [c._shared_hashes(stream) for c in self.components]
         picks = self.choices(count, stream).tolist()
         return LazySessions(count, lambda i: self.components[picks[i]].session(i, stream, shared[picks[i]]))
 

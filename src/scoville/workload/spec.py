@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import msgspec
 
+# The most tokens one request may ask for, in or out. No model's window comes near it, and it
+# keeps a typo or a corrupt trace (1e13 tokens) a one-line error instead of a terabyte allocation.
+MAX_REQUEST_TOKENS = 1 << 24
+
 
 class RequestSpec(msgspec.Struct, kw_only=True, frozen=True):
     request_id: str

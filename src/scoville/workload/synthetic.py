@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 
 from scoville.errors import UserError
-from scoville.workload.spec import RequestSpec, Session
+from scoville.workload.spec import MAX_REQUEST_TOKENS, RequestSpec, Session
 
 
 class WorkloadError(UserError, ValueError):
@@ -41,11 +41,26 @@ class SyntheticWorkload(msgspec.Struct, kw_only=True, frozen=True):
     def __post_init__(self) -> None:
         if self.isl < 1 or self.osl < 1:
             raise WorkloadError(f"input and output lengths must be >= 1 token (got isl={self.isl}, osl={self.osl})")
+        if max(self.isl, self.osl) > MAX_REQUEST_TOKENS:
+            raise WorkloadError(f"--isl and --osl must be <= {MAX_REQUEST_TOKENS:,} tokens "
+                                f"(got isl={self.isl}, osl={self.osl})")
         if not 0 < self.range_ratio <= 1:
             raise WorkloadError(f"--range-ratio must be in (0, 1] (got {self.range_ratio})")
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
+
+    @property
+    def reuses_prefixes(self) -> bool:
+        """Every prompt is unique: a server reporting cached tokens had seen them before this run."""
+        return False
+
+    def fit_context(self, limit: int) -> "SyntheticWorkload":
+        """This workload when every request fits ``limit`` tokens (input plus output), else a one-line error."""
+        if self.isl + self.osl > limit:
+            raise WorkloadError(f"--isl {self.isl} plus --osl {self.osl} exceed the server's {limit}-token context "
+                                "window (max_model_len); lower them, or pass --max-model-len if the server's is larger")
+        return self
 
     def lengths(self, count: int, stream: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Input and output lengths of ``count`` requests, uniform on [ratio·L, L]."""

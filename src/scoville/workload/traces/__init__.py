@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from scoville.workload.traces.agentx import read_agentx
 from scoville.workload.traces.azure import read_azure
-from scoville.workload.traces.common import TraceError, TraceSession, TraceTurn
+from scoville.workload.traces.common import TraceError, TraceSession, TraceTurn, lines
 from scoville.workload.traces.mooncake import read_mooncake
 from scoville.workload.traces.native import FORMAT_TAG, read_scoville, write_scoville_trace
 from scoville.workload.traces.workload import REPLAY_MODES, TraceOptions, TraceWorkload
@@ -39,7 +39,7 @@ def detect_format(path: Path) -> str:
     if path.suffix == ".csv":
         return "azure"
     with path.open(encoding="utf-8") as f:
-        first = next((line for line in f if line.strip()), "")
+        first = next((line for _, line in lines(f, path) if line.strip()), "")
     try:
         obj = json.loads(first)
     except json.JSONDecodeError:
@@ -59,7 +59,9 @@ def _sha256(path: Path) -> str:
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
     for p in files:
         h.update(p.name.encode())
-        h.update(p.read_bytes())
+        with p.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
     return h.hexdigest()
 
 
@@ -68,6 +70,8 @@ def load_trace(path: Path | str, fmt: str | None = None, **options: Any) -> Trac
     path = Path(path)
     if not path.exists():
         raise TraceError(path, None, None, "no such file or folder; give the path of a local trace")
+    if not (path.is_file() or path.is_dir()):  # a device or a pipe: /dev/zero would be read forever
+        raise TraceError(path, None, None, "not a regular file or folder; give the path of a trace file")
     if fmt is not None and fmt not in READERS:
         raise TraceError(path, None, None, f"unknown trace format {fmt!r}; use one of {', '.join(FORMATS)}")
     unknown = sorted(set(options) - set(TraceOptions.__struct_fields__))

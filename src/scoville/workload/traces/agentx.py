@@ -36,10 +36,12 @@ from scoville.workload.traces.common import (
     get_hash_ids,
     get_int,
     json_line,
+    lines,
 )
 
 NORMAL_TYPES = ("n", "s", "normal")
 DEFAULT_BLOCK_SIZE = 64
+MAX_JSON_BYTES = 256 << 20  # one session document; a corpus this large belongs in a .jsonl
 
 
 def _walk(requests: Any, pointer: tuple[Any, ...], block_size: int, lane: str, counter: list[int],
@@ -89,7 +91,7 @@ def parse_session(doc: Any, key: str, block_size: int | None = None) -> TraceSes
 
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl"))
+        files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file())
         if not files:
             raise TraceError(path, None, None, "folder holds no .json or .jsonl AgentX session files")
         return files
@@ -100,17 +102,21 @@ def read_agentx(path: Path, block_size: int | None = None) -> list[TraceSession]
     """Every session in ``path`` (a .json session, a .jsonl of sessions, or a folder of them)."""
     sessions: list[TraceSession] = []
     for file in _files(path):
-        text = file.read_text(encoding="utf-8")
         if file.suffix == ".jsonl":
-            for lineno, line in enumerate(text.splitlines(), 1):
-                if not line.strip():
-                    continue
-                doc = decode_json(line, file, lineno)
-                try:
-                    sessions.append(parse_session(doc, f"{file.stem}#{lineno}", block_size))
-                except FieldProblem as p:
-                    raise TraceError(file, lineno, p.field, p.problem) from None
+            with file.open(encoding="utf-8") as f:
+                for lineno, line in lines(f, file):
+                    if not line.strip():
+                        continue
+                    doc = decode_json(line, file, lineno)
+                    try:
+                        sessions.append(parse_session(doc, f"{file.stem}#{lineno}", block_size))
+                    except FieldProblem as p:
+                        raise TraceError(file, lineno, p.field, p.problem) from None
         else:
+            if file.stat().st_size > MAX_JSON_BYTES:
+                raise TraceError(file, None, None, f"over {MAX_JSON_BYTES >> 20} MiB; write a corpus as .jsonl "
+                                                   "(one session per line)")
+            text = file.read_text(encoding="utf-8")
             doc = decode_json(text, file)
             try:
                 sessions.append(parse_session(doc, file.stem, block_size))

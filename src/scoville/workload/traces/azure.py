@@ -16,8 +16,10 @@ from __future__ import annotations
 import csv
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from scoville.workload.traces.common import TraceError, TraceSession, TraceTurn
+from scoville.workload.spec import MAX_REQUEST_TOKENS
+from scoville.workload.traces.common import TraceError, TraceSession, TraceTurn, lines
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
@@ -34,47 +36,61 @@ def _timestamp(text: str) -> datetime:
 
 def read_azure(path: Path, block_size: int | None = None) -> list[TraceSession]:
     bs = block_size or 64
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.reader(line for _, line in lines(f, path))
+        try:
+            return _rows(path, reader, bs)
+        except csv.Error as e:  # a NUL byte, a field over the csv module's limit
+            raise TraceError(path, reader.line_num, None, f"not a readable CSV ({e})") from None
+
+
+def _columns(path: Path, header: list[str] | None) -> list[int]:
+    """Where TIMESTAMP, ContextTokens and GeneratedTokens are in each row."""
+    if header is None:
+        raise TraceError(path, 1, None, "empty file; expected a header TIMESTAMP,ContextTokens,GeneratedTokens")
+    names = {h.strip().lower(): i for i, h in enumerate(header)}
+    missing = [c for c in COLUMNS if c.lower() not in names]
+    if missing:
+        raise TraceError(path, 1, missing[0], f"column missing from the header {header}; an Azure trace has "
+                                              f"columns {', '.join(COLUMNS)}")
+    return [names[c.lower()] for c in COLUMNS]
+
+
+def _count(path: Path, lineno: int, column: str, cell: str, minimum: int) -> int:
+    try:
+        value = int(cell.strip())
+    except ValueError:
+        value = -1
+    if not minimum <= value <= MAX_REQUEST_TOKENS:
+        raise TraceError(path, lineno, column, f"must be a whole number of tokens from {minimum} to "
+                                               f"{MAX_REQUEST_TOKENS:,}, got {cell.strip()!r}")
+    return value
+
+
+def _rows(path: Path, reader: Any, bs: int) -> list[TraceSession]:
+    header = next(reader, None)
+    idx = _columns(path, header)
     sessions: list[TraceSession] = []
     t0: datetime | None = None
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header is None:
-            raise TraceError(path, 1, None, "empty file; expected a header TIMESTAMP,ContextTokens,GeneratedTokens")
-        names = {h.strip().lower(): i for i, h in enumerate(header)}
-        missing = [c for c in COLUMNS if c.lower() not in names]
-        if missing:
-            raise TraceError(path, 1, missing[0], f"column missing from the header {header}; an Azure trace has "
-                                                  f"columns {', '.join(COLUMNS)}")
-        idx = [names[c.lower()] for c in COLUMNS]
-        for row in reader:
-            lineno = reader.line_num
-            if not row or not any(cell.strip() for cell in row):
-                continue
-            if len(row) <= max(idx):
-                raise TraceError(path, lineno, None, f"row has {len(row)} cells; expected {len(header)}")
-            try:
-                ts = _timestamp(row[idx[0]])
-            except ValueError:
-                raise TraceError(path, lineno, "TIMESTAMP", f"cannot read {row[idx[0]]!r} as a date and time, "
-                                                            "e.g. 2023-11-16 18:15:46.6805900") from None
-            counts = []
-            for col, minimum in ((1, 1), (2, 0)):
-                cell = row[idx[col]].strip()
-                try:
-                    value = int(cell)
-                except ValueError:
-                    value = -1
-                if value < minimum:
-                    raise TraceError(path, lineno, COLUMNS[col],
-                                     f"must be a whole number of tokens >= {minimum}, got {cell!r}")
-                counts.append(value)
-            t0 = ts if t0 is None else t0
-            if (ts.tzinfo is None) != (t0.tzinfo is None):  # subtracting them would raise a TypeError
-                raise TraceError(path, lineno, "TIMESTAMP",
-                                 f"{row[idx[0]].strip()!r} {'has no' if ts.tzinfo is None else 'has a'} time zone "
-                                 f"but the first row's {'has one' if t0.tzinfo is not None else 'has none'}; "
-                                 "give every TIMESTAMP a zone (e.g. +00:00) or none")
-            turn = TraceTurn(t=(ts - t0).total_seconds(), input_tokens=counts[0], output_tokens=counts[1])
-            sessions.append(TraceSession(key=f"{path.stem}#{lineno}", turns=(turn,), block_size=bs))
+    for row in reader:
+        lineno = reader.line_num
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if len(row) <= max(idx):
+            raise TraceError(path, lineno, None, f"row has {len(row)} cells; expected {len(header)}")
+        try:
+            ts = _timestamp(row[idx[0]])
+        except ValueError:
+            raise TraceError(path, lineno, "TIMESTAMP", f"cannot read {row[idx[0]]!r} as a date and time, "
+                                                        "e.g. 2023-11-16 18:15:46.6805900") from None
+        n_in = _count(path, lineno, COLUMNS[1], row[idx[1]], 1)
+        n_out = _count(path, lineno, COLUMNS[2], row[idx[2]], 0)
+        t0 = ts if t0 is None else t0
+        if (ts.tzinfo is None) != (t0.tzinfo is None):  # subtracting them would raise a TypeError
+            raise TraceError(path, lineno, "TIMESTAMP",
+                             f"{row[idx[0]].strip()!r} {'has no' if ts.tzinfo is None else 'has a'} time zone "
+                             f"but the first row's {'has one' if t0.tzinfo is not None else 'has none'}; "
+                             "give every TIMESTAMP a zone (e.g. +00:00) or none")
+        turn = TraceTurn(t=(ts - t0).total_seconds(), input_tokens=n_in, output_tokens=n_out)
+        sessions.append(TraceSession(key=f"{path.stem}#{lineno}", turns=(turn,), block_size=bs))
     return sessions

@@ -17,9 +17,16 @@ import math
 from pathlib import Path
 from typing import Any
 
+from typing import IO, Iterator
+
 import msgspec
 
+from scoville.workload.spec import MAX_REQUEST_TOKENS
 from scoville.workload.synthetic import WorkloadError
+
+# The longest line a JSONL trace may have: a request with a million hash ids is ~10 MB; a file
+# without newlines (or a device) is refused instead of read into memory whole.
+MAX_LINE_BYTES = 64 << 20
 
 
 class TraceError(WorkloadError):
@@ -70,7 +77,8 @@ class TraceSession(msgspec.Struct, kw_only=True, frozen=True):
 
 
 def get_int(obj: dict[str, Any], key: str, *, minimum: int = 0, required: bool = True,
-            pointer: tuple[Any, ...] = (), aliases: tuple[str, ...] = ()) -> int | None:
+            pointer: tuple[Any, ...] = (), aliases: tuple[str, ...] = (),
+            maximum: int = MAX_REQUEST_TOKENS) -> int | None:
     for k in (key, *aliases):
         if k in obj:
             value = obj[k]
@@ -83,6 +91,8 @@ def get_int(obj: dict[str, Any], key: str, *, minimum: int = 0, required: bool =
         raise FieldProblem(key, f"must be a whole number of tokens, got {value!r}", pointer)
     if value < minimum:
         raise FieldProblem(key, f"must be >= {minimum}, got {value!r}", pointer)
+    if value > maximum:
+        raise FieldProblem(key, f"must be <= {maximum:,} tokens, got {value!r}", pointer)
     return int(value)
 
 
@@ -116,9 +126,19 @@ def get_hash_ids(obj: dict[str, Any], key: str, input_tokens: int, block_size: i
 
 
 def check_block_size(value: Any, field: str = "block_size") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise FieldProblem(field, f"must be a positive whole number of tokens, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REQUEST_TOKENS:
+        raise FieldProblem(field, f"must be a whole number of tokens from 1 to {MAX_REQUEST_TOKENS:,}, got {value!r}")
     return value
+
+
+def lines(f: IO[str], path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a text trace, each read with a bound (``MAX_LINE_BYTES``)."""
+    lineno = 0
+    while line := f.readline(MAX_LINE_BYTES + 1):
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise TraceError(path, lineno, None, f"line longer than {MAX_LINE_BYTES >> 20} MiB; is this a trace?")
+        yield lineno, line
 
 
 # --- locating a JSON value's line (only when reporting an error) --------------------------------

@@ -18,6 +18,7 @@ from typing import Annotated
 
 import msgspec
 
+from scoville.workload.spec import MAX_REQUEST_TOKENS
 from scoville.workload.traces.common import (
     FieldProblem,
     TraceError,
@@ -27,6 +28,7 @@ from scoville.workload.traces.common import (
     get_float,
     get_hash_ids,
     get_int,
+    lines,
 )
 
 DEFAULT_BLOCK_SIZE = 512
@@ -35,8 +37,8 @@ DEFAULT_BLOCK_SIZE = 512
 class _Line(msgspec.Struct):
     """The fast path: a well-formed line decodes straight into this (public traces have millions)."""
 
-    input_length: Annotated[int, msgspec.Meta(ge=1)]
-    output_length: Annotated[int, msgspec.Meta(ge=0)]
+    input_length: Annotated[int, msgspec.Meta(ge=1, le=MAX_REQUEST_TOKENS)]
+    output_length: Annotated[int, msgspec.Meta(ge=0, le=MAX_REQUEST_TOKENS)]
     timestamp: Annotated[float, msgspec.Meta(ge=0)] | None = None
     hash_ids: list[Annotated[int, msgspec.Meta(ge=0)]] = []
     session_id: str | int | None = None
@@ -49,7 +51,7 @@ def read_mooncake(path: Path, block_size: int | None = None) -> list[TraceSessio
     bs = block_size or DEFAULT_BLOCK_SIZE
     groups: dict[str, list[TraceTurn]] = {}
     with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in lines(f, path):
             if not line.strip():
                 continue
             try:

@@ -42,6 +42,7 @@ from scoville.workload.traces.common import (
     get_float,
     get_hash_ids,
     get_int,
+    lines,
 )
 
 FORMAT_TAG = "scoville-trace"
@@ -52,7 +53,7 @@ def read_scoville(path: Path, block_size: int | None = None) -> list[TraceSessio
     bs = block_size or DEFAULT_BLOCK_SIZE
     groups: dict[str, list[TraceTurn]] = {}
     with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in lines(f, path):
             if not line.strip():
                 continue
             obj = decode_json(line.strip(), path, lineno)

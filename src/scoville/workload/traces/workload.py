@@ -38,9 +38,9 @@ import msgspec
 import numpy as np
 
 from scoville.workload.sessions import LazySessions
-from scoville.workload.spec import RequestSpec, Session
+from scoville.workload.spec import MAX_REQUEST_TOKENS, RequestSpec, Session
 from scoville.workload.synthetic import WorkloadError
-from scoville.workload.traces.common import TraceSession
+from scoville.workload.traces.common import TraceSession, TraceTurn
 
 REPLAY_MODES = ("timed", "agentx")
 _MASK48 = np.uint64((1 << 48) - 1)
@@ -56,6 +56,7 @@ class TraceOptions(msgspec.Struct, kw_only=True, frozen=True):
     replay: str = "timed"                   # timed | agentx
     block_size: int | None = None           # override the file's block size
     seed: int = 0
+    context_limit: int | None = None        # the server's window: sessions end before a turn that would not fit
 
     def __post_init__(self) -> None:
         if not self.time_scale > 0:
@@ -68,8 +69,10 @@ class TraceOptions(msgspec.Struct, kw_only=True, frozen=True):
             raise WorkloadError(f"--idle-gap-cap must be >= 0 seconds (got {self.idle_gap_cap_s})")
         if self.replay not in REPLAY_MODES:
             raise WorkloadError(f"unknown replay mode {self.replay!r}; use one of {', '.join(REPLAY_MODES)}")
-        if self.block_size is not None and self.block_size < 1:
-            raise WorkloadError(f"--trace-block-size must be >= 1 (got {self.block_size})")
+        if self.block_size is not None and not 1 <= self.block_size <= MAX_REQUEST_TOKENS:
+            raise WorkloadError(f"--trace-block-size must be from 1 to {MAX_REQUEST_TOKENS:,} (got {self.block_size})")
+        if self.context_limit is not None and self.context_limit < 2:
+            raise WorkloadError(f"a context window of {self.context_limit} tokens holds no request")
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:
@@ -109,6 +112,7 @@ class TraceWorkload:
     def __init__(self, path: Path, fmt: str, sessions: list[TraceSession], options: TraceOptions,
                  sha256: str) -> None:
         self.path, self.format, self.options, self.sha256 = path, fmt, options, sha256
+        self._all = sessions
         self.name = f"trace:{path.name}"
         # Keep each session's ordinal in the file: it names its local hash namespace, stable under sub-sampling.
         kept = [(i, s) for i, s in enumerate(sessions) if s.turns]
@@ -131,6 +135,16 @@ class TraceWorkload:
                 "sha256": self.sha256, "sessions": len(self.trace_sessions),
                 "requests": sum(len(s.turns) for s in self.trace_sessions),
                 **msgspec.to_builtins(self.options)}
+
+    @property
+    def reuses_prefixes(self) -> bool:
+        """Whether prompts share blocks (hash ids) or later turns follow earlier ones."""
+        return any(len(s.turns) > 1 or any(t.hash_ids for t in s.turns) for s in self.trace_sessions)
+
+    def fit_context(self, limit: int) -> "TraceWorkload":
+        """This trace replayed within a ``limit``-token window (see ``_fit``)."""
+        options = msgspec.structs.replace(self.options, context_limit=min(limit, self.options.context_limit or limit))
+        return TraceWorkload(self.path, self.format, self._all, options, self.sha256)
 
     @property
     def has_arrivals(self) -> bool:
@@ -184,7 +198,7 @@ class TraceWorkload:
                                 "use --concurrency, or --replay timed for open-loop arrivals")
         if not self.has_arrivals:
             raise WorkloadError(f"{self.path}: the trace records no session arrival times; replay it closed-loop "
-                                "(--concurrency) or give a --request-rate")
+                                "(--concurrency) or give --rate")
         starts = self._starts()
         n = starts.size
         span = float(starts[-1])
@@ -195,24 +209,49 @@ class TraceWorkload:
     # --- sessions --------------------------------------------------------------------------------
 
     def _namespace(self, j: int, stream: int, replay: int) -> int:
+        """The hash namespace of one replay: the seed is in it, so a run with a fresh seed sends fresh prompts."""
+        seed = self.options.seed
         if self.trace_sessions[j].scope == "local":
-            return _namespace(stream, replay, self._ordinals[j])
-        return _namespace(stream, replay)
+            return _namespace(seed, stream, replay, self._ordinals[j])
+        return _namespace(seed, stream, replay)
+
+    def _fit(self, turn: TraceTurn) -> tuple[int, int, tuple[int, ...]] | None:
+        """(input, output, hash ids) of ``turn`` within the context limit; None when it cannot fit as recorded.
+
+        As a session scenario shapes its sessions: a request over the window ends
+        its session there, except a session's first, which is shortened to fit.
+        """
+        n_in, n_out = turn.input_tokens, max(1, turn.output_tokens)
+        limit = self.options.context_limit
+        if limit is None or n_in + n_out <= limit:
+            return n_in, n_out, turn.hash_ids
+        return None
+
+    def _shorten(self, turn: TraceTurn, block_size: int) -> tuple[int, int, tuple[int, ...]]:
+        limit = self.options.context_limit
+        assert limit is not None
+        n_out = min(max(1, turn.output_tokens), max(1, limit // 2))
+        n_in = max(1, min(turn.input_tokens, limit - n_out))
+        return n_in, n_out, turn.hash_ids[: -(-n_in // block_size)]
 
     def _specs(self, s: TraceSession, sid: str, namespace: int, start: int,
                thinks: list[float]) -> list[RequestSpec]:
         specs = []
         for k in range(start, len(s.turns)):
             turn = s.turns[k]
+            fitted = self._fit(turn)
+            if fitted is None and specs:
+                break
+            n_in, n_out, hash_ids = fitted or self._shorten(turn, s.block_size)
             lane = f"-{turn.lane}" if turn.lane else ""
             specs.append(RequestSpec(
                 request_id=f"{sid}-t{k}{lane}",
-                input_tokens=turn.input_tokens,
-                output_tokens=max(1, turn.output_tokens),
+                input_tokens=n_in,
+                output_tokens=n_out,
                 session_id=sid,
                 turn=k,
                 think_s=0.0 if k == start else thinks[k],
-                block_hashes=remap_hashes(turn.hash_ids, namespace),
+                block_hashes=remap_hashes(hash_ids, namespace),
                 block_size=s.block_size,
                 prompt_seed=(namespace ^ (k * 0x9E3779B1)) & ((1 << 62) - 1),
             ))
@@ -240,9 +279,10 @@ class TraceWorkload:
         hi = max(lo, min(length - 1, math.floor(0.75 * length)))
         k = int(np.random.default_rng([self.options.seed, stream, 0xA6E7, i]).integers(lo, hi + 1))
         prev = s.turns[k - 1]
+        n_in, _, prev_ids = self._fit(prev) or self._shorten(prev, s.block_size)
         prime = RequestSpec(
-            request_id=f"{sid}-prime", input_tokens=prev.input_tokens, output_tokens=1, session_id=sid,
-            turn=k - 1, block_hashes=remap_hashes(prev.hash_ids, ns), block_size=s.block_size,
+            request_id=f"{sid}-prime", input_tokens=n_in, output_tokens=1, session_id=sid,
+            turn=k - 1, block_hashes=remap_hashes(prev_ids, ns), block_size=s.block_size,
             prompt_seed=(ns ^ ((k - 1) * 0x9E3779B1)) & ((1 << 62) - 1), warmup=True,
         )
         rest = self._specs(s, sid, ns, k, self._thinks[j])
