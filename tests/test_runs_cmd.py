@@ -1,9 +1,19 @@
-"""`scoville sql` / `ls` print data as given: a cell is never read as Rich markup."""
+"""`scoville sql` / `ls`: data printed as given (never read as Rich markup); the catalog is read-only."""
 
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
 import typer
 from typer.testing import CliRunner
 
 from scoville.cli import runs_cmd
+from scoville.errors import UserError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "analysis"))
+from runs_factory import make_run  # noqa: E402
 
 
 def test_sql_cells_and_headers_with_brackets_print_as_given(tmp_path):
@@ -12,3 +22,65 @@ def test_sql_cells_and_headers_with_brackets_print_as_given(tmp_path):
     r = CliRunner().invoke(app, ["sql", "SELECT 'a[b]c' AS \"col[i]\"", "--runs", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert "a[b]c" in r.output and "col[i]" in r.output
+
+
+# ---- the catalog is read-only for the user's SQL ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory):
+    root = tmp_path_factory.mktemp("catalog")
+    run = make_run(root / "runs", "20260101T000000Z-aaaaaa", [(50.0, 1000.0), (100.0, 500.0)], requests_per_point=2,
+                   measured_power=True, accelerators=1)
+    return root, run
+
+
+def _sql(root: Path, statement: str):
+    app = typer.Typer()
+    runs_cmd.register(app)
+    return CliRunner().invoke(app, ["sql", statement, "--runs", str(root / "runs"), "--json"])
+
+
+def _digests(run: Path) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(run.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("statement, words", [
+    ("COPY (SELECT 1 AS a) TO '{root}/out.csv'", "COPY is refused"),
+    ("COPY (SELECT 42 AS a) TO '{run}/points.parquet' (USE_TMP_FILE false)", "COPY is refused"),
+    ("EXPLAIN ANALYZE COPY (SELECT 42 AS a) TO '{run}/points.parquet' (USE_TMP_FILE false)", "EXPLAIN is refused"),
+    ("SELECT 1; COPY (SELECT 1 AS a) TO '{root}/out.csv'", "COPY is refused"),
+    ("ATTACH '{root}/new.duckdb' AS db", "ATTACH is refused"),
+    ("EXPORT DATABASE '{root}/export'", "EXPORT is refused"),
+    ("CREATE TABLE t AS SELECT 1", "CREATE is refused"),
+    ("SET enable_external_access = true", "SET is refused"),
+    ("INSTALL httpfs", "LOAD is refused"),
+    ("SELECT * FROM read_csv('/etc/passwd')", "Permission Error"),
+    ("SELECT * FROM read_text('{run}/manifest.json')", "Permission Error"),
+    ("SELECT * FROM read_json('{run}/requests.jsonl')", "Permission Error"),
+    ("SELECT * FROM glob('{root}/*')", "Permission Error"),
+    ("SELECT * FROM query('COPY (SELECT 1 AS a) TO ''{root}/out.csv''')", "SQL error"),
+])
+def test_sql_cannot_write_attach_or_read_other_files(catalog, statement, words):
+    root, run = catalog
+    before = _digests(run)
+    res = _sql(root, statement.format(root=root, run=run))
+    assert isinstance(res.exception, UserError), res.output
+    assert words in str(res.exception) and "\n" not in str(res.exception)
+    assert _digests(run) == before
+    assert sorted(p.name for p in root.iterdir()) == ["runs"]  # nothing written, attached or exported
+
+
+@pytest.mark.parametrize("statement, check", [
+    ("SELECT count(*) AS n FROM requests", lambda rows: rows == [{"n": 4}]),
+    ("SELECT run_id, count(*) AS n FROM points GROUP BY run_id", lambda rows: rows[0]["n"] == 2),
+    ("FROM power SELECT count(*) > 0 AS some", lambda rows: rows == [{"some": True}]),
+    ("DESCRIBE requests", lambda rows: "t_sent" in [r["column_name"] for r in rows]),
+    ("SELECT * FROM read_parquet('{run}/points.parquet')", lambda rows: len(rows) == 2),
+    ("WITH r AS (SELECT * FROM runs) SELECT hardware FROM r", lambda rows: rows == [{"hardware": "H200"}]),
+])
+def test_sql_queries_still_read_every_view(catalog, statement, check):
+    root, run = catalog
+    res = _sql(root, statement.format(run=run))
+    assert res.exception is None, res.output
+    assert check(json.loads(res.stdout))

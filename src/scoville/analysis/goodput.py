@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 
 from scoville.errors import UserError
 from scoville.metrics import context_from_manifest, point_metrics
-from scoville.results.store import read_manifest, read_power, read_requests
+from scoville.results.catalog import load_manifest
+from scoville.results.store import read_power, read_requests
 
 SLO_KEYS = ("ttft_s", "tpot_s", "e2e_s")
 
@@ -42,7 +43,7 @@ def goodput(run_dir: Path, slo: dict[str, float]) -> list[dict[str, Any]]:
     bad = set(slo) - set(SLO_KEYS)
     if bad or not slo:
         raise UserError(f"SLO keys must be among {', '.join(SLO_KEYS)} (got {sorted(slo) or 'none'})")
-    manifest = read_manifest(run_dir)
+    manifest = load_manifest(run_dir)
     requests = read_requests(run_dir)
     power = read_power(run_dir)
     out = []

@@ -16,7 +16,7 @@ from typing import Any
 
 from scoville.analysis.cost import add_cost_columns
 from scoville.metrics import run_metrics
-from scoville.results.store import read_manifest, read_point_metrics
+from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest, read_point_rows, skip
 
 
 @dataclass
@@ -82,10 +82,19 @@ class System:
         }
 
 
+def _recomputed(run_dir: Path) -> list[dict[str, Any]]:
+    """Metrics rebuilt from the raw records; none, with a warning naming the run, when they cannot be read."""
+    try:
+        return run_metrics(run_dir)
+    except READ_ERRORS as e:
+        skip(run_dir, f"no stored metrics, and its records cannot be read to recompute them ({describe_error(e)})")
+        return []
+
+
 def point_rows(run_dir: Path, manifest: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Metrics rows of a run: the stored points.parquet, else recomputed from raw records."""
-    manifest = manifest or read_manifest(run_dir)
-    rows = read_point_metrics(run_dir) or run_metrics(run_dir)
+    manifest = manifest or load_manifest(run_dir)
+    rows = read_point_rows(run_dir) or _recomputed(run_dir)
     cost = (manifest.get("system") or {}).get("cost_per_accelerator_hour")
     out = []
     for r in rows:
@@ -110,7 +119,7 @@ def _base_label(manifests: list[dict[str, Any]], run_dirs: list[Path]) -> str:
 
 def load_system(run_dirs: list[Path], label: str | None = None) -> System:
     """Pool one or more run directories into one system."""
-    manifests = [read_manifest(d) for d in run_dirs]
+    manifests = [load_manifest(d) for d in run_dirs]
     rows: list[dict[str, Any]] = []
     for d, m in zip(run_dirs, manifests):
         rows.extend(point_rows(d, m))

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from scoville.analysis.compare import PER_CHOICES, compare, parse_interactivities
 from scoville.analysis.runs import load_systems
+from scoville.cli.runs_cmd import warnings_as_lines
 from scoville.errors import UserError
 from scoville.results.catalog import resolve_run
 
@@ -68,7 +69,9 @@ def register(app: typer.Typer) -> None:
         if json_out and markdown:
             raise UserError("give --json or --markdown, not both")
         at = parse_interactivities(at_interactivity)
-        result = compare(load_systems(resolve_groups(runs, run_refs)), at, per=normalise_per(per), metric=metric)
+        with warnings_as_lines():
+            systems = load_systems(resolve_groups(runs, run_refs))
+        result = compare(systems, at, per=normalise_per(per), metric=metric)
         if json_out:
             print(json.dumps(result.to_dict(), indent=2))
             return
@@ -106,11 +109,12 @@ def register(app: typer.Typer) -> None:
         at = parse_interactivities(at_interactivity)
         if out.exists() and out.is_dir():
             raise UserError(f"-o {out} is a folder; give a file name such as {out / 'report.html'}")
-        path = write_report_groups(groups, out, title=title, at=at)
-        console.print(f"report: [bold]{escape(str(path))}[/]")
-        for folder, fmt in ((png, "png"), (svg, "svg")):
-            if folder is not None:
-                from scoville.report.static import write_images
+        with warnings_as_lines():
+            path = write_report_groups(groups, out, title=title, at=at)
+            console.print(f"report: [bold]{escape(str(path))}[/]")
+            for folder, fmt in ((png, "png"), (svg, "svg")):
+                if folder is not None:
+                    from scoville.report.static import write_images
 
-                files = write_images(groups, folder, fmt)
-                console.print(f"{len(files)} {fmt.upper()} charts in [bold]{escape(str(folder))}[/]")
+                    files = write_images(groups, folder, fmt)
+                    console.print(f"{len(files)} {fmt.upper()} charts in [bold]{escape(str(folder))}[/]")

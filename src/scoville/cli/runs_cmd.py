@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,10 +15,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from scoville.metrics import recompute
-from scoville.results.catalog import query, resolve_run
-from scoville.results.store import read_manifest, read_point_metrics
+from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run
+from scoville.results.store import RunError
 
 console = Console()
+err_console = Console(stderr=True, soft_wrap=True)
 RunsRoot = Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")]
 
 
@@ -57,6 +61,26 @@ POINT_COLUMNS = [
 ]
 
 
+@contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Show each warning (a damaged run skipped, ...) once, as one ``warning:`` line on stderr.
+
+    Python's own format adds the source line that raised it, which tells a user nothing.
+    """
+    seen: set[str] = set()
+
+    def show(message: Any, *args: Any, **kwargs: Any) -> None:
+        text = str(message)
+        if text not in seen:
+            seen.add(text)
+            err_console.print(f"[yellow]warning:[/] {escape(text)}")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        yield
+
+
 def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
     """A query result as a Rich table, or as JSON records."""
     if json_out:
@@ -75,8 +99,9 @@ def register(app: typer.Typer) -> None:
     @app.command("ls")
     def ls_cmd(runs: RunsRoot = Path("runs"), json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
         """List the runs under --runs."""
-        cols, rows = query(runs, "SELECT run_id, source, status, hardware || ' x' || accelerators AS system, "
-                                 "model, workload, points FROM runs ORDER BY run_id")
+        with warnings_as_lines():
+            cols, rows = query(runs, "SELECT run_id, source, status, hardware || ' x' || accelerators AS system, "
+                                     "model, workload, points FROM runs ORDER BY run_id")
         if not rows and not json_out:
             console.print(f"no runs under {runs}/")
             return
@@ -87,27 +112,35 @@ def register(app: typer.Typer) -> None:
                  json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
         """Show one run's manifest summary and per-point metrics."""
         run_dir = resolve_run(runs, run)
-        manifest = read_manifest(run_dir)
-        rows = read_point_metrics(run_dir)
+        manifest = load_manifest(run_dir)
+        with warnings_as_lines():
+            rows = read_point_rows(run_dir) or []
         if json_out:
             print(json.dumps({"manifest": manifest, "points": rows}, indent=2, default=str))
             return
-        system, model, power = manifest.get("system", {}), manifest.get("model", {}), manifest.get("power", {})
-        console.print(f"[bold]{manifest.get('run_id')}[/] {manifest.get('source')} · {manifest.get('status')} · "
-                      f"{system.get('hardware')} ×{system.get('accelerators')} · {model.get('name')} "
-                      f"({model.get('precision')}) · workload {(manifest.get('workload') or {}).get('name')}")
-        console.print(f"power: {power.get('source')} ({power.get('boundary')} boundary)")
+        system, model, power = manifest.get("system") or {}, manifest.get("model") or {}, manifest.get("power") or {}
+        summary = (f"{manifest.get('source')} · {manifest.get('status')} · {system.get('hardware')} "
+                   f"×{system.get('accelerators')} · {model.get('name')} ({model.get('precision')}) · "
+                   f"workload {(manifest.get('workload') or {}).get('name')}")
+        console.print(f"[bold]{escape(str(manifest.get('run_id')))}[/] {escape(summary)}")
+        console.print(escape(f"power: {power.get('source')} ({power.get('boundary')} boundary)"))
         console.print(points_table("load points", rows, POINT_COLUMNS))
 
     @app.command("sql")
     def sql_cmd(statement: str, runs: RunsRoot = Path("runs"),
                 json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
-        """Plain SQL over the catalog: tables runs, points, requests, power."""
-        _print_rows(*query(runs, statement), json_out)
+        """Plain SQL over the catalog (read-only): tables runs, points, requests, power."""
+        with warnings_as_lines():
+            result = query(runs, statement)
+        _print_rows(*result, json_out)
 
     @app.command("recompute")
     def recompute_cmd(run: str, runs: RunsRoot = Path("runs")) -> None:
         """Rebuild every metric of a run from its raw request and power records."""
         run_dir = resolve_run(runs, run)
-        rows = recompute(run_dir)
+        load_manifest(run_dir)
+        try:
+            rows = recompute(run_dir)
+        except READ_ERRORS as e:  # a damaged file is named in one line, not a traceback
+            raise RunError(f"cannot recompute {run_dir.name}: {describe_error(e)}") from None
         console.print(points_table(f"{run_dir.name}: recomputed", rows, POINT_COLUMNS))

@@ -24,7 +24,7 @@ from scoville.errors import UserError
 from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
                                     ratio_charts, safe_id, system_colors)
 from scoville.report.plotly_fig import figure
-from scoville.results.store import read_power, read_requests
+from scoville.results.catalog import read_power_samples, read_records
 
 CSS = """
 :root { --fg: #1d1d1f; --muted: #5f6368; --line: #dadce0; --bg-alt: #f6f8fa; }
@@ -190,14 +190,14 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     if manifest.get("slo"):
         parts.append(f'<p class="note">goodput: requests/s meeting the run\'s SLO {_e(json.dumps(manifest["slo"]))} '
                      "(recompute for another SLO with scoville.analysis.goodput).</p>")
-    requests = read_requests(run_dir)
+    requests = read_records(run_dir)
     compat = manifest.get("compat") or "inferencex"
     samples = latency_samples(requests, compat) if requests.num_rows else {}
     charts = cdf_charts(chart_key, plan, samples, system.label, compat) if samples else []
     if charts:
         parts.append("<h3>Latency distributions</h3><div class=\"grid3\">" +
                      "".join(_chart_div(c) for c in charts) + "</div>")
-    pc = power_chart(chart_key, read_power(run_dir), plan, samples, system.label, power_basis(manifest))
+    pc = power_chart(chart_key, read_power_samples(run_dir), plan, samples, system.label, power_basis(manifest))
     if pc is not None:
         parts.append("<h3>Power over time</h3>" + _chart_div(pc))
         charts.append(pc)

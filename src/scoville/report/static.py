@@ -15,7 +15,7 @@ from scoville.errors import UserError
 from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
                                     ratio_charts, safe_id)
 from scoville.report.plotly_fig import log_ticks, tick_label
-from scoville.results.store import read_power, read_requests
+from scoville.results.catalog import read_power_samples, read_records
 
 FORMATS = ("png", "svg")
 
@@ -30,12 +30,12 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
         for d, m in zip(s.run_dirs, s.manifests):
             plan = (m.get("load_plan") or {}).get("points", [])
             run_id = safe_id(m.get("run_id", d.name))
-            requests = read_requests(d)
+            requests = read_records(d)
             compat = m.get("compat") or "inferencex"
             samples = latency_samples(requests, compat) if requests.num_rows else {}
             if samples:
                 charts.extend(cdf_charts(run_id, plan, samples, s.label, compat))
-            pc = power_chart(run_id, read_power(d), plan, samples, s.label, power_basis(m))
+            pc = power_chart(run_id, read_power_samples(d), plan, samples, s.label, power_basis(m))
             if pc is not None:
                 charts.append(pc)
     return charts

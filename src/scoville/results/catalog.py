@@ -3,27 +3,246 @@
 Nothing is copied into a database file: each query opens an in-memory DuckDB
 whose views (``runs``, ``points``, ``requests``, ``power``) read the run
 directories directly, so the catalog can never be stale.
+
+Damaged runs. A run folder can hold anything a crash, a full disk or another
+tool left there: a truncated Parquet file, one with a foreign schema or no
+columns at all, a manifest that is not UTF-8, not an object, or has a string
+where an object belongs. Every run, and every file inside one, is therefore
+read behind its own guard: what cannot be read is left out with a
+``DamagedRunWarning`` naming the file and why, and the other runs stay
+visible to ``ls``, ``sql``, ``show``, ``compare`` and ``report``.
+
+Read-only. ``scoville sql`` runs the user's text, so the connection it runs on
+can read the run files behind the views and nothing else: only SELECT-type
+statements are accepted (COPY, ATTACH, EXPORT, SET, CREATE... are refused in
+one line), and DuckDB's external access is switched off with the views' files
+as the only allowed paths and the configuration locked, so no query can open
+another file, write one, or undo those settings.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import duckdb
+import msgspec
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from scoville.errors import UserError
-from scoville.results.store import MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, read_manifest
-
+from scoville.metrics import COMPAT_MODES
+from scoville.results.store import (MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, read_manifest,
+                                    read_point_metrics, read_power, read_requests)
+from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
 
 # The run directory's name is the run id; every Parquet file sits at most one folder below it.
 _RUN_ID_RE = "([^/]+)/(?:points[.]parquet|power[.]parquet|requests/point-[0-9]+[.]parquet)$"
+_POINT_NAME = re.compile(r"point-[0-9]+[.]parquet")
+_INT32_MAX = 2**31 - 1
 
+# What reading a damaged file raises: the store's one-line errors, and whatever the JSON, Arrow and
+# Parquet readers raise on bytes that are not what they expect.
+READ_ERRORS = (UserError, OSError, ValueError, TypeError, KeyError, pa.ArrowException, msgspec.MsgspecError)
+
+
+class DamagedRunWarning(UserWarning):
+    """A run, or one file of a run, could not be read and was left out; the message names it and why."""
+
+
+class DamagedFile(RunError):
+    """A run file that cannot be read as what its name says; the message names it and why."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path, self.why = path, why
+
+
+def skip(path: Path, why: str) -> None:
+    """Warn that ``path`` is left out, in one line."""
+    warnings.warn(f"skipping {path}: {why}", DamagedRunWarning, stacklevel=3)
+
+
+def describe_error(e: BaseException) -> str:
+    """The first line of an exception, with its type unless it is already a user-facing message."""
+    text = (str(e).strip().splitlines() or [""])[0][:200]
+    return text if isinstance(e, UserError) else f"{type(e).__name__}: {text}"
+
+
+# ---- manifests ---------------------------------------------------------------------------------
+
+Count = Annotated[int, msgspec.Meta(ge=1, le=_INT32_MAX)]
+
+
+class _Point(msgspec.Struct):
+    index: Annotated[int, msgspec.Meta(ge=0, le=_INT32_MAX)]
+    accelerators: Count | None = None
+    concurrency: Count | None = None
+    rate: float | None = None
+    label: str | None = None
+
+
+class _LoadPlan(msgspec.Struct):
+    points: list[_Point] = []
+
+
+class _System(msgspec.Struct):
+    hardware: str | None = None
+    accelerators: Count | None = None
+    rated_watts_per_accelerator: float | None = None
+    power_boundary: str | None = None
+    cost_per_accelerator_hour: float | None = None
+
+
+class _Model(msgspec.Struct):
+    name: str | None = None
+    precision: str | None = None
+
+
+class _Power(msgspec.Struct):
+    source: str | None = None
+    boundary: str | None = None
+    watts_per_accelerator: float | None = None
+
+
+class _Manifest(msgspec.Struct):
+    """The manifest fields the catalog, metrics and report read, with the types they assume.
+
+    Only checked, never used as the manifest: unknown fields are allowed, and a
+    reader keeps getting the dict as written.
+    """
+
+    run_id: str | None = None
+    created_at: str | None = None
+    source: str | None = None
+    status: str | None = None
+    compat: str = "inferencex"
+    target: dict[str, Any] | None = None
+    system: _System | None = None
+    model: _Model | None = None
+    serving: dict[str, Any] | None = None
+    workload: dict[str, Any] | None = None
+    load_plan: _LoadPlan | None = None
+    power: _Power | None = None
+    slo: dict[str, float] | None = None
+
+
+def load_manifest(run_dir: Path) -> dict[str, Any]:
+    """``run_dir``'s manifest, checked to have the shape every reader assumes; else a one-line RunError."""
+    path = run_dir / MANIFEST
+    try:
+        manifest = read_manifest(run_dir)
+    except READ_ERRORS as e:
+        raise DamagedFile(path, f"unreadable manifest ({describe_error(e)})") from None
+    try:
+        checked = msgspec.convert(manifest, _Manifest)
+    except msgspec.ValidationError as e:
+        raise DamagedFile(path, f"malformed manifest ({e})") from None
+    if checked.compat not in COMPAT_MODES:
+        raise DamagedFile(path, f"malformed manifest (compat {checked.compat!r} is none of "
+                                f"{', '.join(COMPAT_MODES)})")
+    return manifest
+
+
+# ---- run files ---------------------------------------------------------------------------------
+
+def _integer(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t)
+
+
+def _float(t: pa.DataType) -> bool:
+    return pa.types.is_floating(t)
+
+
+def _string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+# The columns (and their kinds) without which a file is not what its name says. Columns beyond
+# these may come and go between schema versions; DuckDB's union_by_name fills them in.
+_POINTS_COLUMNS: dict[str, Callable[[pa.DataType], bool]] = {"point": _integer}
+_REQUEST_COLUMNS: dict[str, Callable[[pa.DataType], bool]] = {
+    "point": _integer, "request_id": _string, "t_sent": _float, "ok": pa.types.is_boolean}
+_POWER_COLUMNS: dict[str, Callable[[pa.DataType], bool]] = {"t": _float, "device": _string, "watts": _float}
+
+
+def parquet_problem(path: Path, columns: dict[str, Callable[[pa.DataType], bool]]) -> str | None:
+    """Why ``path`` is not a readable Parquet file with ``columns``, or None when it is.
+
+    Reads only the footer, so checking every file of a catalog stays cheap; a
+    file damaged inside its pages passes and fails when read, in one line.
+    """
+    try:
+        schema = pq.read_schema(path)
+    except READ_ERRORS as e:
+        return f"not a readable Parquet file ({describe_error(e)})"
+    if not schema.names:
+        return "a Parquet file with no columns"
+    for name, kind in columns.items():
+        if schema.get_field_index(name) < 0:
+            return f"no column '{name}' (not a file scoville wrote, or from another tool)"
+        if not kind(schema.field(name).type):
+            return f"column '{name}' has type {schema.field(name).type}"
+    return None
+
+
+def _intact(path: Path, columns: dict[str, Callable[[pa.DataType], bool]]) -> bool:
+    """Whether ``path`` can be used; a damaged one is warned about."""
+    problem = parquet_problem(path, columns)
+    if problem is not None:
+        skip(path, problem)
+    return problem is None
+
+
+def _request_files(run_dir: Path) -> list[Path]:
+    """The run's intact point files; other names in ``requests/`` (``point-abc.parquet``) are not points."""
+    out = []
+    for f in sorted((run_dir / POINTS_DIR).glob("point-*.parquet")):
+        if not _POINT_NAME.fullmatch(f.name):
+            skip(f, "not a point file name (point-NNNN.parquet)")
+        elif _intact(f, _REQUEST_COLUMNS):
+            out.append(f)
+    return out
+
+
+def read_point_rows(run_dir: Path) -> list[dict[str, Any]] | None:
+    """The stored metrics rows (points.parquet); None when there is none or it is damaged (warned)."""
+    path = run_dir / POINT_METRICS
+    if not path.exists() or not _intact(path, _POINTS_COLUMNS):
+        return None
+    try:
+        return read_point_metrics(run_dir)
+    except READ_ERRORS as e:
+        skip(path, describe_error(e))
+        return None
+
+
+def read_records(run_dir: Path) -> pa.Table:
+    """Every request record of the run (the store's reader); an empty table, warned, when they cannot be read."""
+    try:
+        return read_requests(run_dir)
+    except READ_ERRORS as e:
+        skip(run_dir / POINTS_DIR, f"request records unreadable ({describe_error(e)})")
+        return ARROW_SCHEMA.empty_table()
+
+
+def read_power_samples(run_dir: Path) -> pa.Table:
+    """The run's power samples; an empty table, warned, when power.parquet cannot be read."""
+    try:
+        return read_power(run_dir)
+    except READ_ERRORS as e:
+        skip(run_dir / POWER, describe_error(e))
+        return POWER_SCHEMA.empty_table()
+
+
+# ---- the catalog -------------------------------------------------------------------------------
 
 def run_dirs(runs_root: Path) -> list[Path]:
-    if not runs_root.exists():
+    if not runs_root.is_dir():
         return []
     return sorted(p for p in runs_root.iterdir() if (p / MANIFEST).exists())
 
@@ -44,9 +263,15 @@ def resolve_run(runs_root: Path, ref: str) -> Path:
     raise UserError(f"{ref!r} matches {len(matches)} runs; give more of the run id")
 
 
-def manifest_row(run_dir: Path) -> dict[str, Any]:
-    m = read_manifest(run_dir)
-    system, model = m.get("system", {}), m.get("model", {})
+_RUN_COLUMNS = {"run_id": "VARCHAR", "created_at": "VARCHAR", "source": "VARCHAR", "status": "VARCHAR",
+                "hardware": "VARCHAR", "accelerators": "INTEGER", "model": "VARCHAR", "precision": "VARCHAR",
+                "workload": "VARCHAR", "power_source": "VARCHAR", "points": "INTEGER", "path": "VARCHAR",
+                "manifest": "VARCHAR"}
+
+
+def manifest_row(run_dir: Path, m: dict[str, Any]) -> dict[str, Any]:
+    """The ``runs`` table's row of a run whose manifest passed ``load_manifest``."""
+    system, model = m.get("system") or {}, m.get("model") or {}
     return {
         "run_id": m.get("run_id", run_dir.name),
         "created_at": m.get("created_at"),
@@ -60,40 +285,63 @@ def manifest_row(run_dir: Path) -> dict[str, Any]:
         "power_source": (m.get("power") or {}).get("source"),
         "points": len((m.get("load_plan") or {}).get("points", [])),
         "path": str(run_dir),
-        "manifest": json.dumps(m),
+        "manifest": json.dumps(m, default=str),
     }
 
 
+def _sql_list(files: list[str]) -> str:
+    return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+
+
 def connect(runs_root: Path) -> duckdb.DuckDBPyConnection:
-    """In-memory DuckDB with views over all runs under ``runs_root``."""
+    """In-memory DuckDB with views over the intact runs under ``runs_root``, locked to reading them."""
     con = duckdb.connect(":memory:")
     rows, dirs = [], []
     for d in run_dirs(runs_root):
         try:
-            rows.append(manifest_row(d))
-        except RunError as e:  # one corrupt run must not hide all the others
-            warnings.warn(f"skipping {e}", stacklevel=2)
+            rows.append(manifest_row(d, load_manifest(d)))
+        except DamagedFile as e:  # one damaged run must not hide all the others
+            skip(e.path, e.why)
             continue
         dirs.append(d)
-    cols = ["run_id", "created_at", "source", "status", "hardware", "accelerators", "model", "precision",
-            "workload", "power_source", "points", "path", "manifest"]
-    con.execute("CREATE TABLE runs (" + ", ".join(
-        f"{c} {'INTEGER' if c in ('accelerators', 'points') else 'VARCHAR'}" for c in cols) + ")")
+    con.execute("CREATE TABLE runs (" + ", ".join(f"{c} {t}" for c, t in _RUN_COLUMNS.items()) + ")")
     if rows:
-        con.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * len(cols))})", [[r[c] for c in cols] for r in rows])
-
-    def view(name: str, files: list[str]) -> None:
-        if files:
-            listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        con.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
+                        [[r[c] for c in _RUN_COLUMNS] for r in rows])
+    files = {
+        "points": [d / POINT_METRICS for d in dirs if (d / POINT_METRICS).exists()
+                   and _intact(d / POINT_METRICS, _POINTS_COLUMNS)],
+        "requests": [f for d in dirs for f in _request_files(d)],
+        "power": [d / POWER for d in dirs if (d / POWER).exists() and _intact(d / POWER, _POWER_COLUMNS)],
+    }
+    allowed: list[str] = []
+    for name, paths in files.items():
+        if paths:
+            listing = [str(p) for p in paths]
             con.execute(
                 f"CREATE VIEW {name} AS SELECT regexp_extract(filename, '{_RUN_ID_RE}', 1) AS run_id, * "
-                f"FROM read_parquet([{listing}], filename=true, union_by_name=true)"
+                f"FROM read_parquet({_sql_list(listing)}, filename=true, union_by_name=true)"
             )
-
-    view("points", [str(d / POINT_METRICS) for d in dirs if (d / POINT_METRICS).exists()])
-    view("requests", [str(f) for d in dirs for f in sorted((d / POINTS_DIR).glob("point-*.parquet"))])
-    view("power", [str(d / POWER) for d in dirs if (d / POWER).exists()])
+            allowed += listing
+    if allowed:
+        con.execute(f"SET allowed_paths = {_sql_list(allowed)}")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
     return con
+
+
+def _refuse_writes(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Only queries: any statement that is not SELECT-type (COPY, ATTACH, EXPLAIN ANALYZE COPY, SET...) is refused.
+
+    Needed beside the locked configuration: the run files must stay readable for
+    the views, and DuckDB's allowed paths do not tell reading from writing, so a
+    ``COPY ... TO`` could otherwise overwrite a run's own Parquet.
+    """
+    for statement in con.extract_statements(sql):
+        if statement.type != duckdb.StatementType.SELECT:
+            raise UserError(f"scoville sql only runs queries (SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE); "
+                            f"{statement.type.name} is refused because the catalog is read-only; to export, "
+                            "print --json and redirect it to a file")
 
 
 def query(runs_root: Path, sql: str) -> tuple[list[str], list[tuple]]:
@@ -104,6 +352,7 @@ def query(runs_root: Path, sql: str) -> tuple[list[str], list[tuple]]:
     """
     con = connect(runs_root)
     try:
+        _refuse_writes(con, sql)
         rel = con.sql(sql)
         return ([], []) if rel is None else (rel.columns, rel.fetchall())
     except duckdb.Error as e:
