@@ -1,6 +1,7 @@
 """`scoville compare` and `scoville report` through the real Typer app."""
 
 import json
+import os
 
 import pytest
 import typer
@@ -107,3 +108,76 @@ def test_images_under_a_file_are_refused(app, report_runs, tmp_path):
     res = run(app, "report", "base00", "--runs", str(root), "-o", str(tmp_path / "r.html"),
               "--png", str(blocker / "png"))
     assert isinstance(res.exception, UserError) and "cannot create" in str(res.exception)
+
+
+# ---- -o never harms what is at the destination ------------------------------------------------
+
+def _report_to(app, report_runs, out, *extra):
+    root, _ = report_runs
+    return run(app, "report", "base00", "--runs", str(root), "-o", str(out), *extra)
+
+
+def _refused(res, words):
+    assert isinstance(res.exception, UserError), res.output
+    assert words in str(res.exception) and "\n" not in str(res.exception)
+
+
+def test_report_refuses_special_files(app, report_runs, tmp_path):
+    import socket
+    import stat
+
+    fifo = tmp_path / "fifo.html"
+    os.mkfifo(fifo)
+    _refused(_report_to(app, report_runs, fifo), "device or special file")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    sock_path = tmp_path / "sock.html"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(sock_path))
+        _refused(_report_to(app, report_runs, sock_path), "device or special file")
+        assert stat.S_ISSOCK(sock_path.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.html", "sock.html"]  # no temporary file left
+
+
+def test_report_refuses_symlinks_and_never_writes_through_one(app, report_runs, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    link = tmp_path / "link.html"
+    link.symlink_to(victim)
+    _refused(_report_to(app, report_runs, link), "symbolic link")
+    dangling = tmp_path / "dangling.html"
+    dangling.symlink_to(tmp_path / "nowhere")
+    _refused(_report_to(app, report_runs, dangling), "symbolic link")
+    # a link planted where a predictable temporary file would go is not followed either
+    (tmp_path / "out.html.tmp").symlink_to(victim)
+    (tmp_path / ".out.html.tmp").symlink_to(victim)
+    res = _report_to(app, report_runs, tmp_path / "out.html")
+    assert res.exit_code == 0, res.output
+    assert victim.read_text() == "precious" and link.is_symlink() and dangling.is_symlink()
+    assert (tmp_path / "out.html").read_text().startswith("<!DOCTYPE html>")
+    png = tmp_path / "png"
+    png.mkdir()
+    (png / "frontier-kw-interactivity.png").symlink_to(victim)
+    _refused(_report_to(app, report_runs, tmp_path / "again.html", "--png", str(png)), "symbolic link")
+    assert victim.read_text() == "precious"
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "requests.jsonl", "points.parquet", "requests/point-0000.parquet",
+                                  "notes.txt"])
+def test_report_refuses_to_overwrite_run_data(app, report_runs, name):
+    _, runs = report_runs
+    target = runs[0] / name
+    before = target.read_bytes() if target.exists() else None
+    _refused(_report_to(app, report_runs, target), "holds its data")
+    assert (target.read_bytes() if target.exists() else None) == before
+
+
+def test_report_may_go_into_a_run_folder_as_html(app, report_runs, tmp_path):
+    import shutil
+
+    _, runs = report_runs
+    run_dir = shutil.copytree(runs[0], tmp_path / "runs" / runs[0].name)
+    out = run_dir / "report.html"  # what `scoville sweep` writes
+    res = run(app, "report", str(run_dir), "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]

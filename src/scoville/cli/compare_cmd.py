@@ -107,8 +107,6 @@ def register(app: typer.Typer) -> None:
 
         groups = resolve_groups(runs, run_refs)
         at = parse_interactivities(at_interactivity)
-        if out.exists() and out.is_dir():
-            raise UserError(f"-o {out} is a folder; give a file name such as {out / 'report.html'}")
         with warnings_as_lines():
             path = write_report_groups(groups, out, title=title, at=at)
             console.print(f"report: [bold]{escape(str(path))}[/]")

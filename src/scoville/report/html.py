@@ -23,6 +23,7 @@ from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
 from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
                                     ratio_charts, safe_id, system_colors)
+from scoville.report.output import check_destination, write_file
 from scoville.report.plotly_fig import figure
 from scoville.results.catalog import read_power_samples, read_records
 
@@ -268,18 +269,13 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
 
 def write_report_groups(groups: list[list[Path]], out: Path, *, title: str | None = None,
                         at: Sequence[float | str] = ("auto",)) -> Path:
-    """Write the report for systems that may pool several runs each; returns ``out``."""
-    text = render(groups, title=title, at=at)
+    """Write the report for systems that may pool several runs each; returns ``out``.
+
+    The destination is checked before the (slow) rendering, and again when written (see report.output).
+    """
     out = Path(out)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
-    except OSError as e:
-        raise UserError(f"cannot write the report to {out} ({e.strerror or e}); give -o a file in a writable "
-                        "folder") from None
-    return out
+    check_destination(out)
+    return write_file(out, render(groups, title=title, at=at).encode("utf-8"))
 
 
 def write_report(run_dirs: list[Path], out: Path, *, title: str | None = None) -> Path:

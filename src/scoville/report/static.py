@@ -7,6 +7,7 @@ keeping ``write_report`` fast.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -14,6 +15,7 @@ from scoville.analysis.runs import load_systems
 from scoville.errors import UserError
 from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
                                     ratio_charts, safe_id)
+from scoville.report.output import check_destination, write_file
 from scoville.report.plotly_fig import log_ticks, tick_label
 from scoville.results.catalog import read_power_samples, read_records
 
@@ -55,7 +57,8 @@ def _apply_log_ticks(axis: Any, values: Sequence[float]) -> None:
 
 
 def draw(chart: Chart, path: Path) -> Path:
-    """Render one chart to ``path`` (format from its suffix)."""
+    """Render one chart to ``path`` (format from its suffix), written as report.output writes any report file."""
+    check_destination(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,11 +112,11 @@ def draw(chart: Chart, path: Path) -> Path:
                     color="#a33")
         if any(s.kind != "points" for s in chart.series):
             ax.legend(fontsize=11, frameon=False, loc="best", ncol=2 if len(chart.series) > 8 else 1)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=path.suffix.lstrip("."))
     finally:
         plt.close(fig)
-    return path
+    return write_file(path, buf.getvalue())
 
 
 def write_images(groups: list[list[Path]], out_dir: Path, fmt: str) -> list[Path]:
