@@ -6,42 +6,13 @@ import asyncio
 import gc
 import json
 
+from emulator_support import ScriptedEngine
 from scoville.emulator.collector import SlackCollector
 from scoville.emulator.protocol import parse
 from scoville.emulator.realtime import RealTimeLoop
 from scoville.emulator.server import Emulator, EmulatorOptions, _Progress
-from scoville.sim.engine_api import EngineStats, TokenEvent
+from scoville.sim.engine_api import TokenEvent
 from scoville.workload.spec import RequestSpec
-
-
-class ScriptedEngine:
-    """Each request yields ``tokens`` tokens, one every ``interval`` seconds after it was submitted."""
-
-    def __init__(self, tokens: int, interval: float) -> None:
-        self.tokens, self.interval = tokens, interval
-        self.pending: list[TokenEvent] = []
-
-    def submit(self, spec: RequestSpec, now: float) -> None:
-        self.pending += [TokenEvent(spec.request_id, now + (i + 1) * self.interval, 1, finished=i == self.tokens - 1)
-                         for i in range(self.tokens)]
-        self.pending.sort(key=lambda e: e.t)
-
-    def cancel(self, request_id: str, now: float) -> None:
-        self.pending = [e for e in self.pending if e.request_id != request_id]
-
-    def next_event_time(self) -> float | None:
-        return self.pending[0].t if self.pending else None
-
-    def peek(self, until: float) -> list[TokenEvent]:
-        return [e for e in self.pending if e.t <= until]
-
-    def advance(self, until: float) -> list[TokenEvent]:
-        due = self.peek(until)
-        self.pending = self.pending[len(due):]
-        return due
-
-    def stats(self) -> EngineStats:
-        return EngineStats(running=0, waiting=0, kv_usage=0.0, prompt_tokens_total=0, generation_tokens_total=0)
 
 
 def _spec(i: int) -> RequestSpec:
@@ -105,7 +76,7 @@ def _progress(emu: Emulator, body: dict) -> tuple[_Progress, list[bytes]]:
             written.append(data)
 
     req = parse(body, chat="messages" in body)
-    return _Progress(emu, req, emu.plan(req), 0.0, Sink()), written  # type: ignore[arg-type]
+    return _Progress(emu, req, asyncio.run(emu.plan(req)), 0.0, Sink()), written  # type: ignore[arg-type]
 
 
 def test_a_chunk_rendered_ahead_is_the_chunk_rendered_when_due():

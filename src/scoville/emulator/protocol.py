@@ -179,7 +179,7 @@ def _parse_prompt(body: dict[str, Any], req: GenRequest) -> None:
         prompt = prompt[0]            # a batch of one prompt
     if isinstance(prompt, str):
         req.prompt_text = prompt
-    elif isinstance(prompt, list) and prompt and _int_list(prompt):
+    elif isinstance(prompt, list) and prompt and int_list(prompt):
         req.prompt_ids = prompt
     elif isinstance(prompt, list) and len(prompt) > 1 and all(isinstance(p, (str, list)) for p in prompt):
         raise _bad("batched prompts are not supported by the emulator; send one prompt per request", "prompt")
@@ -187,7 +187,7 @@ def _parse_prompt(body: dict[str, Any], req: GenRequest) -> None:
         raise _bad("'prompt' is required: a string or a non-empty list of token ids", "prompt")
 
 
-def _int_list(values: list[Any]) -> bool:
+def int_list(values: list[Any]) -> bool:
     """All plain ints (not bools)? msgspec checks in C: an 8k-token prompt in ~30 µs, not ~500."""
     try:
         msgspec.convert(values, list[int], strict=True)

@@ -17,10 +17,21 @@ seeded by the prompt (and ``seed``), decoded by the local tokenizer. Without
 The server never dies from a request: every handler error becomes an OpenAI
 error response, and a client that disconnects has its request cancelled in the
 engine at once (aiohttp handler cancellation is on).
+
+Nor does one client stall the others. Every stream's tokens are written by the
+one event loop, so the work a request costs there is bounded before it is
+done: a body over ``max_body_bytes`` (from its Content-Length, before reading)
+is a 413, a body that does not arrive within ``body_timeout_s`` a 408, one
+nested too deep to decode a 400; a text prompt is tokenized in steps that let
+the loop pace tokens between them, and only until it is known to exceed the
+context. Connections that never complete a request head are closed after
+``KEEPALIVE_S`` (aiohttp's keep-alive timer also runs from the connect), and
+the listen backlog takes ``BACKLOG`` simultaneous connects.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import itertools
 import logging
@@ -36,7 +47,7 @@ from aiohttp import HttpVersion11, web
 
 from scoville import __version__
 from scoville.emulator.prom import ServerMetrics
-from scoville.emulator.protocol import APIError, GenRequest, parse
+from scoville.emulator.protocol import APIError, GenRequest, int_list, parse
 from scoville.emulator.realtime import RealTimeLoop
 from scoville.emulator.tokenizer import LocalTokenizer
 from scoville.sim.engine_api import ServingEngine, TokenEvent
@@ -50,6 +61,19 @@ _DONE = b"data: [DONE]\n\n"
 _HASH_MASK = (1 << 62) - 1
 # Generated ids stay clear of special tokens, as workload prompts do.
 _GEN_LOW = 1000
+# Idle time after which a connection with no (complete) request head is closed: uvicorn's default,
+# so vLLM's. aiohttp starts this timer at the connect too, which makes it the header-read timeout.
+KEEPALIVE_S = 5.0
+# Simultaneous connects the kernel queues before the loop accepts them (it caps this at somaxconn).
+BACKLOG = 4096
+# After refusing a body it did not read (413, 408), how long the server still drains it so the client
+# can read the answer before the close (aiohttp's default, 10 s, let a trickling client hold on that long).
+_LINGER_S = 2.0
+# Body bytes allowed per token of context: a prompt filling the context stays far below this
+# (JSON token ids take ~7 B a token, text ~5; escaped CJK ~24), a 10 MB "prompt" does not.
+_BODY_BYTES_PER_TOKEN = 32
+_MIN_BODY_BYTES = 1 << 20
+_DETOKENIZE_STEP = 4096  # ids decoded between pauses of /detokenize
 
 
 @dataclass
@@ -64,6 +88,14 @@ class EmulatorOptions:
     max_queue: int | None = None          # 429 once this many requests wait to be scheduled
     mean_output_tokens: int = 256         # natural (EOS) length without ignore_eos
     info: dict[str, Any] = field(default_factory=dict)   # served at /scoville/info
+    max_body_bytes: int | None = None     # larger request bodies are a 413; None: 32 B per token of context
+    body_timeout_s: float = 30.0          # a body still arriving after this is a 408
+
+    @property
+    def body_limit(self) -> int:
+        if self.max_body_bytes is not None:
+            return self.max_body_bytes
+        return max(_MIN_BODY_BYTES, _BODY_BYTES_PER_TOKEN * self.max_model_len)
 
 
 @dataclass
@@ -90,14 +122,24 @@ class Emulator:
 
     # ---- request -> plan -------------------------------------------------
 
-    def _prompt_ids(self, req: GenRequest) -> tuple[list[int], np.ndarray]:
-        """The prompt's token ids, as a list and as one int64 array (converted once: 8k ids take ~0.3 ms)."""
-        if req.chat:
-            ids = self.tokenizer.encode_chat(req.messages, req.add_generation_prompt)
-        elif req.prompt_ids is not None:
-            ids = req.prompt_ids
-        else:
-            ids = self.tokenizer.encode(req.prompt_text or "")
+    async def _prompt_ids(self, req: GenRequest) -> list[int]:
+        """The prompt's token ids; a text prompt only until it is past the context (then it is too long anyway).
+
+        Tokenizing pauses every few hundred pieces (see emulator.tokenizer), so the
+        streams beside a long text prompt keep their pace.
+        """
+        if req.prompt_ids is not None:
+            return req.prompt_ids
+        ids: list[int] = []
+        ctx = self.opts.max_model_len
+        steps = (self.tokenizer.chat_steps(req.messages, req.add_generation_prompt, ids, ctx) if req.chat
+                 else self.tokenizer.text_steps(req.prompt_text or "", ids, ctx))
+        for _ in steps:
+            await asyncio.sleep(0)
+        return ids
+
+    def _id_array(self, req: GenRequest, ids: list[int]) -> np.ndarray:
+        """The prompt's ids as one int64 array (converted once: 8k ids take ~0.3 ms), checked against the vocabulary."""
         try:
             arr = np.fromiter(ids, dtype=np.int64, count=len(ids))
         except OverflowError:
@@ -108,7 +150,7 @@ class Emulator:
             if bad is not None:
                 raise APIError(400, f"token id {bad} in 'prompt' is outside the vocabulary [0, "
                                     f"{self.opts.vocab_size}); send ids below {self.opts.vocab_size}", param="prompt")
-        return ids, arr
+        return arr
 
     def _block_hashes(self, ids: list[int]) -> tuple[int, ...]:
         bs = self.opts.block_size
@@ -120,12 +162,12 @@ class Emulator:
             out.append(h)
         return tuple(out)
 
-    def plan(self, req: GenRequest) -> _Plan:
+    async def plan(self, req: GenRequest) -> _Plan:
         if req.model not in self.opts.served_model_names:
             served = ", ".join(f"`{m}`" for m in self.opts.served_model_names)
             raise APIError(400, f"The model `{req.model}` does not exist; this server serves {served} "
                                 "(see GET /v1/models)", param="model", code="model_not_found")
-        ids, id_array = self._prompt_ids(req)
+        ids = await self._prompt_ids(req)
         n_prompt = len(ids)
         ctx = self.opts.max_model_len
         if n_prompt == 0:
@@ -133,10 +175,14 @@ class Emulator:
         limit = req.max_tokens if req.max_tokens is not None else ctx - n_prompt
         if n_prompt + max(limit, 1) > ctx:
             asked = f" and max_tokens={req.max_tokens}" if req.max_tokens is not None else ""
+            cut_short = n_prompt > ctx and req.prompt_ids is None  # text is tokenized only until past the context
+            counted = f"more than {ctx}" if cut_short else str(n_prompt)
+            total = f"over {ctx}" if cut_short else str(n_prompt + max(limit, 1))
             raise APIError(413, f"This model's maximum context length is {ctx} tokens; the request has "
-                                f"{n_prompt} prompt tokens{asked} ({n_prompt + max(limit, 1)} in all). "
+                                f"{counted} prompt tokens{asked} ({total} in all). "
                                 "Shorten the prompt or lower max_tokens.", param="prompt",
                            code="context_length_exceeded")
+        id_array = self._id_array(req, ids)
         prompt_hash = zlib.crc32(id_array)
         rng = np.random.default_rng([prompt_hash, req.seed & 0xFFFFFFFF])
         if req.ignore_eos:
@@ -164,7 +210,7 @@ class Emulator:
     async def generate(self, request: web.Request, req: GenRequest) -> web.StreamResponse:
         loop = self.loop
         t_arrival = loop.now()
-        plan = self.plan(req)
+        plan = await self.plan(req)
         self.check_queue()
         resp: web.StreamResponse | None = None
         sink: _Sink | None = None
@@ -173,8 +219,11 @@ class Emulator:
             chunked = request.version >= HttpVersion11
             if chunked:
                 resp.enable_chunked_encoding()
-            await resp.prepare(request)
-            await resp.write(b"")  # flush the headers, which aiohttp may hold back until the first body write
+            try:
+                await resp.prepare(request)
+                await resp.write(b"")  # flush the headers, which aiohttp may hold back until the first body write
+            except ConnectionError:  # the client sent its request and left: nothing to stream, nothing to log
+                return resp
             sink = _Sink(request.transport, chunked)
         prog = _Progress(self, req, plan, t_arrival, sink)
         try:
@@ -384,7 +433,10 @@ def create_app(emu: Emulator) -> web.Application:
                                    type="authentication_error", code="invalid_api_key")
             return await handler(request)
         except APIError as e:
-            return _error_response(e)
+            resp = _error_response(e)
+            if e.status in (408, 413):  # the body was left unread: this connection cannot carry another request
+                resp.force_close()
+            return resp
         except web.HTTPException as e:
             if e.status < 400:
                 raise
@@ -398,11 +450,27 @@ def create_app(emu: Emulator) -> web.Application:
                                             type="server_error"))
 
     async def body_of(request: web.Request) -> Any:
-        raw = await request.read()
+        """The decoded JSON body, after checking its size (before reading when the length is declared)."""
+        limit = emu.opts.body_limit
+        too_large = APIError(413, f"the request body is over {limit:,} bytes, more than a prompt filling the "
+                                  f"context ({emu.opts.max_model_len:,} tokens) needs; shorten the prompt",
+                             code="request_too_large")
+        if request.content_length is not None and request.content_length > limit:
+            raise too_large
+        try:
+            async with asyncio.timeout(emu.opts.body_timeout_s):
+                raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise too_large from None
+        except TimeoutError:
+            raise APIError(408, f"the request body did not arrive within {emu.opts.body_timeout_s:g} s; send it "
+                                "whole", code="request_timeout") from None
         try:
             return _decode(raw)
         except msgspec.DecodeError as e:
             raise APIError(400, f"the request body is not valid JSON ({e}); send a JSON object") from None
+        except RecursionError:
+            raise APIError(400, "the request body is nested too deeply to read; send a flat JSON object") from None
 
     async def completions(request: web.Request) -> web.StreamResponse:
         return await emu.generate(request, parse(await body_of(request), chat=False))
@@ -431,22 +499,32 @@ def create_app(emu: Emulator) -> web.Application:
         body = await body_of(request)
         if not isinstance(body, dict):
             raise APIError(400, "the request body must be a JSON object with 'prompt' or 'messages'")
+        ids: list[int] = []
         if "messages" in body:
             msgs = parse({"model": emu.opts.served_model_names[0], "messages": body["messages"],
                           "add_generation_prompt": body.get("add_generation_prompt", True)}, chat=True)
-            ids = emu.tokenizer.encode_chat(msgs.messages, msgs.add_generation_prompt)
+            steps = emu.tokenizer.chat_steps(msgs.messages, msgs.add_generation_prompt, ids)
         elif isinstance(body.get("prompt"), str):
-            ids = emu.tokenizer.encode(body["prompt"])
+            steps = emu.tokenizer.text_steps(body["prompt"], ids)
         else:
             raise APIError(400, "/tokenize needs 'prompt' (a string) or 'messages' (a chat list)", param="prompt")
+        for _ in steps:  # in steps, as for generation: the streams beside it keep their pace
+            await asyncio.sleep(0)
         return web.json_response({"count": len(ids), "max_model_len": emu.opts.max_model_len, "tokens": ids})
 
     async def detokenize(request: web.Request) -> web.Response:
         body = await body_of(request)
         tokens = body.get("tokens") if isinstance(body, dict) else None
-        if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+        if not isinstance(tokens, list) or not int_list(tokens):
             raise APIError(400, "/detokenize needs 'tokens': a list of token ids", param="tokens")
-        return web.json_response({"prompt": emu.tokenizer.decode(tokens)})
+        vocab = emu.opts.vocab_size
+        if tokens and not 0 <= min(tokens) <= max(tokens) < vocab:
+            raise APIError(400, f"/detokenize: token ids must lie in [0, {vocab})", param="tokens")
+        parts = []
+        for i in range(0, len(tokens), _DETOKENIZE_STEP):
+            parts.append(emu.tokenizer.decode(tokens[i:i + _DETOKENIZE_STEP]))
+            await asyncio.sleep(0)
+        return web.json_response({"prompt": "".join(parts)})
 
     async def on_startup(app: web.Application) -> None:
         emu.loop.start()
@@ -454,7 +532,7 @@ def create_app(emu: Emulator) -> web.Application:
     async def on_cleanup(app: web.Application) -> None:
         await emu.loop.stop()
 
-    app = web.Application(middlewares=[errors], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[errors], client_max_size=emu.opts.body_limit)
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_get("/v1/models", models)
@@ -466,15 +544,15 @@ def create_app(emu: Emulator) -> web.Application:
     app.router.add_post("/detokenize", detokenize)
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
-    app["emulator"] = emu
     return app
 
 
 async def start_site(emu: Emulator, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, int]:
     """Start serving; returns the runner (for cleanup) and the bound port (useful with port 0)."""
-    runner = web.AppRunner(create_app(emu), handler_cancellation=True, access_log=None)
+    runner = web.AppRunner(create_app(emu), handler_cancellation=True, access_log=None,
+                           keepalive_timeout=KEEPALIVE_S, lingering_time=_LINGER_S)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, backlog=BACKLOG)
     await site.start()
     bound = runner.addresses[0][1] if runner.addresses else port
     return runner, bound
