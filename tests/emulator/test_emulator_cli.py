@@ -1,12 +1,17 @@
-"""`scoville serve`: starts, answers, and stops cleanly on Ctrl-C."""
+"""`scoville serve` and `python -m scoville.emulator`: start (also under -OO), answer, stop cleanly on Ctrl-C, log quietly."""
 
 from __future__ import annotations
 
 import json
 import signal
+import socket
+import struct
 import subprocess
 import sys
+import time
 import urllib.request
+
+import pytest
 
 _APP = ("import sys, typer; from scoville.cli.serve_cmd import register; app = typer.Typer(); "
         "register(app); app.command('noop')(lambda: None); app(sys.argv[1:])")
@@ -103,3 +108,71 @@ def test_resuming_an_emulator_run_records_the_new_emulators_url(emu, tmp_path):
     target = read_manifest(run)["target"]
     assert result.status == "complete" and target["base_url"] != emu.base_url
     assert target["endpoint"] == target["base_url"] + "/v1/completions"
+
+
+def _start_child(*python_flags: str) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, *python_flags, "-m", "scoville.emulator", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line:
+        proc.kill()
+        pytest.fail(f"the emulator did not start: {proc.stderr.read()[-2000:]}")
+    return proc, json.loads(line)["port"]
+
+
+def _stop_child(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    return err
+
+
+def test_the_emulator_runs_under_python_OO():
+    """-OO strips docstrings: nothing may read one at run time (the --high-priority help did)."""
+    proc, port = _start_child("-OO")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as r:
+            assert r.status == 200
+    finally:
+        assert _stop_child(proc) == ""
+
+
+def test_clients_that_hang_up_at_once_leave_no_traceback():
+    proc, port = _start_child()
+    try:
+        body = json.dumps({"model": "llama-3.1-8b", "prompt": [5] * 100, "max_tokens": 3000, "ignore_eos": True,
+                           "stream": True}).encode()
+        request = (b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+        for how in ("close", "reset", "half-close") * 2:
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.sendall(request)
+                if how == "reset":
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                elif how == "half-close":
+                    s.shutdown(socket.SHUT_WR)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as r:
+            assert r.status == 200
+        time.sleep(0.5)  # lets the server reach every hang-up before the stop; the assertion never depends on it
+    finally:
+        err = _stop_child(proc)
+    assert "Traceback" not in err and err == "", err
+
+
+def test_log_records_with_exceptions_are_one_line():
+    import logging
+
+    from scoville.emulator.run import OneLineFormatter
+
+    try:
+        raise ConnectionResetError("Cannot write to closing transport\nsecond line")
+    except ConnectionResetError:
+        record = logging.getLogger("aiohttp.server").makeRecord(
+            "aiohttp.server", logging.ERROR, __file__, 1, "Error handling request from %s", ("127.0.0.1",),
+            sys.exc_info())
+    assert OneLineFormatter().format(record) == ("error: aiohttp.server: Error handling request from 127.0.0.1 "
+                                                 "(ConnectionResetError: Cannot write to closing transport)")

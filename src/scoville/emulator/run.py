@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import gc
 import json
+import logging
 import os
 import signal
 import sys
@@ -41,6 +42,31 @@ def raise_priority() -> str:
         print("warning: could not raise the emulator's priority (needs root or CAP_SYS_NICE); "
               "pacing may suffer on a busy host", file=sys.stderr)
         return "normal"
+
+
+class OneLineFormatter(logging.Formatter):
+    """A log record, and the exception it carries, on one line.
+
+    A server logs what it cannot answer; a 30-line traceback for each client
+    that hangs up buries the one line that matters. The exception's type and
+    first line are kept, its traceback is not.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            text += f" ({type(exc).__name__}: {(str(exc).splitlines() or [''])[0]})"
+        return text.replace("\n", " ")
+
+
+def quiet_logging() -> None:
+    """Warnings and errors of every logger (aiohttp's, asyncio's, the emulator's) as one line each on stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter())
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
 
 
 def use_uvloop() -> bool:
@@ -79,6 +105,7 @@ def serve(emu: Emulator, host: str = "127.0.0.1", port: int = 8000,
     """Block serving ``emu`` on ``host:port`` until SIGINT/SIGTERM."""
     if not 0 <= port <= 65535:  # the OS would take 70000 as 70000 % 65536 and serve somewhere unexpected
         raise UserError(f"--port {port} is not a TCP port; use 1-65535, or 0 for a free one")
+    quiet_logging()
     if uvloop:
         use_uvloop()
     # A full cyclic-GC pass over the catalogs, numpy and aiohttp objects built at start-up takes
@@ -103,7 +130,9 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m scoville.emulator``: the child process that spawn_emulator starts."""
     from scoville.emulator.build import build_emulator, pinned_config
 
-    p = argparse.ArgumentParser(prog="python -m scoville.emulator", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m scoville.emulator",
+                                description="Serve the emulator until SIGINT/SIGTERM (the child that spawn_emulator "
+                                            "starts); prints a JSON ready line with the port on stdout.")
     p.add_argument("--hardware")
     p.add_argument("--model")
     p.add_argument("--config", help="SimConfig as a YAML/JSON file, or inline JSON starting with '{'")
@@ -115,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--served-model-name")
     p.add_argument("--uvloop", action="store_true")
     p.add_argument("--high-priority", "--realtime-priority", dest="high_priority", action="store_true",
-                   help=raise_priority.__doc__.split("\n")[0])
+                   help="run at nice -20 (root or CAP_SYS_NICE) so other processes on a busy host rarely delay tokens")
     p.add_argument("--spin-horizon-ms", type=float, default=5.0,
                    help="keep a core busy while the next token is this close; 0 never spins")
     args = p.parse_args(argv)
