@@ -21,6 +21,11 @@ class LoadError(UserError, ValueError):
     """A load plan the user asked for cannot be built; message is user-facing."""
 
 
+# Requests of one point: drivers draw a point's sessions up front, so a typo (1e12) must be a
+# one-line error, not an allocation that takes the machine down. Longer points use --duration.
+MAX_POINT_REQUESTS = 1_000_000
+
+
 class LoadPoint(msgspec.Struct, kw_only=True, frozen=True):
     index: int
     concurrency: int | None = None
@@ -29,6 +34,14 @@ class LoadPoint(msgspec.Struct, kw_only=True, frozen=True):
     num_requests: int = 0
     warmup_requests: int = 0
     duration_s: float | None = None
+    # Sessions the point draws; None: one per request (or a large pool when only a duration bounds it).
+    # A timed trace replayed once sets it to the trace's sessions, so no recycled session takes a turn's slot.
+    sessions: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_requests + self.warmup_requests > MAX_POINT_REQUESTS:
+            raise LoadError(f"a point of {self.num_requests + self.warmup_requests:,} requests is over the "
+                            f"{MAX_POINT_REQUESTS:,} one point may send; give --duration for longer points")
 
     @property
     def mode(self) -> str:
@@ -122,6 +135,21 @@ def rate_sweep(
         )
         for i, r in enumerate(rates)
     ]
+
+
+def replay_point(workload: Any) -> LoadPoint:
+    """One open-loop point that replays a timed trace once, at its recorded arrival times.
+
+    The trace's arrivals are already multiplied by its ``time_scale``; the point's
+    rate is the trace's own mean rate, so ``session_start_offsets`` keeps every
+    arrival exactly where the (scaled) trace put it.
+    """
+    summary = workload.summary()
+    sessions, requests = int(summary["sessions"]), int(summary["requests"])
+    starts = np.asarray(workload.arrivals(sessions, 0), dtype=float)
+    span = float(starts[-1] - starts[0]) if sessions > 1 else 0.0
+    rate = (sessions - 1) / span if span > 0 else float("inf")
+    return LoadPoint(index=0, rate=rate, num_requests=requests, sessions=sessions)
 
 
 def arrival_offsets(point: LoadPoint, count: int, seed: int) -> np.ndarray:

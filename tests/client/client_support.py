@@ -49,6 +49,7 @@ class Behaviour:
 class FakeServer:
     behave: Callable[[int, dict], Behaviour] = lambda i, body: Behaviour()
     models: list[str] = field(default_factory=lambda: ["test-model"])
+    max_model_len: int | None = None   # listed in /v1/models as vLLM does
     require_key: str | None = None
     bodies: list[dict] = field(default_factory=list)
     headers: list[dict] = field(default_factory=list)
@@ -63,7 +64,9 @@ class FakeServer:
 
     # -- handlers ------------------------------------------------------------------------------
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
+        extra = {"max_model_len": self.max_model_len} if self.max_model_len else {}
+        return web.json_response({"object": "list", "data": [{"id": m, "object": "model", **extra}
+                                                             for m in self.models]})
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
         if self.require_key and request.headers.get("Authorization") != f"Bearer {self.require_key}":
@@ -211,11 +214,11 @@ class KeepAliveServer:
                         b'data: {"choices":[{"text":" b","finish_reason":"length"}]}\n\n'
                         b'data: {"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2}}\n\n'
                         b"data: [DONE]\n\n")
+                served += 1
+                self.answered += 1  # counted before it is sent: the client may finish before drain() returns
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\n"
                              b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
                 await writer.drain()
-                served += 1
-                self.answered += 1
                 if self.drop == "after-answer":
                     self.dropped += 1
                     return
@@ -251,11 +254,29 @@ def stale_server(request):
     thread.join(10)
 
 
+class Served:
+    """A FakeServer running in its own thread; ``stop()`` takes it down (nothing listens on its port after)."""
+
+    def __init__(self, server: FakeServer) -> None:
+        self.server = server
+        self.thread, self.loop, self.runner = _serve(server)
+        self.stopped = False
+
+    def stop(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+
+
 @pytest.fixture
-def server():
-    s = FakeServer()
-    thread, loop, runner = _serve(s)
+def served():
+    s = Served(FakeServer())
     yield s
-    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
+    s.stop()
+
+
+@pytest.fixture
+def server(served):
+    return served.server

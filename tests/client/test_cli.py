@@ -78,7 +78,7 @@ def test_read_timeout_bounds_a_silent_stream_and_is_recorded(server, tmp_path):
     server.set(Behaviour(interval_s=0.001, stall_after=2))
     p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "6", "--num-requests", "1",
                  "--warmup-requests", "0", "--read-timeout", "0.5", "--runs", str(tmp_path), "--json")
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 1 and "1 point(s) measured nothing (c=1)" in " ".join(p.stderr.split()), p.stderr
     run = Path(json.loads(p.stdout)["run_dir"])
     [rec] = read_requests(run).to_pylist()
     assert not rec["ok"] and "no data for 0.5s" in rec["error"] and "--read-timeout" in rec["error"]

@@ -34,7 +34,7 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> None:
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
     except UserError as e:
         err_console.print(f"[bold red]error:[/] {e}")
         sys.exit(2)
@@ -53,3 +53,9 @@ def main(argv: list[str] | None = None) -> None:
             err_console.print("[yellow]aborted[/]")
             sys.exit(130)
         raise
+    # Typer turns a KeyboardInterrupt into exit code 130 and, without standalone mode, returns it
+    # instead of exiting: dropping it made Ctrl-C exit 0.
+    if isinstance(code, int) and code:
+        if code == 130:
+            err_console.print("[yellow]interrupted[/]: everything recorded so far is kept on disk")
+        sys.exit(code)

@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+import secrets
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import msgspec
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from scoville.cli.runs_cmd import POINT_COLUMNS, points_table
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress
-from scoville.client.sweep import (Sweep, SweepInterrupted, SweepResult, emulator_target, resume_sweep,
-                                   run_sweep)
-from scoville.load import concurrency_sweep, parse_float_list, parse_int_list, rate_sweep
+from scoville.client.sweep import (Sweep, SweepInterrupted, SweepResult, check_options, emulator_target,
+                                   resume_hint, resume_sweep, run_sweep)
+from scoville.load import concurrency_sweep, parse_float_list, parse_int_list, rate_sweep, replay_point
 from scoville.power.sources import cost_per_hour, plan_power, system_info
 from scoville.results.catalog import resolve_run
 from scoville.results.store import read_journal, read_manifest
@@ -89,9 +92,17 @@ def power_note(manifest_power: dict[str, Any]) -> str:
 
 def _points(concurrency: str | None, rate: str | None, *, single: bool, num_requests: int | None,
             warmup_requests: int | None, duration: float | None, burstiness: float, max_concurrency: int | None,
-            default_concurrency: str):
+            default_concurrency: str, workload: Any = None):
+    """The load plan; a timed trace with neither --concurrency nor --rate replays once at its own (scaled) times."""
     if concurrency and rate:
         raise ClientError("give --concurrency or --rate, not both")
+    if not (concurrency or rate) and getattr(workload, "has_arrivals", False):
+        point = replay_point(workload)
+        if num_requests is not None or warmup_requests or duration is not None:
+            point = msgspec.structs.replace(point, num_requests=point.num_requests if num_requests is None
+                                            else num_requests, warmup_requests=warmup_requests or 0,
+                                            duration_s=duration)
+        return [point]
     if rate:
         rates = parse_float_list(rate)
         if single and len(rates) != 1:
@@ -120,17 +131,44 @@ def _refuse_flags_beside_resume(ctx: typer.Context) -> None:
                           "(only --url, --api-key, --runs and --json apply), or start a new run")
 
 
-def _print_result(result: SweepResult, manifest_power: dict[str, Any], json_out: bool) -> None:
+def failure_lines(result: SweepResult, labels: dict[int, str]) -> list[str]:
+    """One line per point with failed requests: how many, of what kind, and the commonest error."""
+    lines = []
+    for o in result.outcomes:
+        if not o.failed:
+            continue
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(o.errors.items(), key=lambda kv: -kv[1]))
+        head = "measured nothing: " if o.measured_nothing else ""
+        lines.append(f"point {labels.get(o.point, o.point)}: {head}{o.failed} of {o.requests} requests failed "
+                     f"({kinds}), most often: {o.top_error}")
+    return lines
+
+
+def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool) -> int:
+    """The summary; the exit code is 1 when a point measured nothing (every request of it failed)."""
     report = _write_report(result.run_dir)
+    manifest_power = manifest.get("power", {})
+    labels = {p["index"]: p.get("label") for p in manifest.get("load_plan", {}).get("points", [])}
+    empty = [labels.get(o.point, o.point) for o in result.outcomes if o.measured_nothing]
     if json_out:
         print(json.dumps({"run_dir": str(result.run_dir), "run_id": result.run_dir.name, "status": result.status,
                           "power": manifest_power, "report": str(report) if report else None,
-                          "points": result.rows}, indent=2, default=str))
-        return
-    out = Console()
-    out.print(points_table(f"{result.run_dir.name} ({result.status})", result.rows, POINT_COLUMNS))
-    out.print(power_note(manifest_power) + " — per-kW figures above use it")
-    out.print(f"run: {result.run_dir}" + (f"  report: {report}" if report else ""))
+                          "points": result.rows, "outcomes": [msgspec.to_builtins(o) for o in result.outcomes]},
+                         indent=2, default=str))
+    else:
+        out = Console()
+        out.print(points_table(f"{result.run_dir.name} ({result.status})", result.rows, POINT_COLUMNS))
+        out.print(power_note(manifest_power) + " — per-kW figures above use it")
+        seed = manifest.get("load_plan", {}).get("seed")
+        out.print(f"run: {result.run_dir}" + (f"  report: {report}" if report else "")
+                  + (f"  seed: {seed}" if seed is not None else ""))
+    for line in failure_lines(result, labels):
+        console.print(f"[yellow]failed[/]: {escape(line)}")
+    if empty:
+        console.print(f"[red]error[/]: {len(empty)} point(s) measured nothing ({', '.join(map(str, empty))}); "
+                      f"{resume_hint(result.run_dir)} measures them again")
+        return 1
+    return 0
 
 
 def register(app: typer.Typer) -> None:
@@ -151,7 +189,12 @@ def register(app: typer.Typer) -> None:
         num_requests: Annotated[Optional[int], typer.Option(help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
         warmup_requests: Annotated[Optional[int], typer.Option(help="Warm-up requests per point (default 2·C).")] = None,
         duration: Annotated[Optional[float], typer.Option(help="Stop sending after this many seconds per point.")] = None,
-        seed: Annotated[int, typer.Option(help="Workload and arrival seed.")] = 0,
+        seed: Annotated[Optional[int], typer.Option(help="Workload and arrival seed (default: a new one per run, so "
+                                                    "no prompt is in the server's cache; recorded in the "
+                                                    "manifest; give it to send the same prompts again).")] = None,
+        max_model_len: Annotated[Optional[int], typer.Option(help="The server's context window in tokens "
+                                                             "(default: what its /v1/models says); session "
+                                                             "scenarios and traces are shaped to fit it.")] = None,
         hardware: Annotated[Optional[str], typer.Option(help="Hardware name in the catalog (h200, b200, ...).")] = None,
         accelerators: Annotated[Optional[int], typer.Option(help="Accelerators serving the model.")] = None,
         power: Annotated[Optional[str], typer.Option(help="rated | all-in | nvml | csv (default rated when known).")] = None,
@@ -185,6 +228,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Measure a latency-throughput curve: closed-loop concurrency or open-loop rate points."""
         single = ctx.info_name == "run"
+        if seed is None:
+            seed = secrets.randbelow(2**31)
         progress = LiveProgress(console, enabled=not json_out and console.is_terminal)
         try:
             if resume:
@@ -192,8 +237,8 @@ def register(app: typer.Typer) -> None:
                 run_dir = resolve_run(runs, resume)
                 with progress:
                     result = resume_sweep(run_dir, api_key=api_key, base_url=url, observer=progress)
-                _print_result(result, read_manifest(result.run_dir).get("power", {}), json_out)
-                return
+                sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))
+            check_options(executor=executor, compat=compat, max_model_len=max_model_len)
             with contextlib.ExitStack() as stack:
                 emulator = None
                 default_c = DEFAULT_CONCURRENCY
@@ -223,7 +268,7 @@ def register(app: typer.Typer) -> None:
                                                               think_scale=think_scale))
                 points = _points(concurrency, rate, single=single, num_requests=num_requests,
                                  warmup_requests=warmup_requests, duration=duration, burstiness=burstiness,
-                                 max_concurrency=max_concurrency, default_concurrency=default_c)
+                                 max_concurrency=max_concurrency, default_concurrency=default_c, workload=workload)
                 n_acc = accelerators or int(system_defaults.get("accelerators") or 1)
                 if rated_watts is None and system_defaults.get("rated_watts_per_accelerator") and power != "all-in":
                     rated_watts = system_defaults["rated_watts_per_accelerator"]
@@ -236,8 +281,6 @@ def register(app: typer.Typer) -> None:
                 system = system_info(hardware, n_acc, plan, cost)
                 if ray_address and executor != "ray":
                     raise ClientError("--ray-address only applies with --executor ray")
-                if compat not in ("inferencex", "clean"):
-                    raise ClientError(f"unknown --compat {compat!r}; use inferencex or clean")
                 cfg = ClientConfig(base_url=target_url, model=model_name, api=api, api_key=api_key,
                                    ignore_eos=ignore_eos, timeout_s=timeout, read_timeout_s=read_timeout,
                                    vocab_size=vocab_size,
@@ -245,14 +288,14 @@ def register(app: typer.Typer) -> None:
                 sweep = Sweep(cfg=cfg, workload=workload, points=points, power=plan, system=system,
                               model={"name": model_name or None}, compat=compat, seed=seed, workers=workers,
                               emulator=emulator, executor=executor, ray_address=ray_address,
-                              ray_workers=ray_workers)
+                              ray_workers=ray_workers, max_model_len=max_model_len)
                 with progress:
                     result = run_sweep(sweep, runs, observer=progress, command=redacted_argv(sys.argv))
-            _print_result(result, plan.manifest(), json_out)
+            sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))
         except SweepInterrupted as e:
             kept = len(read_journal(e.result.run_dir))
             console.print(f"[yellow]interrupted[/]: {kept} finished requests kept in {e.result.run_dir}; "
-                          f"resume with: scoville sweep --resume {e.result.run_dir}")
+                          f"{resume_hint(e.result.run_dir)}")
             sys.exit(130)  # not typer.Exit: the app runs with standalone_mode=False, which drops its code
 
     app.command("sweep")(measure)

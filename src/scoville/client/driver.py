@@ -21,7 +21,7 @@ import aiohttp
 
 from scoville.client.config import ClientConfig
 from scoville.client import fastpath
-from scoville.client.fastpath import FastHTTP
+from scoville.client.fastpath import KEEPALIVE_IDLE_S, FastHTTP
 from scoville.client.request import Prompts, send_request, send_request_fast
 from scoville.load import LoadPoint, session_start_offsets
 from scoville.results.schema import RequestRecord
@@ -64,6 +64,8 @@ def request_cap(point: LoadPoint) -> int | None:
 
 
 def session_count(point: LoadPoint) -> int:
+    if point.sessions is not None:
+        return point.sessions
     cap = request_cap(point)
     return DURATION_ONLY_SESSIONS if cap is None else cap
 
@@ -74,8 +76,10 @@ def point_sessions(workload, point: LoadPoint) -> list[Session]:
 
 
 def make_connector() -> aiohttp.TCPConnector:
-    # No pool limit: the driver, not the connector, decides how many requests are in flight.
-    return aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300, enable_cleanup_closed=False)
+    # No pool limit: the driver, not the connector, decides how many requests are in flight. Idle
+    # connections are dropped before a server's keep-alive (uvicorn: 5 s) can close them under a request.
+    return aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300, enable_cleanup_closed=False,
+                                keepalive_timeout=KEEPALIVE_IDLE_S)
 
 
 def make_timeout(cfg: ClientConfig) -> aiohttp.ClientTimeout:
@@ -105,6 +109,7 @@ async def drive_point(
     worker: str | None = None,
     stop: Callable[[], bool] = lambda: False,
     workload: Any = None,
+    salt: int = 0,
 ) -> None:
     """Run (this process's share of) one load point.
 
@@ -113,16 +118,18 @@ async def drive_point(
     loop: each session in ``open_sessions`` (default all) starts at its
     arrival offset from ``t_start``; ``max_in_flight`` caps requests in flight.
     ``t_start`` is on the run clock (``perf_counter() - t0``). ``workload``,
-    when given, lets a timed trace supply its own arrival times.
+    when given, lets a timed trace supply its own arrival times. ``salt`` (the
+    run's attempt number) makes the prompts of a resumed attempt new to the server.
     """
-    prompts = Prompts(cfg)
+    prompts = Prompts(cfg, salt)
     deadline = t_start + point.duration_s if point.duration_s else None
     perf = time.perf_counter
 
     exhausted = False
+    failure: list[BaseException] = []  # the first error of an open-loop arrival (no socket left): ends the point
 
     def over() -> bool:
-        return exhausted or stop() or (deadline is not None and perf() - t0 >= deadline)
+        return exhausted or bool(failure) or stop() or (deadline is not None and perf() - t0 >= deadline)
 
     fast = FastHTTP(cfg.base_url, t0) if cfg.base_url.startswith("http://") and fastpath.AVAILABLE else None
     async with aiohttp.ClientSession(connector=make_connector(), timeout=make_timeout(cfg),
@@ -181,6 +188,11 @@ async def drive_point(
             if not over():
                 await run_session(sessions[i])
 
+        def settle(task: asyncio.Task, tasks: set[asyncio.Task]) -> None:
+            tasks.discard(task)
+            if not task.cancelled() and task.exception() is not None and not failure:
+                failure.append(task.exception())  # retrieved here, raised once the arrivals in flight end
+
         async def schedule() -> None:
             # Start arrivals in order without creating 100k sleeping tasks at once.
             tasks: set[asyncio.Task] = set()
@@ -192,9 +204,11 @@ async def drive_point(
                     await asyncio.sleep(delay)
                 task = asyncio.ensure_future(arrival(i))
                 tasks.add(task)
-                task.add_done_callback(tasks.discard)
+                task.add_done_callback(lambda t: settle(t, tasks))
             if tasks:
-                await asyncio.gather(*tasks)
+                await asyncio.gather(*tasks, return_exceptions=True)
+            if failure:
+                raise failure[0]
 
         try:
             await schedule()

@@ -228,8 +228,8 @@ class FastHTTP:
         try:
             sock = socket.socket(family, socket.SOCK_STREAM)
         except OSError as e:  # EMFILE / ENFILE: out of file descriptors here, whatever the server does
-            raise ClientLimitError(f"cannot open a socket: {e.strerror}; raise the open-file limit "
-                                   "(ulimit -n) or lower the concurrency") from None
+            raise ClientLimitError(f"cannot open a socket: {e.strerror}; raise the open-file limit (ulimit -n) "
+                                   "or cap the requests in flight (--concurrency, --max-concurrency)") from None
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)

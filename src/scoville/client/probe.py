@@ -1,7 +1,9 @@
 """Before a sweep: is the server there, which model does it serve, which request fields does it take.
 
 Fails fast with one line naming the URL when nothing answers, so a typo in
-``--url`` costs a second, not a sweep of timeouts. Detects whether the server
+``--url`` costs a second, not a sweep of timeouts. Reads the served model's
+context window (``max_model_len``, which vLLM lists in ``/v1/models``) so
+session workloads can be shaped to fit it. Detects whether the server
 accepts vLLM's extension fields (``ignore_eos``, ``min_tokens``,
 ``continuous_usage_stats``) by sending one tiny request with them and, on a
 4xx, one without; the answer is kept in ``ClientConfig.extensions`` and the
@@ -19,6 +21,7 @@ from scoville.client.driver import new_loop
 from scoville.client.errors import ClientError
 from scoville.client.request import Prompts
 from scoville.client.sse import SSEError, StreamParser
+from scoville.results.schema import MAX_COUNT
 from scoville.workload.spec import RequestSpec
 
 _PROBE = RequestSpec(request_id="probe", input_tokens=8, output_tokens=2, prompt_seed=7)
@@ -30,20 +33,27 @@ def _why(e: aiohttp.ClientError) -> str:
     return f"{type(e).__name__}: {' '.join(str(detail).split())[:100]}"
 
 
-async def _models(http: aiohttp.ClientSession, cfg: ClientConfig) -> list[str]:
+def _context_window(entry: dict[str, Any]) -> int | None:
+    """A model entry's ``max_model_len`` when it is a sane token count (anything else is ignored)."""
+    value = entry.get("max_model_len")
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 < value <= MAX_COUNT else None
+
+
+async def _models(http: aiohttp.ClientSession, cfg: ClientConfig) -> dict[str, int | None]:
+    """Served model ids, each with its context window when the server says it."""
     try:
         async with http.get(f"{cfg.base_url}/v1/models", headers=cfg.headers()) as resp:
             if resp.status == 401:
                 raise ClientError(f"{cfg.base_url} wants an API key (HTTP 401); pass --api-key")
             if resp.status != 200:
-                return []
+                return {}
             data = await resp.json(content_type=None)
             listed = data.get("data") if isinstance(data, dict) else None
-            return [m.get("id") for m in listed or [] if isinstance(m, dict) and m.get("id")]
+            return {str(m["id"]): _context_window(m) for m in listed or [] if isinstance(m, dict) and m.get("id")}
     except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, asyncio.TimeoutError) as e:
         raise ClientError(f"cannot reach {cfg.base_url}: is the server running? ({type(e).__name__}: {e})") from None
     except (aiohttp.ContentTypeError, ValueError):
-        return []
+        return {}
     except aiohttp.ClientError as e:  # something answered, but not as an HTTP server (wrong port?)
         raise ClientError(f"{cfg.base_url} did not answer as an HTTP server; check --url ({_why(e)})") from None
 
@@ -70,7 +80,7 @@ async def _probe(cfg: ClientConfig) -> dict[str, Any]:
         if not cfg.model:
             if not models:
                 raise ClientError(f"{cfg.base_url} lists no models at /v1/models; pass --model NAME")
-            cfg.model = models[0]
+            cfg.model = next(iter(models))
         elif models and cfg.model not in models:
             raise ClientError(f"{cfg.base_url} does not serve model {cfg.model!r}; it serves: {', '.join(models)}")
         try:
@@ -89,11 +99,15 @@ async def _probe(cfg: ClientConfig) -> dict[str, Any]:
         if status == 404:
             raise ClientError(f"{cfg.endpoint} not found (HTTP 404); try --api {'completions' if cfg.api == 'chat' else 'chat'}")
         if status != 200 or text:
-            raise ClientError(f"{cfg.endpoint} rejected a test request (HTTP {status}): {text}")
-    return {"models": models, "extensions": cfg.extensions}
+            raise ClientError(f"{cfg.endpoint} rejected a test request (HTTP {status}): {cfg.redact(text)}")
+    return {"models": list(models), "extensions": cfg.extensions, "max_model_len": models.get(cfg.model)}
 
 
 def probe(cfg: ClientConfig) -> dict[str, Any]:
-    """Check the target and settle ``cfg.model`` and ``cfg.extensions``; ClientError with one line when unusable."""
+    """Check the target and settle ``cfg.model`` and ``cfg.extensions``; ClientError with one line when unusable.
+
+    Returns ``models`` (served ids), ``extensions`` and ``max_model_len`` (the
+    model's context window, None when the server does not list it).
+    """
     with asyncio.Runner(loop_factory=new_loop) as runner:
         return runner.run(_probe(cfg))

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.text import Text
 
 from scoville.load import LoadPoint
@@ -85,3 +86,7 @@ class LiveProgress:
             f"TTFT p50 {(row.get('ttft_s_median') or 0) * 1e3:.1f} ms  "
             f"TPOT p50 {(tpot or 0) * 1e3:.2f} ms  "
             f"{row.get('output_throughput') or 0:.0f} out tok/s")
+
+    def warn(self, message: str) -> None:
+        """A finding about the measurement itself (cached prompts): said at once, on stderr, in or out of a terminal."""
+        self.console.print(f"[yellow]warning[/]: {escape(message)}")

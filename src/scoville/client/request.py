@@ -53,15 +53,19 @@ def request_body(cfg: ClientConfig, spec: RequestSpec, prompt: list[int] | str) 
 
 
 class Prompts:
-    """Turns specs into what goes on the wire, and says how input tokens will be counted."""
+    """Turns specs into what goes on the wire, and says how input tokens will be counted.
 
-    def __init__(self, cfg: ClientConfig) -> None:
-        self.cfg = cfg
+    ``salt`` is the attempt number of the run: a resumed attempt sends prompts
+    the server cannot have cached from the attempt it replaces.
+    """
+
+    def __init__(self, cfg: ClientConfig, salt: int = 0) -> None:
+        self.cfg, self.salt = cfg, salt
         self.text = PromptText(cfg.tokenizer, cfg.vocab_size) if cfg.api == "chat" else None
 
     def build(self, spec: RequestSpec) -> tuple[bytes, int, str]:
         """(encoded body, input-token count, that count's source) of one request."""
-        ids = prompt_token_ids(spec, self.cfg.vocab_size)
+        ids = prompt_token_ids(spec, self.cfg.vocab_size, self.salt)
         if self.text is None:
             return _encode(request_body(self.cfg, spec, ids)), len(ids), "exact"
         text, n, source = self.text.render(ids)
@@ -143,7 +147,7 @@ def _connect_error(cfg: ClientConfig, e: aiohttp.ClientConnectorError) -> str:
     err = e.os_error
     if isinstance(err, OSError) and err.errno in (errno.EMFILE, errno.ENFILE):
         raise ClientLimitError(f"cannot open a socket: {err.strerror}; raise the open-file limit (ulimit -n) "
-                               "or lower the concurrency") from None
+                               "or cap the requests in flight (--concurrency, --max-concurrency)") from None
     return f"cannot connect to {cfg.base_url}: {err or e}"
 
 

@@ -12,7 +12,10 @@ which is never stored) and redoes only the points without a Parquet file.
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Protocol
@@ -21,16 +24,21 @@ import msgspec
 
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
+from scoville.client.fastpath import ClientLimitError
 from scoville.client.probe import probe
-from scoville.client.workers import WorkerPool, auto_workers, run_point_here
+from scoville.client.workers import WorkerPool, auto_workers, ensure_open_files, run_point_here
+from scoville.errors import UserError
 from scoville.load import LoadPoint
-from scoville.metrics import recompute
+from scoville.metrics import COMPAT_MODES, recompute
 from scoville.power.csv_meter import read_power_csv
 from scoville.power.nvml import NvmlSampler
 from scoville.power.sources import PowerError, PowerPlan
 from scoville.results.manifest import base_manifest
-from scoville.results.schema import RequestRecord
-from scoville.results.store import POWER, RunWriter, finished_points, read_manifest
+from scoville.results.schema import PointOutcome, RequestRecord
+from scoville.results.store import POWER, RunError, RunLock, RunWriter, measured_points, read_journal, read_manifest
+from scoville.workload.scenarios import fit_context
+
+EXECUTORS = ("local", "ray")
 
 
 class Observer(Protocol):
@@ -39,6 +47,7 @@ class Observer(Protocol):
     def start_point(self, point: LoadPoint, position: int, total: int) -> None: ...
     def record(self, rec: RequestRecord) -> None: ...
     def end_point(self, point: LoadPoint, row: dict[str, Any] | None) -> None: ...
+    def warn(self, message: str) -> None: ...
 
 
 class _Silent:
@@ -49,6 +58,9 @@ class _Silent:
         pass
 
     def end_point(self, point: LoadPoint, row: dict[str, Any] | None) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
         pass
 
 
@@ -71,6 +83,7 @@ class Sweep:
     executor: str = "local"             # local (worker processes here) | ray (client actors on a cluster)
     ray_address: str | None = None
     ray_workers: int = 2
+    max_model_len: int | None = None    # the server's context window; None = as its /v1/models says
 
 
 @dataclass
@@ -78,14 +91,34 @@ class SweepResult:
     run_dir: Path
     rows: list[dict[str, Any]]
     status: str
+    outcomes: list[PointOutcome] = field(default_factory=list)
+
+
+def resume_hint(run_dir: Path) -> str:
+    return f"resume with: scoville sweep --resume {run_dir}"
 
 
 class SweepInterrupted(Exception):
-    """Ctrl-C: the run was stopped and marked "interrupted"; ``run_dir`` can be resumed."""
+    """Ctrl-C or SIGTERM: the run was stopped and marked "interrupted"; ``run_dir`` can be resumed."""
 
     def __init__(self, result: SweepResult) -> None:
-        super().__init__(f"interrupted; resume with: scoville sweep --resume {result.run_dir}")
+        super().__init__(f"interrupted; {resume_hint(result.run_dir)}")
         self.result = result
+
+
+class SweepStopped(ClientError):
+    """The sweep could not go on (server gone, disk full, no sockets left); the run is kept as "interrupted"."""
+
+    def __init__(self, why: str, result: SweepResult) -> None:
+        kept = len(read_journal(result.run_dir))
+        super().__init__(f"{why}; the {kept} finished requests are kept; {resume_hint(result.run_dir)}")
+        self.result = result
+
+
+class _ServerGone(Exception):
+    def __init__(self, outcome: PointOutcome, label: str) -> None:
+        super().__init__(f"every request of point {label} failed to connect ({outcome.top_error}); "
+                         "is the server still running?")
 
 
 def load_plan(points: list[LoadPoint], seed: int, workers: int) -> dict[str, Any]:
@@ -104,18 +137,14 @@ def workload_from_dict(d: dict[str, Any]) -> Any:
         from scoville.workload.synthetic import SyntheticWorkload
 
         return SyntheticWorkload(**d)
-    try:
-        from scoville.workload import sessions as session_workloads
-    except ImportError:
-        session_workloads = None
-    builder = getattr(session_workloads, "workload_from_dict", None)
-    if builder is None:
-        raise ClientError(f"cannot resume a run of workload kind {d.get('kind')!r} with this scoville")
-    return builder(d)
+    from scoville.workload.sessions import workload_from_dict as rebuild
+
+    return rebuild(d)
 
 
 def _manifest(sweep: Sweep, workers: int, probe_info: dict[str, Any], command: list[str] | None) -> dict[str, Any]:
-    target = dict(sweep.cfg.to_manifest(), models_served=probe_info.get("models", []))
+    target = dict(sweep.cfg.to_manifest(), models_served=probe_info.get("models", []),
+                  max_model_len=sweep.max_model_len)
     if sweep.emulator is not None:
         target["emulator"] = sweep.emulator
     model = dict(sweep.model)
@@ -124,6 +153,27 @@ def _manifest(sweep: Sweep, workers: int, probe_info: dict[str, Any], command: l
                       workload=_workload_dict(sweep.workload), load_plan=load_plan(sweep.points, sweep.seed, workers),
                       power=sweep.power.manifest(), compat=sweep.compat, slo=sweep.slo, command=command)
     return m
+
+
+def point_outcome(point: int, attempt: int, t_start: float, records: list[RequestRecord],
+                  reuses_prefixes: bool) -> PointOutcome:
+    """How one attempt at a point went (see ``PointOutcome``)."""
+    failed = [r for r in records if not r.ok]
+    messages = Counter((r.error or "")[:160] for r in failed)
+    ok = [r for r in records if r.ok]
+    cached = sum(r.cached_tokens or 0 for r in ok)
+    return PointOutcome(
+        point=point, attempt=attempt, t_start=t_start, requests=len(records), ok=sum(1 for r in ok if not r.warmup),
+        failed=len(failed), errors=dict(Counter(r.error_kind or "stream" for r in failed)),
+        top_error=messages.most_common(1)[0][0] if messages else None, cached_tokens=cached,
+        input_tokens=sum(r.input_tokens for r in ok), unexpected_cache_hits=cached > 0 and not reuses_prefixes)
+
+
+def cache_warning(label: str, outcome: PointOutcome) -> str:
+    share = outcome.cached_tokens / outcome.input_tokens if outcome.input_tokens else 0.0
+    return (f"point {label}: the server reported {outcome.cached_tokens} cached prompt tokens ({share:.0%} of input) "
+            "on a workload whose prompts should all be new; its prefix cache held them from an earlier run "
+            "(the same --seed?), so TTFT is too low. Rerun without --seed, or restart the server")
 
 
 def _flush_power(writer: RunWriter, sampler: NvmlSampler | None) -> None:
@@ -140,85 +190,182 @@ def _write_csv_power(writer: RunWriter, plan: PowerPlan) -> None:
     writer.write_power(samples)
 
 
-def _execute(writer: RunWriter, sweep: Sweep, workers: int, observer: Observer) -> SweepResult:
-    done = finished_points(writer.run_dir)
-    todo = [p for p in sweep.points if p.index not in done]
-    writer.manifest.setdefault("clock", {}).setdefault("segments", []).append(
-        {"t": writer.now(), "unix": time.time()})
-    writer.save_manifest()
-    sampler = None
-    if sweep.power.source == "nvml":
-        sampler = NvmlSampler(writer.now, devices=sweep.power.nvml_devices)
-        writer.manifest["power"]["nvml_device_names"] = sampler.names
-        sampler.start()
-    pool = _point_runner(sweep, workers)
-    if hasattr(pool, "describe"):
-        writer.manifest["executor"] = pool.describe()
-        writer.save_manifest()
-    status, rows = "interrupted", []
-    power_error: PowerError | None = None
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, a batch system, a container stop) stops the sweep as Ctrl-C does.
+
+    It is handed to whatever handles SIGINT at that moment (the event loop's
+    runner cancels in-flight requests; elsewhere a KeyboardInterrupt), so the
+    run ends "interrupted" and resumable instead of killed "running".
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def forward(signum: int, frame: Any) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):
+            raise KeyboardInterrupt
+        handler(signal.SIGINT, frame)
+
+    previous = signal.signal(signal.SIGTERM, forward)
     try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _uninterruptible() -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while the run is being closed.
+
+    A second Ctrl-C used to land in the middle of closing the run and leave it
+    "running" with the exit code 0; closing takes seconds at most.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _flush_energy(writer: RunWriter, sampler: NvmlSampler | None, mark: dict[str, Any] | None, point: int) -> None:
+    if sampler is None or mark is None:
+        return
+    end = sampler.mark()
+    if end["joules"]:
+        writer.manifest["power"].setdefault("energy_counter", []).append(
+            {"point": point, "t_start": mark["t"], "t_end": end["t"],
+             "joules": {d: end["joules"][d] - mark["joules"].get(d, 0.0) for d in end["joules"]}})
+    _flush_power(writer, sampler)
+
+
+def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSampler | None, point: LoadPoint,
+                   observer: Observer) -> PointOutcome:
+    """Send one point, journal every record as it comes, compact it, and record how it went."""
+    records: list[RequestRecord] = []
+
+    def on_record(rec: RequestRecord) -> None:
+        writer.record(rec)
+        records.append(rec)
+        observer.record(rec)
+
+    mark = sampler.mark() if sampler is not None else None
+    t_start = writer.now()
+    kwargs = dict(t0=writer.t0, t_start=t_start, on_record=on_record, seed=sweep.seed, salt=writer.attempt)
+    if pool is not None:
+        pool.run_point(point, **kwargs)
+    else:
+        run_point_here(sweep.cfg, sweep.workload, point, **kwargs)
+    _flush_energy(writer, sampler, mark, point.index)
+    writer.write_point(point.index, records)
+    outcome = point_outcome(point.index, writer.attempt, t_start, records,
+                            getattr(sweep.workload, "reuses_prefixes", True))
+    writer.manifest.setdefault("point_results", {})[str(point.index)] = msgspec.to_builtins(outcome)
+    writer.save_manifest()
+    rows = recompute(writer.run_dir)
+    observer.end_point(point, next((r for r in rows if r["point"] == point.index), None))
+    if outcome.unexpected_cache_hits:
+        observer.warn(cache_warning(point.label(), outcome))
+    return outcome
+
+
+def _start_sampler(writer: RunWriter, sweep: Sweep) -> NvmlSampler | None:
+    if sweep.power.source != "nvml":
+        return None
+    sampler = NvmlSampler(writer.now, devices=sweep.power.nvml_devices)
+    writer.manifest["power"]["nvml_device_names"] = sampler.names
+    sampler.start()
+    return sampler
+
+
+def _close_run(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSampler | None,
+               status: str) -> tuple[list[dict[str, Any]], UserError | None]:
+    """Stop the load and the power sampler, store what they hold, mark the run; every step is tried.
+
+    Returns the metric rows and the first error met (a full disk can fail each
+    step); the caller reports it once the run is marked.
+    """
+    errors: list[UserError] = []
+    rows: list[dict[str, Any]] = []
+    if hasattr(pool, "describe"):  # final worker list, clock offsets and losses
+        writer.manifest["executor"] = pool.describe()
+    if pool is not None:
+        pool.close()
+    if sampler is not None:
+        sampler.stop()
+        with contextlib.suppress(RunError):
+            _flush_power(writer, sampler)
+    if sweep.power.source == "csv" and sweep.power.csv_path:
+        try:
+            _write_csv_power(writer, sweep.power)
+        except PowerError as e:  # the requests are on disk: finish the run first, then say why
+            errors.append(PowerError(f"{e} (the measured requests are kept in {writer.run_dir})"))
+        except RunError as e:
+            errors.append(e)
+    try:
+        rows = recompute(writer.run_dir)
+    except RunError as e:
+        errors.append(e)
+    try:
+        writer.finish(status)
+    except RunError as e:
+        errors.append(e)
+    return rows, errors[0] if errors else None
+
+
+def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> SweepResult:
+    """Measure the points the run still lacks; end the run "complete" or "interrupted", never "running"."""
+    done = measured_points(writer.run_dir)
+    todo = [p for p in sweep.points if p.index not in done]
+    outcomes: list[PointOutcome] = []
+    status, stop_error = "interrupted", None
+    sampler = None
+    try:
+        writer.manifest.setdefault("clock", {}).setdefault("segments", []).append(
+            {"t": writer.now(), "unix": time.time()})
+        if hasattr(pool, "describe"):
+            writer.manifest["executor"] = pool.describe()
+        writer.save_manifest()
+        sampler = _start_sampler(writer, sweep)
         for position, point in enumerate(todo):
             observer.start_point(point, position, len(todo))
-            records: list[RequestRecord] = []
-
-            def on_record(rec: RequestRecord) -> None:
-                writer.record(rec)
-                records.append(rec)
-                observer.record(rec)
-
-            mark = sampler.mark() if sampler is not None else None
-            kwargs = dict(t0=writer.t0, t_start=writer.now(), on_record=on_record, seed=sweep.seed)
-            if pool is not None:
-                pool.run_point(point, **kwargs)
-            else:
-                run_point_here(sweep.cfg, sweep.workload, point, **kwargs)
-            if sampler is not None:
-                end = sampler.mark()
-                if end["joules"]:
-                    writer.manifest["power"].setdefault("energy_counter", []).append(
-                        {"point": point.index, "t_start": mark["t"], "t_end": end["t"],
-                         "joules": {d: end["joules"][d] - mark["joules"].get(d, 0.0) for d in end["joules"]}})
-                    writer.save_manifest()
-            _flush_power(writer, sampler)
-            writer.write_point(point.index, records)
-            rows = recompute(writer.run_dir)
-            observer.end_point(point, next((r for r in rows if r["point"] == point.index), None))
+            outcomes.append(_measure_point(writer, sweep, pool, sampler, point, observer))
+            if outcomes[-1].server_unreachable:
+                raise _ServerGone(outcomes[-1], point.label())
         status = "complete"
     except KeyboardInterrupt:
         pass
+    except (UserError, ClientLimitError, _ServerGone) as e:
+        stop_error = e
     finally:
-        if hasattr(pool, "describe"):  # final worker list, clock offsets and losses
-            writer.manifest["executor"] = pool.describe()
-        if pool is not None:
-            pool.close()
-        if sampler is not None:
-            sampler.stop()
-            _flush_power(writer, sampler)
-        if sweep.power.source == "csv" and sweep.power.csv_path:
-            try:
-                _write_csv_power(writer, sweep.power)
-            except PowerError as e:  # the requests are on disk: finish the run first, then say why
-                power_error = PowerError(f"{e} (the measured requests are kept in {writer.run_dir})")
-        rows = recompute(writer.run_dir)
-        writer.finish(status)
-    if power_error is not None:
-        raise power_error
-    result = SweepResult(writer.run_dir, rows, status)
+        with _uninterruptible():
+            rows, close_error = _close_run(writer, sweep, pool, sampler, status)
+    result = SweepResult(writer.run_dir, rows, status, outcomes)
+    if stop_error is not None:
+        raise SweepStopped(str(stop_error), result)
+    if close_error is not None:
+        if isinstance(close_error, PowerError):
+            raise close_error
+        raise SweepStopped(str(close_error), result)
     if status == "interrupted":
         raise SweepInterrupted(result)
     return result
 
 
 def _point_runner(sweep: Sweep, workers: int) -> Any:
-    """What drives each point: Ray client actors, local worker processes, or (None) this process."""
+    """What drives each point, started now: Ray client actors, local worker processes, or (None) this process."""
     if sweep.executor == "ray":
         from scoville.executor.loadgen import RayLoadCoordinator  # imports Ray only when asked
 
-        return RayLoadCoordinator(sweep.cfg, sweep.workload, workers=sweep.ray_workers,
-                                  ray_address=sweep.ray_address)
-    if sweep.executor != "local":
-        raise ClientError(f"unknown --executor {sweep.executor!r}; use local or ray")
+        coordinator = RayLoadCoordinator(sweep.cfg, sweep.workload, workers=sweep.ray_workers,
+                                         ray_address=sweep.ray_address)
+        coordinator.start_workers()
+        return coordinator
     return WorkerPool(workers, sweep.cfg, sweep.workload) if workers > 1 else None
 
 
@@ -228,21 +375,63 @@ def _workers_for(sweep: Sweep) -> int:
     return auto_workers(max((p.concurrency or 1) for p in sweep.points) if sweep.points else 1)
 
 
+def check_options(*, executor: str, compat: str, max_model_len: int | None) -> None:
+    """The named choices of a sweep, checked before anything starts (an emulator, a probe, a run)."""
+    if executor not in EXECUTORS:
+        raise ClientError(f"unknown --executor {executor!r}; use local or ray")
+    if executor == "ray":
+        from scoville.executor.ray_executor import ray_module
+
+        ray_module()  # a one-line error naming the install command when Ray is missing
+    if compat not in COMPAT_MODES:
+        raise ClientError(f"unknown --compat {compat!r}; use inferencex or clean")
+    if max_model_len is not None and max_model_len < 2:
+        raise ClientError(f"--max-model-len must be at least 2 tokens (got {max_model_len})")
+
+
+def validate(sweep: Sweep) -> None:
+    """Everything that can be checked before a request is sent or a run directory made (ClientError, one line)."""
+    if not sweep.points:
+        raise ClientError("nothing to measure: the load plan has no points")
+    check_options(executor=sweep.executor, compat=sweep.compat, max_model_len=sweep.max_model_len)
+    if sweep.executor == "local":
+        workers = _workers_for(sweep)
+        widest = max((p.concurrency or 0) for p in sweep.points)
+        ensure_open_files(-(-widest // workers))
+
+
+def _fit(sweep: Sweep, probe_info: dict[str, Any]) -> None:
+    """Shape the workload to the server's context window (the flag's, else the one /v1/models gives)."""
+    sweep.max_model_len = sweep.max_model_len or probe_info.get("max_model_len")
+    if sweep.max_model_len:
+        # Chat prompts gain the chat template's tokens on the server; leave them room.
+        margin = 0 if sweep.cfg.api == "completions" else max(32, sweep.max_model_len // 50)
+        sweep.workload = fit_context(sweep.workload, sweep.max_model_len - margin)
+
+
 def run_sweep(sweep: Sweep, runs_root: Path, *, observer: Observer | None = None,
               command: list[str] | None = None) -> SweepResult:
     """Measure every point of ``sweep`` into a new run under ``runs_root``.
 
-    Raises ClientError (one line) when the target is unusable, before any run
-    directory is created; SweepInterrupted after Ctrl-C, with the run kept.
+    Raises ClientError (one line) when the target is unusable or an option is
+    wrong, before any run directory is created; SweepInterrupted after Ctrl-C
+    or SIGTERM, and SweepStopped when the sweep cannot go on, with the run kept.
     """
-    if not sweep.points:
-        raise ClientError("nothing to measure: the load plan has no points")
-    info = probe(sweep.cfg)
-    if sweep.power.source == "nvml":  # fail before a run directory exists
-        NvmlSampler(time.perf_counter, devices=sweep.power.nvml_devices).stop()
-    workers = _workers_for(sweep)
-    writer = RunWriter.create(runs_root, _manifest(sweep, workers, info, command))
-    return _execute(writer, sweep, workers, observer or _Silent())
+    validate(sweep)
+    with _terminate_as_interrupt():
+        info = probe(sweep.cfg)
+        _fit(sweep, info)
+        if sweep.power.source == "nvml":  # fail before a run directory exists
+            NvmlSampler(time.perf_counter, devices=sweep.power.nvml_devices).stop()
+        workers = _workers_for(sweep)
+        pool = _point_runner(sweep, workers)
+        try:
+            writer = RunWriter.create(runs_root, _manifest(sweep, workers, info, command))
+        except BaseException:
+            if pool is not None:
+                pool.close()
+            raise
+        return _execute(writer, sweep, pool, observer or _Silent())
 
 
 def sweep_from_manifest(manifest: dict[str, Any], *, api_key: str | None = None,
@@ -267,7 +456,7 @@ def sweep_from_manifest(manifest: dict[str, Any], *, api_key: str | None = None,
                  system=manifest.get("system") or {}, model=manifest.get("model") or {},
                  serving=manifest.get("serving") or {}, compat=manifest.get("compat", "inferencex"),
                  seed=int(plan_info.get("seed", 0)), workers=int(plan_info.get("workers") or 0),
-                 emulator=emulator, slo=manifest.get("slo") or None)
+                 emulator=emulator, slo=manifest.get("slo") or None, max_model_len=target.get("max_model_len"))
 
 
 @contextlib.contextmanager
@@ -285,19 +474,39 @@ def emulator_target(hardware: str, model: str, config: dict[str, Any] | None = N
 
 def resume_sweep(run_dir: Path, *, api_key: str | None = None, base_url: str | None = None,
                  observer: Observer | None = None) -> SweepResult:
-    """Continue an interrupted or killed run: skip finished points, redo the rest."""
-    manifest = read_manifest(run_dir)
-    if manifest.get("source") != "measured":
-        raise ClientError(f"{run_dir} is a {manifest.get('source')} run; only measured runs resume here")
-    sweep = sweep_from_manifest(manifest, api_key=api_key, base_url=base_url)
-    with contextlib.ExitStack() as stack:
-        if sweep.emulator is not None and not base_url:
-            handle = stack.enter_context(emulator_target(sweep.emulator["hardware"], sweep.emulator["model"],
-                                                         sweep.emulator.get("config"), api_key))
-            sweep.cfg.base_url = handle.base_url
-        probe(sweep.cfg)
-        writer = RunWriter.resume(run_dir)
+    """Continue an interrupted or killed run: keep the points that measured something, redo the rest.
+
+    The run's lock is taken first, so a run still being measured (or resumed
+    elsewhere) is refused in one line before anything is started or sent.
+    """
+    lock = RunLock(run_dir)
+    try:
+        manifest = read_manifest(run_dir)
+        if manifest.get("source") != "measured":
+            raise ClientError(f"{run_dir} is a {manifest.get('source')} run; only measured runs resume here")
+        sweep = sweep_from_manifest(manifest, api_key=api_key, base_url=base_url)
+        validate(sweep)
+    except BaseException:
+        lock.release()
+        raise
+    with contextlib.ExitStack() as stack, _terminate_as_interrupt():
+        try:
+            if sweep.emulator is not None and not base_url:
+                handle = stack.enter_context(emulator_target(sweep.emulator["hardware"], sweep.emulator["model"],
+                                                             sweep.emulator.get("config"), api_key))
+                sweep.cfg.base_url = handle.base_url
+            probe(sweep.cfg)
+            pool = _point_runner(sweep, _workers_for(sweep))
+        except BaseException:
+            lock.release()
+            raise
+        try:
+            writer = RunWriter.resume(run_dir, lock=lock)
+        except BaseException:
+            if pool is not None:
+                pool.close()
+            raise
         target = writer.manifest["target"]
         if target.get("base_url") != sweep.cfg.base_url:  # --url given, or a fresh emulator on a new port
             target.update(base_url=sweep.cfg.base_url, endpoint=sweep.cfg.endpoint)
-        return _execute(writer, sweep, _workers_for(sweep), observer or _Silent())
+        return _execute(writer, sweep, pool, observer or _Silent())

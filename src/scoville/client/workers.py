@@ -17,9 +17,11 @@ their pipes, which ends them.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import math
 import multiprocessing as mp
 import os
+import resource
 import signal
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
@@ -30,6 +32,7 @@ from scoville.client.config import ClientConfig
 from scoville.client.driver import (LocalCounters, drive_point, point_sessions, request_cap, run_async,
                                     session_count)
 from scoville.client.errors import ClientError
+from scoville.client.fastpath import ClientLimitError
 from scoville.load import LoadPoint
 from scoville.results.schema import RequestRecord
 
@@ -38,11 +41,33 @@ _decode = msgspec.msgpack.Decoder(RequestRecord).decode
 # Streams one event loop drives at >= 50k chunks/s with p99 timestamp lag well under 1 ms on the
 # raw-socket path (bench/bench_client.py); wider points get more processes, up to the cores.
 LANES_PER_WORKER = 256
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# Descriptors a client process holds besides its sockets: the interpreter, pipes, the event loop.
+_BASE_FILES = 64
 
 
 def auto_workers(point_lanes: int) -> int:
     """Worker processes for the widest point: one loop up to LANES_PER_WORKER lanes, then more, up to the cores."""
     return max(1, min(os.cpu_count() or 1, math.ceil(point_lanes / LANES_PER_WORKER)))
+
+
+def ensure_open_files(streams: int) -> None:
+    """Raise the soft open-file limit to the hard one (workers inherit it); refuse what cannot fit.
+
+    ``streams`` is the most connections one client process will hold at once
+    (0 when not known, as for an uncapped --rate point). Without this, a
+    sweep at 256 streams under ``ulimit -n 256`` failed in the middle with
+    EMFILE; now it runs, or stops before it starts with one line.
+    """
+    need = streams + _BASE_FILES
+    infinite = resource.RLIM_INFINITY
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != infinite and hard < need:
+        raise ClientError(f"{streams} concurrent streams need about {need} open files, but this shell allows "
+                          f"{hard} (ulimit -Hn); raise the limit or lower --concurrency / --workers")
+    target = hard if hard != infinite else max(soft, need)
+    if soft != infinite and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def split(total: int, parts: int) -> list[int]:
@@ -83,19 +108,35 @@ class _SharedCounters:
 
 
 def run_point_here(cfg: ClientConfig, workload: Any, point: LoadPoint, *, t0: float, t_start: float,
-                   on_record: Callable[[RequestRecord], None], seed: int = 0) -> None:
+                   on_record: Callable[[RequestRecord], None], seed: int = 0, salt: int = 0) -> None:
     """Drive a whole point in this process (Ctrl-C cancels in-flight requests and re-raises)."""
     sessions = point_sessions(workload, point)
     counters = LocalCounters(len(sessions), request_cap(point))
     lanes = point.concurrency or 1
     run_async(drive_point(cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
                           lanes=lanes, seed=seed, max_in_flight=point.concurrency if point.rate else None,
-                          workload=workload))
+                          workload=workload, salt=salt))
+
+
+def die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent dies (kill -9 included); elsewhere a no-op.
+
+    A parent killed outright closes the workers' pipes, but a worker in the middle
+    of a long stream would only notice at its next record; this ends it at once.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the closed pipe still ends the worker
+        pass
 
 
 def _worker_main(index: int, count: int, conn: Connection, counters: _SharedCounters, cfg: ClientConfig,
-                 workload: Any) -> None:
+                 workload: Any, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
+    if os.getppid() != parent:  # the parent died before the request above took effect
+        return
     name = f"w{index}"
     conn.send_bytes(b"S")  # imported and ready: the parent starts no point before every worker is
     while True:
@@ -105,12 +146,15 @@ def _worker_main(index: int, count: int, conn: Connection, counters: _SharedCoun
             return
         if msg[0] == "exit":
             return
-        _, point_dict, t0, t_start, seed = msg
+        _, point_dict, t0, t_start, seed, salt = msg
         point = msgspec.convert(point_dict, LoadPoint)
         try:
-            _worker_point(index, count, name, conn, counters, cfg, workload, point, t0, t_start, seed)
+            _worker_point(index, count, name, conn, counters, cfg, workload, point, t0, t_start, seed, salt)
         except (BrokenPipeError, EOFError, OSError):
             return  # the parent is gone
+        except ClientLimitError as e:  # this machine's limit, said as it is
+            conn.send_bytes(b"E" + str(e).encode())
+            continue
         except Exception as e:  # report, do not hang the parent
             conn.send_bytes(b"E" + f"{type(e).__name__}: {e}".encode())
             continue
@@ -118,7 +162,8 @@ def _worker_main(index: int, count: int, conn: Connection, counters: _SharedCoun
 
 
 def _worker_point(index: int, count: int, name: str, conn: Connection, counters: _SharedCounters,
-                  cfg: ClientConfig, workload: Any, point: LoadPoint, t0: float, t_start: float, seed: int) -> None:
+                  cfg: ClientConfig, workload: Any, point: LoadPoint, t0: float, t_start: float, seed: int,
+                  salt: int) -> None:
     sessions = point_sessions(workload, point)
     lanes = split(point.concurrency or 1, count)[index]
     max_in_flight = None
@@ -140,7 +185,7 @@ def _worker_point(index: int, count: int, name: str, conn: Connection, counters:
         task = asyncio.ensure_future(drive_point(
             cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
             lanes=lanes if point.rate is None else 0, seed=seed, open_sessions=open_sessions,
-            max_in_flight=max_in_flight, worker=name, workload=workload))
+            max_in_flight=max_in_flight, worker=name, workload=workload, salt=salt))
         # The parent's stop (Ctrl-C) is an Event in shared memory, polled here: in-flight requests are
         # cancelled, finished ones were already sent.
         while not task.done():
@@ -167,7 +212,7 @@ class WorkerPool:
         self.procs = []
         for i in range(count):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_worker_main, args=(i, count, child, self.counters, cfg, workload),
+            p = ctx.Process(target=_worker_main, args=(i, count, child, self.counters, cfg, workload, os.getpid()),
                             name=f"scoville-worker-{i}", daemon=True)
             p.start()
             child.close()
@@ -183,11 +228,15 @@ class WorkerPool:
                 raise ClientError(f"client worker {p.name} did not start (exit code {p.exitcode})")
 
     def run_point(self, point: LoadPoint, *, t0: float, t_start: float, on_record: Callable[[RequestRecord], None],
-                  seed: int = 0) -> None:
-        """Drive one point over all workers; on KeyboardInterrupt stop them, keep what finished, re-raise."""
+                  seed: int = 0, salt: int = 0) -> None:
+        """Drive one point over all workers; on KeyboardInterrupt stop them, keep what finished, re-raise.
+
+        Any other failure here (the journal cannot be written) stops the workers too, so
+        none goes on sending load that nobody records.
+        """
         self.counters.reset(session_count(point), request_cap(point))
         for c in self.conns:
-            c.send(("point", point.to_dict(), t0, t_start, seed))
+            c.send(("point", point.to_dict(), t0, t_start, seed, salt))
         pending = set(self.conns)
         try:
             self._collect(on_record, pending)
@@ -197,6 +246,9 @@ class WorkerPool:
                 self._collect(on_record, pending, timeout=5.0)
             except (KeyboardInterrupt, TimeoutError, ClientError):
                 pass
+            raise
+        except BaseException:
+            self.counters.stop.set()
             raise
 
     def _collect(self, on_record: Callable[[RequestRecord], None], pending: set[Connection],

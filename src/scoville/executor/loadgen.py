@@ -88,10 +88,10 @@ class _ShareRun:
     """One share running on its own event loop in a worker thread."""
 
     def __init__(self, worker: str, cfg: ClientConfig, sessions: list[Session], share: Share, *,
-                 t0: float, t_start: float, seed: int, workload: Any = None) -> None:
+                 t0: float, t_start: float, seed: int, workload: Any = None, salt: int = 0) -> None:
         self.worker, self.cfg, self.sessions, self.share = worker, cfg, sessions, share
         self.workload = workload
-        self.t0, self.t_start, self.seed = t0, t_start, seed
+        self.t0, self.t_start, self.seed, self.salt = t0, t_start, seed, salt
         self.lock = threading.Lock()
         self.records: list[RequestRecord] = []
         self.started: dict[int, float] = {}
@@ -121,7 +121,7 @@ class _ShareRun:
                 self.cfg, view, share.point, t0=self.t0, t_start=self.t_start, counters=counters,
                 on_record=self._record, lanes=share.lanes, seed=self.seed,
                 open_sessions=share.sessions if open_loop else None, max_in_flight=share.max_in_flight,
-                worker=self.worker, stop=lambda: self.stopped, workload=self.workload))
+                worker=self.worker, stop=lambda: self.stopped, workload=self.workload, salt=self.salt))
         except BaseException as e:  # reported to the coordinator, which records what was lost
             self.error = f"{type(e).__name__}: {e}"
         finally:
@@ -150,13 +150,14 @@ class ClientWorker:
     def clock(self) -> float:
         return time.perf_counter()
 
-    def start(self, run_id: int, share: Share, plan_point: LoadPoint, t0: float, t_start: float, seed: int) -> None:
+    def start(self, run_id: int, share: Share, plan_point: LoadPoint, t0: float, t_start: float, seed: int,
+              salt: int = 0) -> None:
         """Start ``share`` of ``plan_point``; ``t0`` is on this worker's clock, ``t_start`` on the run clock."""
         key = (plan_point.index, session_count(plan_point))
         if key not in self._sessions:
             self._sessions = {key: point_sessions(self.workload, plan_point)}
         run = _ShareRun(self.name, self.cfg, self._sessions[key], share, t0=t0, t_start=t_start, seed=seed,
-                        workload=self.workload)
+                        workload=self.workload, salt=salt)
         self._runs[run_id] = run
         run.thread.start()
 
@@ -191,6 +192,7 @@ class _PointCtx:
     t0: float
     t_start: float
     seed: int
+    salt: int
     offsets: dict[int, ClockSync]
     on_record: Callable[[RequestRecord], None]
     active: list[_Active] = field(default_factory=list)
@@ -261,7 +263,7 @@ class RayLoadCoordinator:
 
     # -- one point (the interface of scoville.client.workers.WorkerPool.run_point) ----------------
     def run_point(self, point: LoadPoint, *, t0: float, t_start: float, on_record: Callable[[RequestRecord], None],
-                  seed: int = 0) -> list[RequestRecord]:
+                  seed: int = 0, salt: int = 0) -> list[RequestRecord]:
         """Send ``point`` through the live workers, calling ``on_record`` (the journal) as records arrive.
 
         ``t0`` is the run clock's origin on this machine (``RunWriter.t0``);
@@ -283,8 +285,8 @@ class RayLoadCoordinator:
         if not live:
             raise UserError("every Ray client worker is lost; check the cluster (`ray status`) and rerun")
         t_start = max(t_start, time.perf_counter() - t0 + self.start_delay_s)
-        ctx = _PointCtx(point=point, sessions=sessions, t0=t0, t_start=t_start, seed=seed, offsets=offsets,
-                        on_record=on_record)
+        ctx = _PointCtx(point=point, sessions=sessions, t0=t0, t_start=t_start, seed=seed, salt=salt,
+                        offsets=offsets, on_record=on_record)
         for share in split_point(point, len(live), seed):
             w = live[share.worker]
             try:
@@ -328,7 +330,7 @@ class RayLoadCoordinator:
     def _start(self, w: int, share: Share, ctx: "_PointCtx") -> _Active:
         run_id, self._next_run = self._next_run, self._next_run + 1
         t0_worker = ctx.t0 + ctx.offsets[w].offset
-        self._get(self.actors[w].start.remote(run_id, share, ctx.point, t0_worker, ctx.t_start, ctx.seed))
+        self._get(self.actors[w].start.remote(run_id, share, ctx.point, t0_worker, ctx.t_start, ctx.seed, ctx.salt))
         return _Active(run_id=run_id, worker=w, share=share)
 
     @staticmethod

@@ -22,11 +22,10 @@ MAX_COUNT = 2**31 - 1
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
 Index = Annotated[int, msgspec.Meta(ge=-MAX_COUNT, le=MAX_COUNT)]
 
-# What failed, for summaries and stop rules (``error`` keeps the server's words):
+# ``error_kind`` says what failed, for summaries and stop rules (``error`` keeps the server's words):
 # connect (nothing answered), timeout, disconnect (the connection broke mid-response),
 # http (a non-200 status), protocol (not HTTP), stream (bad SSE, an error event, an
-# unfinished stream), client (this client failed on this request; a bug or a local limit).
-ERROR_KINDS = ("connect", "timeout", "disconnect", "http", "protocol", "stream", "client")
+# unfinished stream), client (this client failed on this request).
 
 
 class RequestRecord(msgspec.Struct, kw_only=True):
@@ -91,6 +90,36 @@ RECORD_SCHEMA = pa.schema([
     pa.field("error_kind", pa.string()),
     pa.field("input_tokens_requested", pa.int64()),
 ])
+
+class PointOutcome(msgspec.Struct, kw_only=True):
+    """What one attempt at a load point came to: the manifest's ``point_results[str(point)]``.
+
+    Written when the point ends, so the summary can say how many requests
+    failed and why, and readers (``scoville ls``, reports) can flag a point
+    that measured nothing or one whose prompts the server had cached.
+    """
+
+    point: int
+    attempt: int
+    t_start: float                                # when the point started, on the run clock
+    requests: int                                 # records of this attempt, warm-up included
+    ok: int                                       # successful measured (non-warm-up) requests
+    failed: int                                   # failed requests, warm-up included
+    errors: dict[str, int] = {}                   # failed requests by error_kind
+    top_error: str | None = None                  # the most frequent error message
+    cached_tokens: int = 0                        # prompt tokens the server reported as cached
+    input_tokens: int = 0
+    unexpected_cache_hits: bool = False           # cached tokens on a workload whose prompts are all new
+
+    @property
+    def measured_nothing(self) -> bool:
+        return self.requests > 0 and self.ok == 0
+
+    @property
+    def server_unreachable(self) -> bool:
+        """Every request failed to connect: the server is gone, and later points would measure nothing."""
+        return self.requests > 0 and self.failed == self.requests and set(self.errors) == {"connect"}
+
 
 POWER_SCHEMA = pa.schema([("t", pa.float64()), ("device", pa.string()), ("watts", pa.float64())])
 

@@ -38,6 +38,16 @@ class Workload(Protocol):
     def sessions(self, count: int, stream: int = 0) -> list[Session]: ...
 
 
+def fit_context(workload: Any, limit: int) -> Any:
+    """``workload`` shaped to a server's ``limit``-token context window (input plus output per request).
+
+    Session scenarios and traces end a session before the turn that would not
+    fit; a single-turn scenario that cannot fit is a one-line WorkloadError.
+    """
+    fit = getattr(workload, "fit_context", None)
+    return workload if fit is None else fit(limit)
+
+
 def list_scenarios() -> list[tuple[str, str]]:
     """(name, one-line description) of every named scenario, in the order ``scoville scenarios`` prints."""
     out = [(name, f"single-turn, input <= {isl} / output <= {osl} tokens, each uniform on [0.8 L, L] (InferenceX)")
