@@ -1,0 +1,87 @@
+"""Serving-stack costs per framework (vLLM, SGLang, TensorRT-LLM): the host time a step adds to its kernels.
+
+Kernel tables time the GPU; a served step also pays for scheduling, input preparation, sampling and
+output processing that async scheduling and CUDA graphs do not fully hide. Those costs belong to the
+framework, not the chip, so they live in ``data/hardware/frameworks.yaml`` as documented priors, and a
+calibration on the user's own runs (``scoville calibrate``) replaces them.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Iterator
+
+import msgspec
+import yaml
+
+from scoville.errors import UserError
+
+FRAMEWORK_NAMES = ("vllm", "sglang", "trtllm")
+
+
+class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
+    """Host-side costs: each step ``step_overhead_us + seq_overhead_us × sequences``; each request
+    ``request_overhead_ms`` before it reaches the scheduler (HTTP, tokenisation, detokenised first chunk),
+    which only its time to first token sees."""
+
+    name: str
+    step_overhead_us: float
+    seq_overhead_us: float
+    request_overhead_ms: float
+    sigma: float
+    source: str
+    # The stack's kernels run as a whole step relative to the sum of their isolated table timings: fusion and
+    # CUDA-graph replay (< 1) or gaps between kernels (> 1). 1.0 where nothing was fitted.
+    kernel_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 0.05 <= self.kernel_scale <= 20:
+            raise ValueError(f"{self.name}.kernel_scale must be within 0.05-20, got {self.kernel_scale}")
+        for field in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms"):
+            value = getattr(self, field)
+            if not (value >= 0 and value < 1e9):
+                raise ValueError(f"{self.name}.{field} must be a finite number >= 0, got {value}")
+
+    def step_seconds(self, seqs: float) -> float:
+        return (self.step_overhead_us + self.seq_overhead_us * seqs) * 1e-6
+
+
+@lru_cache(maxsize=1)
+def _all() -> dict[str, FrameworkCosts]:
+    path = Path(str(resources.files("scoville") / "data" / "hardware" / "frameworks.yaml"))
+    raw = yaml.safe_load(path.read_text())
+    return {k: msgspec.convert({"name": k, **v}, FrameworkCosts) for k, v in raw.items()}
+
+
+_OVERRIDES: dict[str, FrameworkCosts] = {}
+
+
+def load_framework(name: str) -> FrameworkCosts:
+    """The shipped priors of ``name`` (or the costs :func:`overridden` put in force); an unknown name is a
+    one-line error listing the known ones."""
+    key = name.strip().lower().replace("-", "").replace("_", "")
+    key = {"tensorrtllm": "trtllm", "trt": "trtllm"}.get(key, key)
+    costs = _OVERRIDES.get(key) or _all().get(key)
+    if costs is None:
+        raise UserError(f"unknown framework {name!r}; use one of {', '.join(FRAMEWORK_NAMES)}")
+    return costs
+
+
+@contextmanager
+def overridden(costs: FrameworkCosts) -> Iterator[None]:
+    """Run the simulator with ``costs`` in place of a framework's shipped priors (a fit's trial values).
+
+    The cost-model caches are cleared on entry and exit so no cost model built under other values leaks.
+    """
+    from scoville.sim.engine import clear_cost_caches
+
+    _OVERRIDES[costs.name] = costs
+    clear_cost_caches()
+    try:
+        yield
+    finally:
+        _OVERRIDES.pop(costs.name, None)
+        clear_cost_caches()

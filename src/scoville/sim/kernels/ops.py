@@ -1,0 +1,332 @@
+"""The operator curves of one instance shape: every kernel a forward step runs, timed on one rank.
+
+``build_ops`` turns (model, hardware, parallel layout, weight formats, KV format, framework) into an
+:class:`OpSet`: per-layer time curves for the attention projections, the attention cores (decode and
+prefill), MLA's absorbed products, the dense/shared/routed feed-forward, the LM head, the elementwise
+kernels and the collectives. Each curve comes from one of two sources, chosen per operator:
+
+* **measured** — the chip's own kernel tables for that framework (``tables.py``), interpolated at the
+  model's exact shapes (GEMM n×k, attention heads per rank, MoE experts/top-k/EP degree);
+* **transfer** — the datasheet roofline with fitted efficiencies (``transfer.py``), for chips without
+  tables or shapes the tables lack, scaled by the hardware family's platform factor.
+
+``OpSet.provenance`` says which, per operator, and ``OpSet.sigma`` carries each operator's
+uncertainty (log-space), so every prediction built on it can say how sure it is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from scoville.sim.hardware import Hardware
+from scoville.sim.kernels import formats, tables, work
+from scoville.sim.kernels.curve import Curve, Surface
+from scoville.sim.kernels.transfer import TransferModel, load_transfer
+from scoville.sim.models import ModelArch
+
+TOKENS = np.unique(np.round(np.geomspace(1, 262144, 56))).astype(np.float64)   # token grid of every curve
+SEQS = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=np.float64)
+CTX = np.unique(np.round(np.geomspace(1, 262144, 28))).astype(np.float64)
+BYTES = np.geomspace(256, 4e9, 40)
+MEASURED_SIGMA = 0.08      # table interpolation between grid shapes and the spread of kernel choices
+ELEMENTWISE_KERNELS = 6    # per layer: two norms, residual adds, RoPE, activation, activation quantise
+ELEMENTWISE_TAU_US = 2.0   # launch floor of a tiny kernel under CUDA graphs (AIC system YAMLs: ~3 us)
+ELEMENTWISE_EFF = 0.7      # streaming efficiency of those kernels (AIC mem_bw_empirical_scaling_factor 0.8)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The per-rank split of one instance: tensor × data-parallel attention, experts over ``ep``."""
+
+    tp: int
+    dp: int
+    ep: int
+
+    @property
+    def ranks(self) -> int:
+        return self.tp * self.dp
+
+    @property
+    def moe_tp(self) -> int:
+        return max(self.ranks // self.ep, 1)
+
+
+@dataclass
+class OpSet:
+    """Per-layer operator times on one rank (seconds), with their source and uncertainty."""
+
+    attn_proj: Curve                 # every attention projection GEMM of one layer, over tokens per rank
+    attn_decode: Surface             # one layer's decode attention core over (sequences, mean context) per rank
+    attn_prefill: Surface            # one layer's prefill attention core over (chunks, new tokens per chunk)
+    mla_absorb: Curve | None         # MLA's absorbed BMMs over decode tokens per rank
+    mla_kv_up: Curve | None          # MLA prefill's latent -> K/V decompression over prefill context tokens
+    dense_ffn: Curve | None          # dense FFN layer over tokens per rank
+    shared_ffn: Curve | None         # shared experts of one MoE layer over tokens per rank
+    moe: Curve | None                # routed experts of one MoE layer over tokens of the whole instance
+    router: Curve | None             # router GEMM of one MoE layer over tokens per rank
+    lm_head: Curve                   # over sequences per rank
+    elementwise: Curve               # norms, residuals, activations of one layer over tokens per rank
+    allreduce: Curve | None          # one TP all-reduce over bytes per rank
+    alltoall: Curve | None           # one EP dispatch or combine over bytes sent per rank
+    provenance: dict[str, str] = field(default_factory=dict)
+    sigma: dict[str, float] = field(default_factory=dict)
+    formats: dict[str, str] = field(default_factory=dict)
+
+
+class _Builder:
+    """Builds curves from the measured tables when they hold the shape, else from the transfer model."""
+
+    def __init__(self, hw: Hardware, framework: str, backend: str, transfer: TransferModel) -> None:
+        self.hw, self.framework, self.transfer = hw, framework, transfer
+        system = hw.kernel_tables if backend != "transfer" else None
+        self.kt = tables.KernelTables(system, framework) if system and tables.data_dir() else None
+        self.platform = hw.platform_factor()
+        self.provenance: dict[str, str] = {}
+        self.sigma: dict[str, float] = {}
+        self._gemm_cubes: dict[str, Any] = {}
+
+    # -- bookkeeping ---------------------------------------------------------------------------------
+    def _note(self, op: str, source: str, sigma: float) -> None:
+        prev = self.provenance.get(op)
+        if prev is None or (prev.startswith("measured") and not source.startswith("measured")):
+            self.provenance[op] = source
+        self.sigma[op] = max(self.sigma.get(op, 0.0), sigma)
+
+    def _transfer(self, op: str, cls: str, flops: Any, nbytes: Any, rate: float) -> np.ndarray:
+        c = self.transfer.op(cls)
+        self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency)",
+                   math.hypot(c.sigma, self.hw.platform_sigma()))
+        return np.asarray(c.time(flops / rate, nbytes / self.hw.hbm_bytes_per_s)) * self.platform
+
+    # -- GEMM --------------------------------------------------------------------------------------------
+    def gemm(self, op: str, n: float, k: float, dtype: str) -> np.ndarray:
+        """Seconds on the TOKENS grid for an m×k·k×n GEMM."""
+        cube = self._cube(dtype)
+        if cube is not None:
+            ms, ns, ks, t = cube
+            self._note(op, f"measured ({self.kt.system}/gemm, fastest of {'/'.join(tables.FRAMEWORKS)} tables, {dtype})",
+                       MEASURED_SIGMA)
+            return Curve(ms, _interp_nk(ns, ks, t, n, k))(TOKENS)
+        f, b = work.gemm(TOKENS, n, k, dtype)
+        return self._transfer(op, f"gemm.{dtype}", f, b, self.hw.peak_flops(work.rate_key(dtype)))
+
+    def _cube(self, dtype: str) -> Any:
+        if self.kt is None:
+            return None
+        if dtype not in self._gemm_cubes:
+            self._gemm_cubes[dtype] = self.kt.gemm(dtype)
+        return self._gemm_cubes[dtype]
+
+    # -- MoE ---------------------------------------------------------------------------------------------
+    def moe(self, m: ModelArch, lay: Layout, dtype: str) -> np.ndarray:
+        measured = self._moe_measured(m, lay, dtype)
+        if measured is not None:
+            return measured
+        f, b = work.moe(TOKENS, m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts,
+                        lay.moe_tp, lay.ep, dtype)
+        return self._transfer("moe", f"moe.{dtype}", f, b, self.hw.peak_flops(work.rate_key(dtype)))
+
+    def _moe_measured(self, m: ModelArch, lay: Layout, dtype: str) -> np.ndarray | None:
+        if self.kt is None:
+            return None
+        args = (m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts, lay.moe_tp)
+
+        def at(ep: int) -> np.ndarray | None:
+            got = self.kt.moe(*args, ep, dtype, "power_law_1.01")  # type: ignore[union-attr]
+            return None if got is None else Curve(*got)(TOKENS)
+
+        exact = at(lay.ep)
+        src = f"measured ({self.kt.source('moe')}, {dtype}, ep{lay.ep}, power-law routing)"
+        if exact is not None:
+            self._note("moe", src, MEASURED_SIGMA)
+            return exact
+        lo, hi = 2 ** int(math.floor(math.log2(lay.ep))), 2 ** int(math.ceil(math.log2(lay.ep)))
+        t_lo, t_hi = at(lo), at(hi)
+        if t_lo is None or t_hi is None or lo == hi:
+            return None
+        w = (math.log(lay.ep) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        self._note("moe", src.replace(f"ep{lay.ep}", f"ep{lo}..ep{hi} interpolated to ep{lay.ep}"),
+                   1.5 * MEASURED_SIGMA)
+        return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
+
+    # -- attention cores -----------------------------------------------------------------------------
+    def decode(self, m: ModelArch, lay: Layout, kv: str) -> Surface:
+        heads = m.num_heads / lay.tp
+        if m.attention == "mla":
+            grid = self.kt.mla_decode(int(heads), kv) if self.kt and heads.is_integer() else None
+            if grid is not None:
+                self._note("attn_decode", f"measured ({self.kt.source('mla_decode')}, "
+                                          f"{int(heads)} heads, KV {kv})", MEASURED_SIGMA)
+                return Surface(grid.x, grid.y, grid.t)
+            f, b = work.mla_decode(SEQS[:, None], CTX[None, :], heads, m.kv_lora_rank, m.qk_rope_head_dim, kv)
+            return Surface(SEQS, CTX, self._transfer("attn_decode", f"mla_decode.{kv}", f, b,
+                                                     self.hw.peak_flops(work.attention_rate_key(kv))))
+        kvh = max(m.num_kv_heads / lay.tp, 1.0)
+        grid = (self.kt.gqa_decode(int(heads), int(kvh), m.head_dim, kv)
+                if self.kt and heads.is_integer() and kvh.is_integer() else None)
+        if grid is not None:
+            self._note("attn_decode", f"measured ({self.kt.source('gqa_decode')}, "
+                                      f"{int(heads)}/{int(kvh)} heads, KV {kv})", MEASURED_SIGMA)
+            return Surface(grid.x, grid.y, grid.t)
+        f, b = work.gqa_decode(SEQS[:, None], CTX[None, :], heads, kvh, m.head_dim, kv)
+        return Surface(SEQS, CTX, self._transfer("attn_decode", f"gqa_decode.{kv}", f, b,
+                                                 self.hw.peak_flops(work.attention_rate_key(kv))))
+
+    def prefill(self, m: ModelArch, lay: Layout, kv: str) -> Surface:
+        heads = m.num_heads / lay.tp
+        bf16 = self.hw.peak_flops("bf16")
+        if m.attention == "mla":
+            grid = self.kt.mla_prefill(int(heads), kv) if self.kt and heads.is_integer() else None
+            if grid is not None:
+                self._note("attn_prefill", f"measured ({self.kt.source('mla_prefill')}, "
+                                           f"{int(heads)} heads)", MEASURED_SIGMA)
+                return Surface(grid.x, grid.y, grid.t)
+            f, b = work.mla_prefill(SEQS[:, None], CTX[None, :], heads, m.qk_nope_head_dim + m.qk_rope_head_dim,
+                                    m.v_head_dim)
+            return Surface(SEQS, CTX, self._transfer("attn_prefill", "mla_prefill.bfloat16", f, b, bf16))
+        kvh = max(m.num_kv_heads / lay.tp, 1.0)
+        grid = (self.kt.gqa_prefill(int(heads), int(kvh), m.head_dim)
+                if self.kt and heads.is_integer() and kvh.is_integer() else None)
+        if grid is not None:
+            self._note("attn_prefill", f"measured ({self.kt.source('gqa_prefill')}, "
+                                       f"{int(heads)}/{int(kvh)} heads)", MEASURED_SIGMA)
+            return Surface(grid.x, grid.y, grid.t)
+        f, b = work.gqa_prefill(SEQS[:, None], CTX[None, :], heads, kvh, m.head_dim)
+        return Surface(SEQS, CTX, self._transfer("attn_prefill", "gqa_prefill.bfloat16", f, b, bf16))
+
+    def absorb(self, m: ModelArch, lay: Layout) -> np.ndarray:
+        heads = m.num_heads / lay.tp
+        total = np.zeros_like(TOKENS)
+        for op, a, b in (("mla_gen_pre", m.qk_nope_head_dim, m.kv_lora_rank), ("mla_gen_post", m.kv_lora_rank, m.v_head_dim)):
+            got = self.kt.mla_bmm(op, int(heads)) if self.kt and heads.is_integer() else None
+            if got is not None:
+                self._note("mla_absorb", f"measured ({self.kt.source('mla_bmm')})", MEASURED_SIGMA)
+                total = total + Curve(*got)(TOKENS)
+            else:
+                f, nb = work.bmm(TOKENS, heads, a, b)
+                total = total + self._transfer("mla_absorb", "bmm.bfloat16", f, nb, self.hw.peak_flops("bf16"))
+        return total
+
+    # -- collectives ------------------------------------------------------------------------------------
+    def allreduce(self, ranks: int) -> np.ndarray:
+        got = (self.kt.allreduce(ranks) or self.kt.nccl("all_reduce", ranks)) if self.kt else None
+        if got is not None and ranks <= self.hw.scaleup_domain:
+            self._note("allreduce", f"measured ({self.kt.source('allreduce')}, {ranks} GPUs)",
+                       MEASURED_SIGMA)
+            return Curve(*got)(BYTES)
+        return self._comm("allreduce", BYTES * 2.0 * (ranks - 1) / ranks, ranks)
+
+    def alltoall(self, ranks: int) -> np.ndarray:
+        got = self.kt.nccl("alltoall", ranks) if self.kt and ranks <= 8 else None
+        if got is not None:
+            self._note("alltoall", f"measured ({self.kt.source('nccl_alltoall')}, {ranks} GPUs)",
+                       MEASURED_SIGMA)
+            # the table's size is the whole buffer each rank exchanges; a dispatch sends BYTES per rank
+            return Curve(*got)(BYTES)
+        return self._comm("alltoall", BYTES * (ranks - 1) / ranks, ranks)
+
+    def _comm(self, op: str, wire: np.ndarray, ranks: int) -> np.ndarray:
+        """Transfer collective: within the scale-up domain at link speed, beyond it over the NICs."""
+        c = self.transfer.comm[op]
+        hw = self.hw
+        near = hw.scaleup_bandwidth_gbps * 1e9
+        far_share = max(0.0, (ranks - hw.scaleup_domain) / ranks)
+        t = c.time(wire * (1 - far_share), min(ranks, hw.scaleup_domain), near)
+        if far_share:
+            t = t + c.beta * wire * far_share / (hw.scaleout_bandwidth_gbps * 1e9) + hw.scaleout_latency_us * 1e-6
+        self._note(op, f"transfer ({op}: latency + bytes / link bandwidth{' + scale-out' if far_share else ''})",
+                   math.hypot(c.sigma, hw.platform_sigma()))
+        return np.asarray(t)
+
+    def elementwise(self, m: ModelArch, lay: Layout) -> np.ndarray:
+        inter = m.dense_intermediate if not m.num_moe_layers else m.expert_intermediate * max(m.num_shared_experts, 1)
+        nbytes = TOKENS * (10.0 * m.hidden_size + 3.0 * inter / lay.tp) * 2.0
+        self._note("elementwise", "modelled (no tables: norms/residual/activation bytes at 0.7 of HBM + 2 us a kernel)",
+                   0.3)
+        return (ELEMENTWISE_KERNELS * ELEMENTWISE_TAU_US * 1e-6
+                + nbytes / (self.hw.hbm_bytes_per_s * ELEMENTWISE_EFF)) * self.platform
+
+
+def _interp_nk(ns: np.ndarray, ks: np.ndarray, t: np.ndarray, n: float, k: float) -> np.ndarray:
+    """Times over m at shape (n, k): bilinear in log n, log k; beyond the grid, time scales with n·k."""
+    ln, lk = np.log(ns), np.log(ks)
+
+    def axis(grid: np.ndarray, x: float) -> tuple[int, int, float, float]:
+        lx = math.log(x)
+        if lx <= grid[0]:
+            return 0, 0, 0.0, lx - grid[0]
+        if lx >= grid[-1]:
+            return len(grid) - 1, len(grid) - 1, 0.0, lx - grid[-1]
+        i = int(np.searchsorted(grid, lx, side="right"))
+        return i - 1, i, (lx - grid[i - 1]) / (grid[i] - grid[i - 1]), 0.0
+
+    i0, i1, wn, en = axis(ln, n)
+    j0, j1, wk, ek = axis(lk, k)
+    lt = np.log(t)
+    row0 = lt[:, i0, j0] * (1 - wk) + lt[:, i0, j1] * wk
+    row1 = lt[:, i1, j0] * (1 - wk) + lt[:, i1, j1] * wk
+    return np.exp(row0 * (1 - wn) + row1 * wn + en + ek)
+
+
+def build_ops(model: ModelArch, hw: Hardware, lay: Layout, precision: dict[str, str], kv_dtype: str,
+              framework: str = "vllm", backend: str = "auto") -> OpSet:
+    """Every operator curve of one instance shape (see module docstring); cached per process, since a
+    search asks for the same shape once per draft count and token budget."""
+    key = (msgspec.json.encode(model), msgspec.json.encode(hw), lay, tuple(sorted(precision.items())), kv_dtype,
+           framework, backend)
+    return _build_ops(*key)
+
+
+@lru_cache(maxsize=512)
+def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: tuple[tuple[str, str], ...],
+               kv_dtype: str, framework: str, backend: str) -> OpSet:
+    m = msgspec.json.decode(model_json, type=ModelArch)
+    hw = msgspec.json.decode(hw_json, type=Hardware)
+    precision = dict(precision_items)
+    b = _Builder(hw, framework, backend, load_transfer())
+    kv = formats.kv_format(kv_dtype, hw)
+    fmt = {g: (formats.moe_format if g == "experts" else formats.gemm_format)(precision.get(g, "bf16"), hw)
+           for g in ("attn", "dense_ffn", "experts", "shared_experts", "lm_head")}
+    tp, h = lay.tp, m.hidden_size
+    heads = m.num_heads / tp
+    if m.attention == "mla":
+        proj = [(m.q_lora_rank or 0, h), (heads * (m.qk_nope_head_dim + m.qk_rope_head_dim), m.q_lora_rank or h),
+                (m.kv_lora_rank + m.qk_rope_head_dim, h), (h, heads * m.v_head_dim)]
+        if not m.q_lora_rank:
+            proj = proj[1:]
+    else:
+        kvh = max(m.num_kv_heads / tp, 1.0)
+        proj = [((heads + 2 * kvh) * m.head_dim, h), (h, heads * m.head_dim)]
+    attn_proj = sum(b.gemm("attn_proj", n, k, fmt["attn"]) for n, k in proj if n > 0)
+    ops = OpSet(
+        attn_proj=Curve(TOKENS, attn_proj),
+        attn_decode=b.decode(m, lay, kv),
+        attn_prefill=b.prefill(m, lay, kv),
+        mla_absorb=Curve(TOKENS, b.absorb(m, lay)) if m.attention == "mla" else None,
+        mla_kv_up=(Curve(TOKENS, b.gemm("mla_kv_up", heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank,
+                                        "bfloat16")) if m.attention == "mla" else None),
+        dense_ffn=(Curve(TOKENS, b.gemm("dense_ffn", 2 * m.dense_intermediate / tp, h, fmt["dense_ffn"])
+                         + b.gemm("dense_ffn", h, m.dense_intermediate / tp, fmt["dense_ffn"]))
+                   if m.num_dense_layers else None),
+        shared_ffn=(Curve(TOKENS, b.gemm("shared_ffn", 2 * m.expert_intermediate * m.num_shared_experts / tp, h,
+                                         fmt["shared_experts"])
+                          + b.gemm("shared_ffn", h, m.expert_intermediate * m.num_shared_experts / tp,
+                                   fmt["shared_experts"]))
+                    if m.num_moe_layers and m.num_shared_experts else None),
+        moe=Curve(TOKENS, b.moe(m, lay, fmt["experts"])) if m.num_moe_layers else None,
+        router=Curve(TOKENS, b.gemm("router", m.num_experts, h, "bfloat16")) if m.num_moe_layers else None,
+        lm_head=Curve(TOKENS, b.gemm("lm_head", m.vocab_size / tp, h, fmt["lm_head"])),
+        elementwise=Curve(TOKENS, b.elementwise(m, lay)),
+        allreduce=Curve(BYTES, b.allreduce(tp)) if tp > 1 else None,
+        alltoall=Curve(BYTES, b.alltoall(lay.ep)) if lay.ep > 1 and lay.dp > 1 else None,
+    )
+    ops.provenance, ops.sigma = b.provenance, b.sigma
+    ops.formats = {g: formats.describe(precision.get(g, "bf16"), f, hw) for g, f in fmt.items()}
+    ops.formats["kv_cache"] = f"KV cache {kv_dtype} stored as {kv}"
+    return ops

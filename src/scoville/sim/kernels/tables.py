@@ -1,0 +1,318 @@
+"""Measured kernel tables, read in place from NVIDIA's ``aiconfigurator-core`` package.
+
+``pip install 'scoville[silicon]'`` brings the package; its ``systems/data/<system>/<op>/<framework>/
+<version>/*.parquet`` files hold kernel times measured on H100, H200, B200, B300, GB200, GB300, A100,
+L40S and more, per serving framework. Nothing is copied: this module finds the installed folder,
+picks the newest version of each table for the requested framework, and hands back numpy arrays.
+
+Times in the tables are milliseconds; everything leaving this module is seconds. Where several
+kernels were measured for one shape (CUTLASS, DeepGEMM, Triton ...), the fastest is kept: serving
+frameworks autotune or pick per shape, and the slow alternatives are not what a deployment runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+FRAMEWORKS = ("vllm", "sglang", "trtllm")
+
+
+@lru_cache(maxsize=1)
+def data_dir() -> Path | None:
+    """``aiconfigurator_core/systems/data`` of the installed package, or None when it is not installed."""
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "systems" / "data"
+    return path if path.is_dir() else None
+
+
+def package_version() -> str | None:
+    """Version of the installed aiconfigurator-core (recorded in provenance)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("aiconfigurator-core")
+    except PackageNotFoundError:
+        return None
+
+
+def systems() -> list[str]:
+    """Systems with measured tables (``h100_sxm``, ``gb300`` ...); empty without the package."""
+    root = data_dir()
+    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root else []
+
+
+def _version_key(v: str) -> tuple:
+    try:
+        from packaging.version import Version
+
+        return (0, Version(v))
+    except Exception:  # an unparseable folder name sorts before every real version
+        return (-1, v)
+
+
+@lru_cache(maxsize=256)
+def table_paths(system: str, op: str, framework: str, filename: str) -> tuple[Path, ...]:
+    """Every ``<op>/<framework>/<version>/<filename>`` measured on ``system``, newest version first.
+
+    Newer collections are sometimes partial (one format re-measured, the rest reused from an older
+    version), so lookups walk this list until a version holds the slice they need.
+    """
+    root = data_dir()
+    if root is None:
+        return ()
+    base = root / system / op / framework
+    if not base.is_dir():
+        return ()
+    versions = sorted((p for p in base.iterdir() if (p / filename).is_file()), key=lambda p: _version_key(p.name))
+    return tuple(v / filename for v in reversed(versions))
+
+
+def table_path(system: str, op: str, framework: str, filename: str) -> Path | None:
+    """The newest ``<op>/<framework>/<version>/<filename>`` measured on ``system``, if any."""
+    paths = table_paths(system, op, framework, filename)
+    return paths[0] if paths else None
+
+
+@lru_cache(maxsize=64)
+def read(path: Path) -> pa.Table:
+    """One parquet table (cached: the cost models of a search share them)."""
+    return pq.read_table(path)
+
+
+def _where(t: pa.Table, **eq: object) -> pa.Table:
+    mask = None
+    for col, value in eq.items():
+        m = pc.equal(t[col], value)
+        mask = m if mask is None else pc.and_(mask, m)
+    return t.filter(mask) if mask is not None else t
+
+
+def _np(t: pa.Table, col: str) -> np.ndarray:
+    return t[col].to_numpy(zero_copy_only=False).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Fastest measured time (s) on a full grid ``x × y`` of the two free sizes of a table slice.
+
+    Cells the table lacks (collections stop short of the largest shapes) are filled from the measured ones,
+    scaled in proportion to the work from the nearest measured shape (see ``_fill_gaps``).
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    t: np.ndarray   # (len(x), len(y)) seconds
+
+    @classmethod
+    def of(cls, t: pa.Table, xcol: str, ycol: str) -> "Grid | None":
+        if t.num_rows == 0:
+            return None
+        x, y, lat = _np(t, xcol), _np(t, ycol), _np(t, "latency") * 1e-3
+        ok = (x > 0) & (y > 0) & (lat > 0) & np.isfinite(lat)
+        x, y, lat = x[ok], y[ok], lat[ok]
+        if x.size == 0:
+            return None
+        xs, ys = np.unique(x), np.unique(y)
+        grid = np.full((xs.size, ys.size), np.inf)
+        np.minimum.at(grid, (np.searchsorted(xs, x), np.searchsorted(ys, y)), lat)
+        _fill_gaps(grid, xs, ys)
+        return cls(xs, ys, grid)
+
+
+def _fill_gaps(grid: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> None:
+    """Fill unmeasured cells (inf) of a time grid over sizes ``xs`` × ``ys``, in place.
+
+    Collections skip the largest shapes (out of memory), so the holes sit at the big end: a cell past
+    the last measured one of its column is that cell's time scaled in proportion to the size (large
+    kernels are throughput-bound: twice the work, twice the time); a cell before the first measured one
+    takes that first time (small kernels are launch-bound). Rows are tried first, then columns, then
+    whatever is still empty copies its nearest neighbour along the row.
+    """
+    for arr, sizes in ((grid, xs), (grid.T, ys)):
+        for col in range(arr.shape[1]):
+            line = arr[:, col]
+            good = np.flatnonzero(np.isfinite(line))
+            if good.size == 0 or good.size == line.size:
+                continue
+            first, last = good[0], good[-1]
+            line[:first] = np.where(np.isfinite(line[:first]), line[:first], line[first])
+            tail = np.arange(last + 1, line.size)
+            line[tail] = np.where(np.isfinite(line[tail]), line[tail], line[last] * sizes[tail] / sizes[last])
+            inner = np.flatnonzero(~np.isfinite(line))
+            if inner.size:   # a hole between measured sizes: log-log interpolation across it
+                line[inner] = np.exp(np.interp(np.log(sizes[inner]), np.log(sizes[good]), np.log(line[good])))
+    if not np.isfinite(grid).all():
+        finite = np.isfinite(grid)
+        fill = grid[finite].max() if finite.any() else 1.0
+        grid[~finite] = fill
+
+
+class KernelTables:
+    """The measured tables of one system and framework (``b200_sxm``, ``vllm``).
+
+    Every query returns the slice from the newest table version that holds it (``None`` when none does)
+    and is cached per process: a configuration search builds dozens of cost models over the same tables.
+    """
+
+    def __init__(self, system: str, framework: str) -> None:
+        self.system, self.framework = system, framework
+        self.sources: dict[str, str] = {}
+
+    def source(self, op: str) -> str:
+        """``<system>/<op>/<framework>/<version>/<file>`` that answered the last ``op`` query."""
+        return self.sources.get(op, f"{self.system}/{op}")
+
+    def _first(self, op: str, filename: str, query: Callable[[pa.Table], object], framework: str | None = None,
+               label: str | None = None) -> object:
+        result, src = _first_slice(self.system, op, framework or self.framework, filename, query)
+        if result is not None and src:
+            self.sources[label or op] = src
+        return result
+
+    # -- dense GEMM: time over (m, n, k) ---------------------------------------------------------------
+    def gemm(self, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """(m, n, k, seconds[m, n, k]) for one kernel format: the fastest kernel any framework measured for
+        the shape (a GEMM library is not framework-specific, and taking the fastest also drops the odd
+        collection where one framework's only kernel for a format is pathologically slow at small m)."""
+        return _gemm_cube(self.system, dtype)
+
+    # -- MoE: time over global tokens ------------------------------------------------------------------
+    def moe(self, hidden: int, inter: int, topk: int, experts: int, tp: int, ep: int, dtype: str,
+            distribution: str) -> tuple[np.ndarray, np.ndarray] | None:
+        key = (hidden, inter, topk, experts, tp, ep, dtype, distribution)
+        return self._first("moe", "moe_perf.parquet", _Query("moe", key))  # type: ignore[return-value]
+
+    # -- attention cores: time over (batch, context) -----------------------------------------------------
+    def gqa_decode(self, heads: int, kv_heads: int, head_dim: int, kv_dtype: str, window: int = 0) -> Grid | None:
+        return self._first("attention", "generation_attention_perf.parquet",  # type: ignore[return-value]
+                           _Query("gqa_decode", (heads, kv_heads, head_dim, kv_dtype, window)), label="gqa_decode")
+
+    def gqa_prefill(self, heads: int, kv_heads: int, head_dim: int) -> Grid | None:
+        return self._first("attention", "context_attention_perf.parquet",  # type: ignore[return-value]
+                           _Query("gqa_prefill", (heads, kv_heads, head_dim)), label="gqa_prefill")
+
+    def mla_decode(self, heads: int, kv_dtype: str) -> Grid | None:
+        """MLA decode core (no projections): SGLang's tables hold the core alone on every system."""
+        return self._first("mla", "generation_mla_perf.parquet", _Query("mla", (heads, kv_dtype, "step")),  # type: ignore[return-value]
+                           framework="sglang", label="mla_decode")
+
+    def mla_prefill(self, heads: int, kv_dtype: str) -> Grid | None:
+        return self._first("mla", "context_mla_perf.parquet", _Query("mla", (heads, kv_dtype, "isl")),  # type: ignore[return-value]
+                           framework="sglang", label="mla_prefill")
+
+    def mla_bmm(self, op: str, heads: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """MLA's absorbed projections (``mla_gen_pre`` q→latent, ``mla_gen_post`` latent→v) over tokens."""
+        return self._first("mla_bmm", "mla_bmm_perf.parquet", _Query("bmm", (op, heads)))  # type: ignore[return-value]
+
+    # -- collectives: time over bytes ----------------------------------------------------------------------
+    def allreduce(self, gpus: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The framework's all-reduce (custom kernel under CUDA graphs where measured), time over bytes."""
+        return self._first("comm", "custom_allreduce_perf.parquet", _Query("allreduce", (gpus,)),  # type: ignore[return-value]
+                           label="allreduce")
+
+    def nccl(self, op: str, gpus: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """NCCL ``all_reduce`` / ``alltoall`` / ``all_gather`` time over bytes (newest NCCL measured)."""
+        return self._first("comm", "nccl_perf.parquet", _Query("nccl", (op, gpus)), framework="nccl",  # type: ignore[return-value]
+                           label=f"nccl_{op}")
+
+
+def _fastest_over(x: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    xu = np.unique(x)
+    best = np.full(xu.size, np.inf)
+    np.minimum.at(best, np.searchsorted(xu, x), lat)
+    return xu, best
+
+
+@dataclass(frozen=True)
+class _Query:
+    """One slice of a table (hashable, so slices cache per process)."""
+
+    kind: str
+    key: tuple
+
+    def __call__(self, t: pa.Table) -> object:
+        k = self.key
+        if self.kind == "moe":
+            hidden, inter, topk, experts, tp, ep, dtype, dist = k
+            s = _where(t, hidden_size=hidden, inter_size=inter, topk=topk, num_experts=experts, moe_tp_size=tp,
+                       moe_ep_size=ep, moe_dtype=dtype, distribution=dist)
+            return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
+        if self.kind == "gqa_decode":
+            heads, kvh, hd, kv, window = k
+            eq: dict[str, object] = dict(num_heads=heads, num_key_value_heads=kvh, head_dim=hd, kv_cache_dtype=kv)
+            if "window_size" in t.column_names:
+                eq["window_size"] = window
+            return Grid.of(_where(t, **eq), "batch_size", "step")
+        if self.kind == "gqa_prefill":
+            heads, kvh, hd = k
+            eq = dict(num_heads=heads, num_key_value_heads=kvh, head_dim=hd)
+            if "window_size" in t.column_names:
+                eq["window_size"] = 0
+            s = _where(t, **eq)
+            if "kv_cache_dtype" in s.column_names and s.num_rows and pc.any(pc.equal(s["kv_cache_dtype"], "bfloat16")).as_py():
+                s = _where(s, kv_cache_dtype="bfloat16")
+            return Grid.of(s, "batch_size", "isl")
+        if self.kind == "mla":
+            heads, kv, ycol = k
+            # num_heads is per rank (tp_size only labels the model it was cut from): the kernel sees those heads
+            return Grid.of(_where(t, num_heads=heads, kv_cache_dtype=kv), "batch_size", ycol)
+        if self.kind == "bmm":
+            op, heads = k
+            s = _where(t, op_name=op, num_heads=heads)
+            return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
+        if self.kind == "allreduce":
+            (gpus,) = k
+            s = _where(t, num_gpus=gpus)
+            if "backend" in s.column_names and s.num_rows:
+                graphs = pc.match_substring(s["backend"], "graph")
+                if pc.any(graphs).as_py():
+                    s = s.filter(graphs)
+            return _fastest_over(_np(s, "message_size") * 2.0, _np(s, "latency") * 1e-3) if s.num_rows else None
+        if self.kind == "nccl":
+            op, gpus = k
+            s = _where(t, op_name=op, num_gpus=gpus, nccl_dtype="half")
+            return _fastest_over(_np(s, "message_size") * 2.0, _np(s, "latency") * 1e-3) if s.num_rows else None
+        raise ValueError(f"unknown table query {self.kind!r}")
+
+
+@lru_cache(maxsize=4096)
+def _first_slice(system: str, op: str, framework: str, filename: str, query: _Query) -> tuple[object, str | None]:
+    root = data_dir()
+    for path in table_paths(system, op, framework, filename):
+        result = query(read(path))
+        if result is not None:
+            return result, str(path.relative_to(root)) if root else None
+    return None, None
+
+
+@lru_cache(maxsize=32)
+def _gemm_cube(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    parts = []
+    for fw in FRAMEWORKS:
+        for path in table_paths(system, "gemm", fw, "gemm_perf.parquet"):
+            t = pq.read_table(path, columns=["m", "n", "k", "latency"], filters=[("gemm_dtype", "=", dtype)])
+            if t.num_rows:
+                parts.append(t)
+                break
+    if not parts:
+        return None
+    t = pa.concat_tables(parts)
+    m, n, k = (_np(t, c) for c in ("m", "n", "k"))
+    lat = _np(t, "latency") * 1e-3
+    mu, nu, ku = np.unique(m), np.unique(n), np.unique(k)
+    cube = np.full((mu.size, nu.size, ku.size), np.inf)
+    np.minimum.at(cube, (np.searchsorted(mu, m), np.searchsorted(nu, n), np.searchsorted(ku, k)), lat)
+    for j in range(nu.size):
+        _fill_gaps(cube[:, j, :], mu, ku)
+    return mu, nu, ku, cube

@@ -1,0 +1,299 @@
+"""Steady-state estimate of a deployment under a closed-loop load: the fast path of the simulator.
+
+The discrete-event engine (``engine.py``) replays every request; that is what a run directory is made
+of, but it costs ~0.5 ms per request, far too much to rank thousands of deployments. Under InferenceX's
+closed loop (``C`` users, each sending its next request when the last one ends) a deployment settles
+into a steady state that a handful of equations describe, using the same step-cost model:
+
+**Unified instance** (chunked prefill mixed into decode, vLLM v1's scheduler), ``c`` users per instance,
+``n`` of them decoding, prompts of ``P`` tokens, ``O`` output tokens, ``AL`` tokens per decode step
+(speculative acceptance length, 1 without drafts):
+
+* a step feeds the ``n`` decodes and, when a prompt waits, a chunk of ``q = min(P, budget - n)`` tokens;
+  prompt tokens must keep pace with completions, so a fraction ``f = n·AL·P / ((O-1)·q)`` of steps
+  carries a chunk (``f >= 1``: this many decoders cannot be fed);
+* mean step ``s = (1-f)·t_decode(n) + f·t_mixed(n)``; completions ``λ = n·AL / ((O-1)·s)``;
+* a prompt is served in ``ceil(P/q)`` mixed steps after waiting for the prefill slot
+  (M/D/1 wait at utilisation ``f``); Little's law on the ``c - n`` users not decoding gives their time
+  to first token, and ``n`` is where the two agree (bisection; ``h(n)`` falls as ``n`` grows).
+
+**Disaggregated**: decode instances run pure decode steps over ``N/replicas`` sequences; prefill instances
+batch whole prompts up to their token budget, with an M/D/1 wait at utilisation ``λ / capacity``; time to
+first token adds the KV copy. The same bisection on ``N`` (users decoding) closes the loop.
+
+Limits hold as in the engine: ``max_num_seqs`` and the KV capacity bound ``n``; beyond them users wait.
+
+**What a benchmark measures is not only the steady state.** InferenceX (``vllm bench serve``-style) runs
+``10·C`` requests per point after a separate warm-up, so the measured window opens with all ``C`` prompts
+arriving at once: the first wave queues for prefill (its time to first token grows with ``C``) and delays
+everything behind it, and the window closes while the last requests drain. ``Protocol`` adds both effects
+to the steady state; without them TTFT at high concurrency comes out several times too low (checked on the
+public validation set). ``Protocol.steady()`` gives the bare steady state.
+``tests/sim/test_steady.py`` checks these estimates against the discrete-event engine on pinned configs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from scoville.sim.config import SimConfig
+from scoville.sim.engine import step_cost
+
+@dataclass(frozen=True)
+class Protocol:
+    """How the measured window is taken: ``requests_per_user × C`` requests, opening with a burst of ``C``."""
+
+    requests_per_user: float = 10.0
+    burst_start: bool = True
+
+    @classmethod
+    def steady(cls) -> "Protocol":
+        return cls(requests_per_user=math.inf, burst_start=False)
+
+
+INFERENCEX = Protocol()
+N_GRID = 48          # decoder counts tabulated per instance shape
+BISECT = 28          # bisection steps (n resolved to 2^-28 of its range)
+
+
+@dataclass(frozen=True)
+class SteadyEstimate:
+    """Per-concurrency steady-state figures of one deployment (arrays aligned with ``concurrency``)."""
+
+    concurrency: np.ndarray
+    ttft: np.ndarray                 # s
+    tpot: np.ndarray                 # s per output token after the first
+    e2e: np.ndarray                  # s
+    request_rate: np.ndarray         # completed requests/s of the whole deployment
+    decoding: np.ndarray             # users decoding (whole deployment)
+    sigma: np.ndarray                # log-space uncertainty of tpot (and of throughput)
+    sigma_ttft: np.ndarray
+    accelerators: int
+    isl: float
+    osl: float
+
+    @property
+    def interactivity(self) -> np.ndarray:
+        return 1.0 / self.tpot
+
+    @property
+    def total_tput_per_accelerator(self) -> np.ndarray:
+        return self.request_rate * (self.isl + self.osl) / self.accelerators
+
+    @property
+    def output_tput_per_accelerator(self) -> np.ndarray:
+        return self.request_rate * self.osl / self.accelerators
+
+
+def _acceptance_length(config: SimConfig) -> float:
+    return config.speculative.mean_acceptance_length if config.speculative else 1.0
+
+
+def _interp(grid: np.ndarray, values: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Log-log interpolation of a positive tabulated function (linear beyond the ends)."""
+    lx = np.log(np.maximum(x, 1e-12))
+    lg = np.log(grid)
+    out = np.interp(lx, lg, np.log(values))
+    hi = lx > lg[-1]
+    if hi.any():
+        slope = (np.log(values[-1]) - np.log(values[-2])) / (lg[-1] - lg[-2]) if grid.size > 1 else 1.0
+        out = np.where(hi, np.log(values[-1]) + slope * (lx - lg[-1]), out)
+    return np.exp(out)
+
+
+def _bisect(h: Any, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Root of a decreasing ``h`` per element in [lo, hi]; clamps to an end where h keeps its sign."""
+    lo, hi = lo.astype(np.float64).copy(), hi.astype(np.float64).copy()
+    for _ in range(BISECT):
+        mid = 0.5 * (lo + hi)
+        pos = h(mid) > 0
+        lo = np.where(pos, mid, lo)
+        hi = np.where(pos, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def _mdl_wait(service: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """Mean M/D/1 queueing delay for a server busy ``rho`` of the time with ``service`` per job."""
+    r = np.clip(rho, 0.0, 0.999)
+    return service * r / (2.0 * (1.0 - r))
+
+
+def _measured(c: np.ndarray, ttft_ss: np.ndarray, e2e_ss: np.ndarray, burst_ttft: np.ndarray, protocol: Protocol,
+              osl_spread: float) -> tuple[np.ndarray, np.ndarray]:
+    """(mean TTFT, window duration ÷ steady duration) over a window opening with a burst of ``c`` prompts.
+
+    The first ``c`` requests see ``burst_ttft`` instead of the steady one and delay the window by the
+    difference; the window ends when the longest of the last ``c`` requests (``osl_spread`` × the mean) ends.
+    """
+    if not protocol.burst_start or not math.isfinite(protocol.requests_per_user):
+        return ttft_ss, np.ones_like(ttft_ss)
+    k = protocol.requests_per_user
+    burst = np.maximum(burst_ttft, ttft_ss)
+    ttft = (burst + (k - 1.0) * ttft_ss) / k
+    stretch = ((k - 1.0) * e2e_ss + osl_spread * e2e_ss + (burst - ttft_ss)) / (k * e2e_ss)
+    return ttft, np.maximum(stretch, 1.0)
+
+
+def _wave_steps(c: np.ndarray, per_step: float) -> np.ndarray:
+    """Mean number of steps until the i-th of ``c`` simultaneous prompts is done, ``per_step`` prompts a step."""
+    waves = np.ceil(c / max(per_step, 1e-9))
+    # prompts 1..c finish at steps ceil(i/per_step): the mean of that staircase
+    full = np.floor(c / max(per_step, 1e-9))
+    rest = c - full * per_step
+    return (per_step * full * (full + 1) / 2 + rest * waves) / np.maximum(c, 1.0)
+
+
+def _prompts_per_step(P: float, budget: float) -> float:
+    """Prompts a full-budget prefill step completes (a fraction when one prompt spans several steps)."""
+    return math.floor(budget / P) if P <= budget else 1.0 / math.ceil(P / budget)
+
+
+def _burst_step(cost: Any, P: float, budget: float, c: np.ndarray) -> np.ndarray:
+    """One step of the opening burst: as many of the ``c`` fresh prompts as the token budget holds (a chunk of
+    one prompt when a prompt is longer than the budget)."""
+    if P <= budget:
+        k = np.minimum(c, math.floor(budget / P))
+        return np.asarray(cost.step_time(k * P, k, k * P * (P + 1) / 2, k * P, 0 * k, 0 * k))
+    prior = (P - budget) / 2.0                      # mean context already cached for the chunks of one prompt
+    one = float(cost.step_time(budget, 1, budget * prior + budget * (budget + 1) / 2, prior + budget, 0, 0))
+    return np.full_like(c, one)
+
+
+def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
+            protocol: Protocol = INFERENCEX, osl_spread: float = 1.0) -> SteadyEstimate:
+    """Closed-loop steady state of ``config.replicas`` unified instances (see module docstring)."""
+    c_all = np.asarray(concurrency, dtype=np.float64)
+    cost = step_cost(config, config.parallel)
+    P, O = float(isl), max(float(osl), 2.0)
+    AL = _acceptance_length(config)
+    k = config.speculative.num_draft_tokens if config.speculative else 0
+    q_dec = 1 + k
+    budget = float(config.max_num_batched_tokens)
+    cap = config.kv_capacity_tokens or cost.kv_capacity_tokens(config.gpu_memory_utilization, config.max_num_batched_tokens)
+    ctx = P + O / 2.0
+    n_max = float(max(min(config.max_num_seqs - 1, cap // (P + O), (budget - 1) // q_dec), 1))
+    grid = np.unique(np.concatenate([np.geomspace(1.0, max(n_max, 1.0), N_GRID), [n_max]]))
+    q = np.clip(np.minimum(P, budget - grid * q_dec), 1.0, None)          # chunk fed by a mixed step
+    prior = np.maximum(P - q, 0.0) / 2.0                                  # mean context already in cache
+    dec_t = grid * q_dec
+    t_d, sig_d = cost.time_and_sigma(dec_t, grid, dec_t * ctx, grid * ctx, grid, grid * ctx)
+    t_m, sig_m = cost.time_and_sigma(dec_t + q, grid + 1, dec_t * ctx + q * prior + q * (q + 1) / 2,
+                                     grid * ctx + prior + q, grid, grid * ctx)
+    f_grid = grid * AL * P / ((O - 1.0) * q)
+    feasible = grid[f_grid < 1.0]
+    n_hi_f = float(feasible.max()) if feasible.size else 1.0
+
+    c = c_all / config.replicas
+
+    lg, ltd, ltm = np.log(grid), np.log(t_d), np.log(t_m)
+
+    def state(n: np.ndarray) -> tuple[np.ndarray, ...]:
+        ln = np.log(n)
+        td, tm = np.exp(np.interp(ln, lg, ltd)), np.exp(np.interp(ln, lg, ltm))
+        qq = np.interp(n, grid, q)
+        f = np.clip(n * AL * P / ((O - 1.0) * qq), 0.0, 0.999)
+        s = (1.0 - f) * td + f * tm
+        lam = n * AL / ((O - 1.0) * s)
+        service = np.ceil(P / np.clip(np.minimum(P, budget - n * q_dec), 1.0, None)) * tm
+        ttft_min = service + _mdl_wait(service, f)
+        return s, lam, ttft_min
+
+    def h(n: np.ndarray) -> np.ndarray:
+        _, lam, ttft_min = state(n)
+        return (c - n) / lam - ttft_min
+
+    hi = np.minimum(np.minimum(c, n_max), n_hi_f)
+    lo = np.minimum(np.full_like(c, 1e-6), hi)
+    n = _bisect(h, lo, hi)
+    s, lam, ttft_min = state(n)
+    overhead = cost.framework.request_overhead_ms * 1e-3
+    ttft = np.maximum((c - n) / lam, ttft_min) + overhead
+    tpot = s / AL
+    e2e_ss = ttft + (O - 1.0) * tpot
+    waves = np.minimum(c, n_max + 1)
+    burst = _wave_steps(waves, _prompts_per_step(P, budget)) * _burst_step(cost, P, budget, waves)
+    ttft, stretch = _measured(c, ttft, e2e_ss, burst + overhead, protocol, osl_spread)
+    rate = c / e2e_ss * config.replicas / stretch
+    e2e = ttft + (O - 1.0) * tpot
+    sigma = np.interp(n, grid, sig_d)
+    sigma_ttft = np.interp(n, grid, sig_m)
+    return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
+                          decoding=n * config.replicas, sigma=sigma, sigma_ttft=sigma_ttft,
+                          accelerators=config.accelerators, isl=P, osl=float(osl))
+
+
+def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
+                  protocol: Protocol = INFERENCEX, osl_spread: float = 1.0) -> SteadyEstimate:
+    """Closed-loop steady state of a prefill pool feeding a decode pool (see module docstring)."""
+    d = config.disaggregation
+    assert d is not None
+    c_all = np.asarray(concurrency, dtype=np.float64)
+    pc, dc = step_cost(config, d.prefill.parallel), step_cost(config, d.decode.parallel)
+    P, O = float(isl), max(float(osl), 2.0)
+    AL = _acceptance_length(config)
+    k = config.speculative.num_draft_tokens if config.speculative else 0
+    q_dec = 1 + k
+    ctx = P + O / 2.0
+    # prefill: whole prompts batched up to the pool's token budget (a prompt longer than it is chunked)
+    p_budget = float(d.prefill.max_num_batched_tokens or config.max_num_batched_tokens)
+    per = max(1.0, math.floor(p_budget / P))
+    chunk = min(P, p_budget)
+    steps = math.ceil(P / chunk)
+    t_batch = steps * float(pc.step_time(per * chunk, per, per * (chunk * (chunk + 1) / 2 + chunk * (P - chunk) / 2),
+                                         per * (P / 2 + chunk / 2), 0, 0))
+    xfer = pc.kv_transfer_time(int(P), d.kv_transfer == "scaleout")
+    capacity = d.prefill.replicas * per / t_batch                      # prompts/s the prefill pool sustains
+    service = t_batch + xfer
+    sig_p = float(pc.sigma(per * chunk, per, per * chunk * chunk / 2, per * chunk, 0, 0))
+    # decode: pure decode steps over n sequences per instance
+    d_seqs = float(d.decode.max_num_seqs or config.max_num_seqs)
+    d_budget = float(d.decode.max_num_batched_tokens or config.max_num_batched_tokens)
+    cap = config.kv_capacity_tokens or dc.kv_capacity_tokens(config.gpu_memory_utilization, int(d_budget))
+    n_max = float(max(min(d_seqs, cap // (P + O), d_budget // q_dec), 1))
+    grid = np.unique(np.concatenate([np.geomspace(1.0, max(n_max, 1.0), N_GRID), [n_max]]))
+    dec_t = grid * q_dec
+    t_d, sig_d = dc.time_and_sigma(dec_t, grid, dec_t * ctx, grid * ctx, grid, grid * ctx)
+    reps = float(d.decode.replicas)
+
+    def state(N: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        s = _interp(grid, t_d, N / reps)
+        lam = N * AL / ((O - 1.0) * s)
+        ttft_min = service + _mdl_wait(t_batch, lam / capacity)
+        return s, lam, ttft_min
+
+    def h(N: np.ndarray) -> np.ndarray:
+        s, lam, ttft_min = state(N)
+        return np.where(lam >= capacity * 0.999, -1.0, (c_all - N) / lam - ttft_min)
+
+    hi = np.minimum(c_all, n_max * reps)
+    lo = np.minimum(np.full_like(c_all, 1e-6), hi)
+    N = _bisect(h, lo, hi)
+    s, lam, ttft_min = state(N)
+    lam = np.minimum(lam, capacity * 0.999)
+    overhead = pc.framework.request_overhead_ms * 1e-3
+    ttft = np.maximum((c_all - N) / lam, ttft_min) + overhead
+    tpot = s / AL
+    e2e_ss = ttft + (O - 1.0) * tpot
+    burst = _wave_steps(c_all, d.prefill.replicas * per / steps) * t_batch / steps + xfer
+    ttft, stretch = _measured(c_all, ttft, e2e_ss, burst + overhead, protocol, osl_spread)
+    rate = c_all / e2e_ss / stretch
+    e2e = ttft + (O - 1.0) * tpot
+    return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
+                          decoding=N, sigma=np.interp(N / reps, grid, sig_d),
+                          sigma_ttft=np.full_like(c_all, sig_p), accelerators=config.accelerators,
+                          isl=P, osl=float(osl))
+
+
+def estimate(config: SimConfig, isl: float, osl: float, concurrency: Any, protocol: Protocol = INFERENCEX,
+             osl_spread: float = 1.0) -> SteadyEstimate:
+    """What a closed-loop benchmark of ``config`` measures at each concurrency (unified or disaggregated).
+
+    ``isl``/``osl`` are mean lengths; ``osl_spread`` = longest ÷ mean output (1/0.9 for InferenceX's draws).
+    """
+    if config.disaggregation is not None:
+        return disaggregated(config, isl, osl, concurrency, protocol, osl_spread)
+    return unified(config, isl, osl, concurrency, protocol, osl_spread)
