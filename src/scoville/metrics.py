@@ -190,29 +190,12 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
     # steady window counts only the tokens inside it): goodput can then never exceed request throughput.
     request_span = float(t_done.max()) - float(t_sent.min()) or window
     row["request_throughput"] = ok.num_rows / request_span
-    row["output_throughput"] = out_sum / window
-    row["total_throughput"] = (out_sum + in_sum) / window
-    n_acc = max(ctx.accelerators, 1)
-    row["output_throughput_per_accelerator"] = row["output_throughput"] / n_acc
-    row["total_throughput_per_accelerator"] = row["total_throughput"] / n_acc
-
     watts = None
-    if ctx.power_source in ("rated", "all-in", "model") and ctx.watts_per_accelerator:
-        watts = ctx.watts_per_accelerator * n_acc
-    elif power is not None and power.num_rows:
+    provisioned = ctx.power_source in PROVISIONED_POWER and bool(ctx.watts_per_accelerator)
+    if power is not None and power.num_rows and not provisioned:
         watts, energy = mean_power_w(power, t_start, t_end)
         row["energy_j"] = energy
-    row["power_w"] = watts
-    if watts:
-        kw = watts / 1000.0
-        row["output_throughput_per_kw"] = row["output_throughput"] / kw
-        row["total_throughput_per_kw"] = row["total_throughput"] / kw
-        row["joules_per_output_token"] = watts / row["output_throughput"] if row["output_throughput"] else None
-    if ctx.cost_per_accelerator_hour:
-        dollars_per_hour = ctx.cost_per_accelerator_hour * n_acc
-        for kind in ("total", "output"):  # no price per token where no token was served (empty replies)
-            tput = row[f"{kind}_throughput"]
-            row[f"usd_per_mtok_{kind}"] = dollars_per_hour / (tput * 3600 / 1e6) if tput else None
+    row.update(throughput_metrics(out_sum / window, (out_sum + in_sum) / window, ctx, watts))
     if ctx.slo:
         good = np.ones(ok.num_rows, dtype=bool)
         if "ttft_s" in ctx.slo:
@@ -224,6 +207,39 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
             good &= e2e <= ctx.slo["e2e_s"]
         row["goodput"] = float(good.sum()) / request_span
         row["slo_attainment"] = float(good.mean())
+    return row
+
+
+PROVISIONED_POWER = ("rated", "all-in", "model")   # power known per accelerator, not sampled
+
+
+def throughput_metrics(output_tput: float, total_tput: float, ctx: PointContext,
+                       measured_watts: float | None = None) -> dict[str, Any]:
+    """Throughputs of a point and everything derived from them: per accelerator, per kW, J/token, $/Mtok.
+
+    One definition for records-based points and the simulator's analytic points. Power is the
+    provisioned figure per accelerator (rated, all-in, modelled) times the accelerators, else the mean
+    of the sampled power (``measured_watts``).
+    """
+    n_acc = max(ctx.accelerators, 1)
+    row: dict[str, Any] = {
+        "output_throughput": output_tput, "total_throughput": total_tput,
+        "output_throughput_per_accelerator": output_tput / n_acc,
+        "total_throughput_per_accelerator": total_tput / n_acc,
+    }
+    watts = measured_watts
+    if ctx.power_source in PROVISIONED_POWER and ctx.watts_per_accelerator:
+        watts = ctx.watts_per_accelerator * n_acc
+    row["power_w"] = watts
+    if watts:
+        kw = watts / 1000.0
+        row["output_throughput_per_kw"] = output_tput / kw
+        row["total_throughput_per_kw"] = total_tput / kw
+        row["joules_per_output_token"] = watts / output_tput if output_tput else None
+    if ctx.cost_per_accelerator_hour:
+        dollars_per_hour = ctx.cost_per_accelerator_hour * n_acc
+        for kind, tput in (("total", total_tput), ("output", output_tput)):  # no price where nothing was served
+            row[f"usd_per_mtok_{kind}"] = dollars_per_hour / (tput * 3600 / 1e6) if tput else None
     return row
 
 

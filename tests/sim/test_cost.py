@@ -1,4 +1,9 @@
-"""Roofline arithmetic against hand-computed cases, and the properties the engine relies on."""
+"""Step cost: its structure and the properties the engine, the estimator and the search rely on.
+
+Kernel times come from measured tables (when aiconfigurator-core is installed) or from the transfer
+model; these tests assert what holds either way (monotonicity, the split of work between operators,
+memory accounting), and pin the datasheet-only path with a catalog entry that has no tables.
+"""
 
 from __future__ import annotations
 
@@ -6,40 +11,42 @@ import json
 
 import msgspec
 import numpy as np
-import yaml
 import pytest
+import yaml
 
 from scoville.errors import UserError
-from scoville.sim.cost import Parallel, StepCost
+from scoville.sim.cost import COMPONENTS, Parallel, StepCost
+from scoville.sim.frameworks import load_framework
 from scoville.sim.hardware import load_hardware
+from scoville.sim.kernels import tables
 from scoville.sim.models import load_model
 
-IDEAL = """
+DATASHEET = """
 vendor: test
 family: blackwell
-flops_tflops: {{fp8: 2000, bf16: 1000}}
-hbm_capacity_gb: 100
+flops_tflops: {{fp8: 4000, bf16: 2000}}
+hbm_capacity_gb: 200
 hbm_bandwidth_tbps: {bw}
-scaleup_bandwidth_gbps: 100
+scaleup_bandwidth_gbps: 900
 scaleup_domain: 8
-scaleout_bandwidth_gbps: 10
+scaleout_bandwidth_gbps: 50
 rated_watts: 1000
 idle_watts: 100
-runtime_reserve_gb: 4
-efficiency: {{compute: 1.0, memory: 1.0, attention_compute: 1.0, scaleup: 1.0, scaleout: 1.0,
-             step_overhead_us: 0.0, kernel_overhead_us: 0.0, collective_us: 0.0, moe_imbalance: 0.0}}
 """
 
 TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
         "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
         "vocab_size": 1000, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
 
+needs_tables = pytest.mark.skipif(tables.data_dir() is None, reason="aiconfigurator-core (scoville[silicon]) not installed")
+
 
 @pytest.fixture
-def ideal(tmp_path):
-    def make(bw: float = 1.0):
-        p = tmp_path / f"ideal{bw}.yaml"
-        p.write_text(IDEAL.format(bw=bw))
+def datasheet(tmp_path):
+    """A chip known only from its datasheet (no kernel tables): the transfer model prices every operator."""
+    def make(bw: float = 8.0):
+        p = tmp_path / f"chip{bw}.yaml"
+        p.write_text(DATASHEET.format(bw=bw))
         return load_hardware(str(p))
     return make
 
@@ -51,71 +58,20 @@ def tiny(tmp_path):
     return load_model(str(p))
 
 
-def test_gemm_memory_bound_at_batch_1_and_compute_bound_at_8k(ideal, tiny):
-    c = StepCost(tiny, ideal(1.0))
-    attn_params = 1024 * 1024 * 2 + 2 * 1024 * 256  # q, o, k, v (norms are elementwise, not GEMMs)
-    # decode of one token: weights (BF16) + activations in/out, at 1 TB/s
-    bytes_1 = attn_params * 2 + 1 * 2048 * 2
-    assert c.breakdown(1, 1, 10, 10)["attn_proj"] == pytest.approx(2 * bytes_1 / 1e12)
-    # 8192-token prefill chunk: 2 FLOPs per param per token at 1 PFLOP/s beats the bytes
-    t = 8192
-    flops = 2 * t * attn_params
-    assert flops / 1e15 > (attn_params * 2 + t * 2048 * 2) / 1e12
-    assert c.breakdown(t, 1, t * (t + 1) / 2, t)["attn_proj"] == pytest.approx(2 * flops / 1e15)
+def decode(c: StepCost, batch, ctx: float):
+    b = np.asarray(batch, dtype=float)
+    return c.step_time(b, b, b * ctx, b * ctx)
 
 
-def test_gqa_decode_reads_kv_of_every_kv_head(ideal, tiny):
-    c = StepCost(tiny, ideal(1.0))
-    assert c.kv_bytes_per_token == 2 * 2 * 2 * 128 * 2          # layers x (K,V) x kv_heads x head_dim x BF16
-    kv = 1000
-    per_layer = kv * 2 * 2 * 128 * 2                              # bytes read: 1.024 MB
-    flops = 4 * 8 * 128 * kv                                      # QK^T and PV over 8 query heads
-    assert flops / 1e15 < per_layer / 1e12                        # bandwidth-bound (~8 FLOP/B)
-    assert c.breakdown(1, 1, kv, kv)["attn_core"] == pytest.approx(2 * per_layer / 1e12)
-    # TP=2 splits the 2 KV heads; TP=4 must replicate them
-    assert StepCost(tiny, ideal(1.0), Parallel(tp=2)).kv_bytes_per_token == c.kv_bytes_per_token
-    assert StepCost(tiny, ideal(1.0), Parallel(tp=4)).kv_bytes_per_token == 2 * c.kv_bytes_per_token
-
-
-def test_mla_decode_flops_absorbed_and_compute_bound(ideal):
-    m = load_model("deepseek-r1")
-    ctx = 8192
-    fast = StepCost(m, ideal(1e6), kv_dtype="fp8")               # bandwidth ~infinite: compute alone
-    flops = ctx * 2 * 128 * (512 + 64 + 512) + 2 * 128 * 512 * (128 + 128)
-    assert 2 * 128 * (512 + 64 + 512) == 278_528                  # SIM-REFERENCE 4.2
-    assert fast.breakdown(1, 1, ctx, ctx)["attn_core"] == pytest.approx(61 * flops / 2e15)
-    # On a real H200 with FP8 KV and all 128 heads on a rank (DP attention), the 484 FLOP/B kernel sits
-    # above the achievable ridge: compute-bound, unlike GQA.
-    h200 = StepCost(m, "h200", Parallel(dp=8, ep=8), kv_dtype="fp8")
-    bs = 64 * 8
-    core = h200.breakdown(bs, bs, bs * ctx, bs * ctx)["attn_core"]
-    kv_bytes_time = 61 * 64 * ctx * 576 / (4.8e12 * h200.hw.eff("memory"))
-    assert core > 1.2 * kv_bytes_time
-    # With TP8 each rank still reads the whole latent but does 1/8 of the heads: memory-bound again.
-    tp8 = StepCost(m, "h200", Parallel(tp=8), kv_dtype="fp8")
-    assert tp8.breakdown(64, 64, 64 * ctx, 64 * ctx)["attn_core"] == pytest.approx(kv_bytes_time)
-
-
-def test_sliding_window_layers_capped_at_their_window():
-    c = StepCost("gpt-oss-120b", "h200")
-    assert c.kv_bytes_per_token == 18 * 2 * 8 * 64 * 2            # 36 KiB, full-attention layers only
-    assert c.kv_bytes_per_seq == 18 * 128 * 2 * 8 * 64 * 2        # ~4.7 MB per sequence (BF16)
-    full_only = StepCost("llama-3.1-8b", "h200")                  # control: no sliding layers
-    short, long = 4096, 65536
-    d_oss = c.breakdown(1, 1, long, long)["attn_core"] - c.breakdown(1, 1, short, short)["attn_core"]
-    per_full_layer = (long - short) * 2 * 8 * 64 * 2 / (c.hw.hbm_bytes_per_s * c.hw.eff("memory"))
-    assert d_oss == pytest.approx(18 * per_full_layer, rel=1e-6)  # only the 18 full layers grew
-    assert full_only.breakdown(1, 1, long, long)["attn_core"] > full_only.breakdown(1, 1, short, short)["attn_core"]
-
-
-@pytest.mark.parametrize("model, par", [("gpt-oss-120b", Parallel(tp=2)), ("deepseek-r1", Parallel(tp=8, ep=8)),
-                                        ("llama-3.1-70b", Parallel(tp=4)), ("kimi-k2.5", Parallel(dp=8, ep=8))])
-def test_more_hbm_bandwidth_never_makes_decode_slower(ideal, model, par):
-    bs = np.array([1, 4, 16, 64, 256, 1024])
-    ctx = 8192
-    times = [StepCost(model, ideal(bw), par).step_time(bs, bs, bs * ctx, bs * ctx) for bw in (1, 2, 4, 8, 16)]
-    for slow, fast in zip(times, times[1:]):
-        assert np.all(fast <= slow) and np.any(fast < slow)
+def test_components_add_up_to_the_step_and_every_operator_says_where_it_came_from(datasheet):
+    c = StepCost("deepseek-r1", datasheet(), Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8")
+    parts = c.breakdown(64, 64, 64 * 8000.0, 64 * 8000.0)
+    assert set(parts) == set(COMPONENTS)
+    assert sum(parts.values()) == pytest.approx(c.step_time(64, 64, 64 * 8000.0, 64 * 8000.0))
+    assert parts["comm"] > 0                                        # DP attention + EP: dispatch and combine
+    assert all(s.startswith(("transfer", "modelled")) for s in c.ops.provenance.values())
+    assert set(c.ops.sigma) == set(c.ops.provenance) and all(v > 0 for v in c.ops.sigma.values())
+    assert 0 < c.sigma(64, 64, 64 * 8000.0, 64 * 8000.0) < 2
 
 
 def test_vectorised_equals_scalar():
@@ -127,20 +83,99 @@ def test_vectorised_equals_scalar():
     assert [c.step_time(int(t), int(s), float(a), float(a)) for t, s, a in zip(T, S, A)] == pytest.approx(list(vec))
 
 
-def test_moe_busiest_rank_costs_more_than_the_mean(tmp_path):
-    base = load_hardware("gb300")
-    raw = msgspec.to_builtins(base)
-    raw["efficiency"] = {"moe_imbalance": 0.0}
-    even_yaml = tmp_path / "even.yaml"
-    even_yaml.write_text(yaml.safe_dump(raw))
-    even = load_hardware(str(even_yaml))
-    par = Parallel(dp=8, ep=8)
-    skewed, fair = StepCost("deepseek-r1", base, par), StepCost("deepseek-r1", even, par)
-    t = 2048  # large batch: compute of the busiest rank dominates
-    assert skewed.breakdown(t, t, t * 8000, t * 8000)["ffn"] > fair.breakdown(t, t, t * 8000, t * 8000)["ffn"]
-    # without EP there is no dispatch/combine traffic
-    no_ep = StepCost("deepseek-r1", even, Parallel(dp=8, ep=1))
-    assert no_ep.breakdown(t, t, t * 8000, t * 8000)["comm"] == pytest.approx(0.0)
+@pytest.mark.parametrize("model, par", [("gpt-oss-120b", Parallel(tp=2)), ("deepseek-r1", Parallel(tp=8, ep=8)),
+                                        ("llama-3.1-70b", Parallel(tp=4)), ("kimi-k2.5", Parallel(dp=8, ep=8))])
+def test_decode_grows_with_batch_and_context_and_shrinks_with_bandwidth(datasheet, model, par):
+    bs = np.array([1, 4, 16, 64, 256, 1024])
+    slow, fast = StepCost(model, datasheet(4.0), par), StepCost(model, datasheet(16.0), par)
+    for c in (slow, fast):
+        t = decode(c, bs, 8192)
+        assert np.all(np.diff(t) >= 0) and t[-1] > t[0]
+        assert np.all(decode(c, bs, 32768) >= t)
+    assert np.all(decode(fast, bs, 8192) <= decode(slow, bs, 8192))
+    assert np.any(decode(fast, bs, 8192) < decode(slow, bs, 8192))
+
+
+def test_gqa_kv_split_by_kv_head_and_mla_latent_replicated(datasheet, tiny):
+    c = StepCost(tiny, datasheet())
+    assert c.kv_bytes_per_token == 2 * 2 * 2 * 128 * 2           # layers x (K,V) x kv_heads x head_dim x BF16
+    assert StepCost(tiny, datasheet(), Parallel(tp=2)).kv_bytes_per_token == c.kv_bytes_per_token
+    assert StepCost(tiny, datasheet(), Parallel(tp=4)).kv_bytes_per_token == 2 * c.kv_bytes_per_token
+    # MLA latent replicates over TP ranks, so DP attention holds ~8x the tokens of TP8 on the same GPUs
+    tp8 = StepCost("deepseek-r1", "gb300", Parallel(tp=8, ep=8), kv_dtype="fp8")
+    dp8 = StepCost("deepseek-r1", "gb300", Parallel(dp=8, ep=8), kv_dtype="fp8")
+    assert dp8.kv_capacity_tokens() / tp8.kv_capacity_tokens() == pytest.approx(8, rel=0.15)
+
+
+def test_sliding_window_layers_stop_growing_at_their_window(datasheet):
+    oss = StepCost("gpt-oss-120b", datasheet())
+    assert oss.kv_bytes_per_token == 18 * 2 * 8 * 64 * 2            # full-attention layers only
+    assert oss.kv_bytes_per_seq == 18 * 128 * 2 * 8 * 64 * 2        # ~4.7 MB per sequence (BF16)
+    # Growth of decode attention from 16k to 64k context comes from the 18 full layers alone: half of what
+    # 36 full layers of the same shape would add.
+    core = lambda c, ctx: c.breakdown(64, 64, 64 * ctx, 64 * ctx)["attn_core"]  # noqa: E731
+    grow = core(oss, 65536) - core(oss, 16384)
+    per_layer = (oss.ops.attn_decode(64, 65536) - oss.ops.attn_decode(64, 16384))
+    assert grow == pytest.approx(18 * per_layer, rel=1e-6)
+
+
+def test_prefill_chunk_with_cached_context_costs_more_than_a_fresh_one(datasheet):
+    c = StepCost("llama-3.1-70b", datasheet(), Parallel(tp=4))
+    q = 2048
+    fresh = c.breakdown(q, 1, q * (q + 1) / 2, q, 0, 0)["attn_core"]
+    late = c.breakdown(q, 1, q * 6000 + q * (q + 1) / 2, 6000 + q, 0, 0)["attn_core"]
+    assert late > 2 * fresh
+
+
+def test_draft_passes_cost_but_not_per_token(datasheet):
+    plain = StepCost("deepseek-r1", datasheet(), Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8")
+    mtp = StepCost("deepseek-r1", datasheet(), Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8", drafts=2)
+    b, ctx = 64, 8000.0
+    t_plain = plain.step_time(b, b, b * ctx, b * ctx)
+    t_mtp = mtp.step_time(3 * b, b, 3 * b * ctx, b * ctx, b, b * ctx)
+    assert mtp.breakdown(3 * b, b, 3 * b * ctx, b * ctx, b, b * ctx)["draft"] > 0
+    assert t_plain < t_mtp < 3 * t_plain                            # a verify step is cheaper than 3 plain steps
+    assert mtp.weight_bytes_per_accelerator > plain.weight_bytes_per_accelerator   # the MTP layer is resident
+
+
+def test_framework_costs_add_host_time_and_kernel_scale_scales_only_kernels(datasheet):
+    hw = datasheet()
+    base = StepCost("llama-3.1-8b", hw, framework="vllm")
+    fw = load_framework("vllm")
+    slower_host = msgspec.structs.replace(fw, step_overhead_us=fw.step_overhead_us + 1000.0)
+    host = StepCost("llama-3.1-8b", hw, framework_costs=slower_host)
+    assert host.step_time(8, 8, 8000.0, 8000.0) - base.step_time(8, 8, 8000.0, 8000.0) == pytest.approx(1e-3)
+    half = StepCost("llama-3.1-8b", hw, framework_costs=msgspec.structs.replace(fw, kernel_scale=0.5))
+    b, h = base.breakdown(8, 8, 8000.0, 8000.0), half.breakdown(8, 8, 8000.0, 8000.0)
+    assert h["overhead"] == pytest.approx(b["overhead"])
+    assert h["ffn"] == pytest.approx(0.5 * b["ffn"])
+
+
+def test_four_bit_weights_run_weight_only_on_a_chip_without_fp4():
+    hopper = StepCost("deepseek-r1", "h200", Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8")
+    blackwell = StepCost("deepseek-r1", "b200", Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8")
+    assert "no FP4 tensor cores" in hopper.ops.formats["experts"]
+    assert "weight-only" not in blackwell.ops.formats["experts"]
+
+
+@needs_tables
+def test_measured_tables_price_covered_shapes_and_say_so():
+    c = StepCost("deepseek-r1", "b200", Parallel(tp=8), precision="fp8", kv_dtype="fp8", framework="sglang",
+                 backend="measured")
+    for op in ("attn_proj", "attn_decode", "moe", "allreduce"):
+        assert c.ops.provenance[op].startswith("measured (b200_sxm"), c.ops.provenance[op]
+    # a GEMM on a measured grid shape is the fastest measured kernel for it
+    m, n, k, t = tables.KernelTables("b200_sxm", "sglang").gemm("bfloat16")
+    i, j, l = int(np.searchsorted(m, 64)), int(np.searchsorted(n, 7168)), int(np.searchsorted(k, 7168))
+    from scoville.sim.kernels.ops import TOKENS, _interp_nk
+    from scoville.sim.kernels.curve import Curve
+    assert Curve(m, _interp_nk(n, k, t, 7168, 7168))(64.0) == pytest.approx(t[i, j, l])
+
+
+@needs_tables
+def test_measured_backend_refuses_a_chip_without_tables():
+    with pytest.raises(UserError, match="no measured kernel tables"):
+        StepCost("llama-3.1-8b", "mi355x", backend="measured")
 
 
 def test_kv_capacity_is_capacity_minus_weights_activations_reserve():
@@ -149,14 +184,8 @@ def test_kv_capacity_is_capacity_minus_weights_activations_reserve():
     free = c.hw.hbm_bytes * 0.9 - c.weight_bytes_per_accelerator - c.activation_bytes_per_accelerator() - 3.9e9
     assert c.kv_capacity_tokens(0.9) == int(free // c.kv_bytes_per_token)
     assert c.kv_capacity_tokens(0.5) < c.kv_capacity_tokens(0.9)
-    # TP2 halves the weights per GPU, so the instance holds more than twice the KV
     assert StepCost("llama-3.1-8b", "h100", Parallel(tp=2)).kv_capacity_tokens() > 2 * c.kv_capacity_tokens()
-    # 671 GB of FP8 weights do not fit one H100: no KV at all
-    assert StepCost("deepseek-r1", "h100").kv_capacity_tokens() == 0
-    # MLA latent replicates over TP ranks, so DP attention holds 8x the tokens of TP8 on the same GPUs
-    tp8 = StepCost("deepseek-r1", "gb300", Parallel(tp=8, ep=8), kv_dtype="fp8")
-    dp8 = StepCost("deepseek-r1", "gb300", Parallel(dp=8, ep=8), kv_dtype="fp8")
-    assert dp8.kv_capacity_tokens() / tp8.kv_capacity_tokens() == pytest.approx(8, rel=0.15)
+    assert StepCost("deepseek-r1", "h100").kv_capacity_tokens() == 0    # 671 GB of FP8 on one 80 GB GPU
 
 
 def test_kv_transfer_scaleout_slower_than_scaleup():
@@ -164,8 +193,33 @@ def test_kv_transfer_scaleout_slower_than_scaleup():
     assert c.kv_transfer_time(8192, scaleout=True) > c.kv_transfer_time(8192, scaleout=False) > 0
 
 
-def test_bad_parallelism_is_user_error():
+def test_bad_inputs_are_one_line_user_errors(tmp_path):
     with pytest.raises(UserError, match="ep=3"):
         StepCost("deepseek-r1", "gb200", Parallel(tp=8, ep=3))
     with pytest.raises(UserError, match="kv_dtype"):
         StepCost("llama-3.1-8b", "h100", kv_dtype="int3")
+    with pytest.raises(UserError, match="cost backend"):
+        StepCost("llama-3.1-8b", "h100", backend="guess")
+    with pytest.raises(UserError, match="framework"):
+        StepCost("llama-3.1-8b", "h100", framework="tgi")
+
+
+def test_unknown_family_and_bad_fields_name_the_field(tmp_path):
+    raw = yaml.safe_load(DATASHEET.format(bw=8))
+    for change, words in ((("family", "cdna9"), "family 'cdna9' is unknown"),
+                          (("hbm_bandwidth_tbps", 0), "hbm_bandwidth_tbps"),
+                          (("rated_watts", -5), "rated_watts"),
+                          (("scaleup_domain", 0), "scaleup_domain")):
+        bad = dict(raw, **{change[0]: change[1]})
+        p = tmp_path / "bad.yaml"
+        p.write_text(yaml.safe_dump(bad))
+        with pytest.raises(UserError, match=words):
+            load_hardware(str(p))
+    inf = tmp_path / "inf.yaml"
+    inf.write_text(DATASHEET.format(bw=".inf"))
+    with pytest.raises(UserError, match="hbm_bandwidth_tbps"):
+        load_hardware(str(inf))
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(UserError, match="not a text file|not valid YAML"):
+        load_hardware(str(binary))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -98,5 +99,22 @@ def test_zero_sized_config_field_is_a_user_error_not_a_division_traceback(tmp_pa
     p = tmp_path / "zero-heads.json"
     p.write_text(json.dumps({"hidden_size": 1024, "num_hidden_layers": 2, "vocab_size": 10,
                              "num_attention_heads": 0, "intermediate_size": 4096}))
-    with pytest.raises(UserError, match="unusable config field"):
+    with pytest.raises(UserError, match="num_attention_heads must be a whole number"):
         load_model(str(p))
+
+
+@pytest.mark.parametrize("field, value", [("num_hidden_layers", 0), ("hidden_size", float("inf")),
+                                          ("hidden_size", -4096), ("num_attention_heads", "many"),
+                                          ("vocab_size", True)])
+def test_a_bad_shape_field_is_one_line_naming_it(tmp_path, field, value):
+    import json as _json
+
+    from scoville.errors import UserError
+    from scoville.sim.models import load_model as _load
+
+    cfg = _json.loads((Path(__file__).resolve().parents[2] / "src/scoville/data/models/llama-3.1-8b.json").read_text())
+    cfg[field] = value
+    p = tmp_path / "bad.json"
+    p.write_text(_json.dumps(cfg))
+    with pytest.raises(UserError, match=field):
+        _load(str(p))

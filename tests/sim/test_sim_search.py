@@ -1,95 +1,92 @@
-"""Config search: the frontier is really the non-dominated set, its configurations reproduce it,
-fan-out does not change results, and a searched run records each point's winning configuration."""
+"""Deployment search: the frontier is the non-dominated set of what it looked at, it searches the layouts
+real deployments use, each point's configuration reproduces it, and `scoville simulate` writes it."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from scoville.executor import LocalExecutor
-from scoville.load import concurrency_sweep
+from scoville.errors import UserError
 from scoville.results.store import read_manifest, read_point_metrics
 from scoville.sim.config import SimConfig
-from scoville.sim.driver import simulate_run
-from scoville.sim.search import (X_KEY, Y_KEY, SearchSpace, evaluate_candidate, frontier_plan, instance_shapes,
-                                 pareto, search, search_points)
-from scoville.workload.synthetic import scenario
+from scoville.sim.search import (MTP_ACCEPTANCE, SearchSpace, draft_options, instance_layouts, pareto, search)
+from scoville.sim.steady import estimate
 
-BASE = SimConfig(hardware="h200", model="llama-3.1-8b")
-SPACE = SearchSpace(max_instance_accelerators=2, max_num_seqs=(16, 256), max_num_batched_tokens=(2048,),
-                    ratios=((1, 1),), refine_top=1, min_search_requests=8)
-POINTS = concurrency_sweep([1, 8, 48], num_requests=24, warmup_requests=4)
-WORKLOAD = scenario("1k1k")
+BASE = SimConfig(hardware="h200", model="llama-3.1-8b", kv_dtype="fp8")
+ISL, OSL = 0.9 * 1024, 0.9 * 1024
 
 
 @pytest.fixture(scope="module")
 def result():
-    return search(BASE, WORKLOAD, POINTS, space=SPACE, executor=LocalExecutor(1))
+    return search(BASE, ISL, OSL, space=SearchSpace(max_accelerators=2, max_concurrency=256), points=8)
 
 
-def dominates(a: dict, b: dict) -> bool:
-    return a[X_KEY] >= b[X_KEY] and a[Y_KEY] >= b[Y_KEY] and (a[X_KEY] > b[X_KEY] or a[Y_KEY] > b[Y_KEY])
-
-
-def test_shapes_fit_the_model_and_respect_the_limit():
-    shapes = instance_shapes(BASE, SPACE)
-    assert [s.tp for s in shapes] == [1, 2]
-    assert instance_shapes(SimConfig(hardware="h100", model="llama-3.1-70b"), SearchSpace())[0].tp >= 2
-
-
-def test_frontier_is_exactly_the_non_dominated_set(result):
-    assert result.evaluated >= 4
+def test_frontier_is_non_dominated_and_spans_interactivity(result):
     front = result.frontier
-    assert front
-    for f in front:
-        assert not any(dominates(r, f) for r in result.rows)
-    for r in result.rows:
-        if not any(r is f for f in front):
-            assert any(dominates(f, r) or (f[X_KEY], f[Y_KEY]) == (r[X_KEY], r[Y_KEY]) for f in front)
-    # the candidate set includes disaggregated deployments and batch-limit variants
-    labels = {r["config"].label() for r in result.rows}
-    assert any(label.startswith("P ") for label in labels)
-    assert any("seqs16" in label for label in labels)
+    assert 2 <= len(front) <= 8
+    xs = [p.interactivity for p in front]
+    ys = [p.total_tput_per_accelerator for p in front]
+    assert xs == sorted(xs, reverse=True)                   # fastest first
+    assert ys == sorted(ys)                                 # and each slower point buys throughput
+    assert all(p.ttft <= 0.3 * p.e2e for p in front)        # no queue-bound point
+    assert all(0 < p.sigma < 2 and p.config.accelerators <= 2 for p in front)
 
 
-def test_winning_configuration_reproduces_its_frontier_point(result):
-    f = result.frontier[-1]
-    pts = [p for p in search_points(POINTS, SPACE) if p.concurrency == f["concurrency"]]
-    again = evaluate_candidate(f["config"], WORKLOAD, pts)[0]
-    assert again[Y_KEY] == pytest.approx(f[Y_KEY]) and again[X_KEY] == pytest.approx(f[X_KEY])
-
-
-def test_process_pool_gives_the_same_frontier_as_inline(result):
-    with LocalExecutor(2) as ex:
-        pooled = search(BASE, WORKLOAD, POINTS, space=SPACE, executor=ex)
-    assert [(r["config"], r["concurrency"], r[Y_KEY]) for r in pooled.frontier] == \
-           [(r["config"], r["concurrency"], r[Y_KEY]) for r in result.frontier]
-
-
-def test_searched_run_records_each_points_winning_configuration(result, tmp_path: Path):
-    points, configs = frontier_plan(result, POINTS)
-    run = simulate_run(BASE, WORKLOAD, points, tmp_path, point_configs=configs, search=result.summary())
-    m = read_manifest(run)
-    plan = m["load_plan"]["points"]
-    assert [SimConfig.model_validate(p["config"]) for p in plan] == configs
-    assert [p["accelerators"] for p in plan] == [c.accelerators for c in configs]
-    assert m["target"]["search"]["candidates"] == result.evaluated
-    rows = read_point_metrics(run)
-    assert [json.loads(r["config"]) for r in rows] == [c.model_dump() for c in configs]
-    assert [r["accelerators"] for r in rows] == [c.accelerators for c in configs]
+def test_each_points_configuration_reproduces_it(result):
+    for p in result.frontier:
+        est = estimate(p.config, ISL, OSL, np.array([p.concurrency]))
+        assert est.total_tput_per_accelerator[0] == pytest.approx(p.total_tput_per_accelerator, rel=0.05)
+        assert est.interactivity[0] == pytest.approx(p.interactivity, rel=0.05)
 
 
 def test_pareto_keeps_the_upper_envelope():
-    rows = [{X_KEY: 10, Y_KEY: 1}, {X_KEY: 5, Y_KEY: 5}, {X_KEY: 4, Y_KEY: 4}, {X_KEY: 1, Y_KEY: 9},
-            {X_KEY: 1, Y_KEY: 8}, {X_KEY: None, Y_KEY: 100}]
-    assert [(r[X_KEY], r[Y_KEY]) for r in pareto(rows)] == [(10, 1), (5, 5), (1, 9)]
+    xs = np.array([10, 5, 4, 1, 1.0])
+    ys = np.array([1, 5, 4, 9, 8.0])
+    assert [(xs[i], ys[i]) for i in pareto(xs, ys)] == [(10, 1), (5, 5), (1, 9)]
 
 
-def test_simulate_command_pinned_config_and_errors(tmp_path: Path):
+def test_layouts_include_wide_ep_across_nvl72_and_multi_node_hopper():
+    gb300 = SimConfig(hardware="gb300", model="deepseek-r1", precision="nvfp4", kv_dtype="fp8")
+    wide = instance_layouts(gb300, SearchSpace(), 8192 + 1024)
+    assert any(p.dp == 64 and p.ep == 64 for p in wide)     # the whole NVL72 domain's worth of experts
+    h100 = SimConfig(hardware="h100", model="deepseek-r1", kv_dtype="fp8")
+    multi = instance_layouts(h100, SearchSpace(), 8192 + 1024)
+    assert min(p.accelerators for p in multi) == 16 and max(p.accelerators for p in multi) == 32
+    assert all(p.tp <= 8 for p in multi)                    # TP stays inside a node; EP spans nodes
+
+
+def test_mtp_is_searched_only_where_the_model_has_mtp_heads():
+    from scoville.sim.models import load_model
+
+    ds = draft_options(SimConfig(hardware="gb300", model="deepseek-r1"), load_model("deepseek-r1"), SearchSpace())
+    assert ds[0] is None and [d.num_draft_tokens for d in ds[1:]] == list(MTP_ACCEPTANCE)
+    assert draft_options(BASE, load_model("llama-3.1-8b"), SearchSpace()) == [None]
+    assert draft_options(SimConfig(hardware="gb300", model="deepseek-r1"), load_model("deepseek-r1"),
+                         SearchSpace(mtp="off")) == [None]
+
+
+def test_disaggregated_pools_are_sized_and_priced(result):
+    big = search(SimConfig(hardware="gb300", model="deepseek-r1", precision="nvfp4", kv_dtype="fp8",
+                           framework="trtllm"), 0.9 * 8192, 0.9 * 1024, space=SearchSpace(mtp="off"), points=8)
+    disagg = [p for p in big.frontier if p.config.disaggregation is not None]
+    assert disagg, "wide-EP disaggregated decode should reach the DeepSeek-R1 frontier on NVL72"
+    for p in disagg:
+        d = p.config.disaggregation
+        assert d.prefill.replicas >= 1 and d.decode.max_num_seqs >= 1
+        assert d.kv_transfer == ("scaleup" if p.config.accelerators <= 72 else "scaleout")
+
+
+def test_a_model_that_fits_nowhere_is_one_line():
+    with pytest.raises(UserError, match="does not fit"):
+        search(SimConfig(hardware="h100", model="deepseek-r1"), ISL, OSL, space=SearchSpace(max_accelerators=8))
+
+
+def _app() -> typer.Typer:
     from scoville.cli import simulate_cmd
 
     app = typer.Typer()
@@ -98,7 +95,40 @@ def test_simulate_command_pinned_config_and_errors(tmp_path: Path):
     @app.command("noop")
     def _noop() -> None:  # a second command keeps Typer in multi-command mode
         pass
+    return app
 
+
+def test_simulate_searches_and_writes_an_analytic_run(tmp_path: Path):
+    res = CliRunner().invoke(_app(), ["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--scenario", "1k1k",
+                                      "--concurrency", "1-64", "--max-accelerators", "2", "--runs", str(tmp_path),
+                                      "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout[res.stdout.index("{"):])
+    run = Path(out["run_dir"])
+    m = read_manifest(run)
+    assert m["target"]["fidelity"] == "analytic"
+    assert m["target"]["cost_model"]["operators"] and len(m["target"]["predictions"]) == len(out["points"])
+    rows = read_point_metrics(run)
+    for r in rows:
+        assert r["interactivity_lo"] < r["interactivity"] < r["interactivity_hi"]
+        assert r["total_throughput_per_accelerator_lo"] < r["total_throughput_per_accelerator"]
+        assert r["total_throughput_per_kw"] > 0 and json.loads(r["config"])["model"] == "llama-3.1-8b"
+
+
+def test_simulate_des_fidelity_replays_the_frontier_points(tmp_path: Path):
+    res = CliRunner().invoke(_app(), ["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--scenario", "1k1k",
+                                      "--concurrency", "1-8", "--max-accelerators", "1", "--no-disagg",
+                                      "--fidelity", "des", "--num-requests", "16", "--runs", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    run = Path(json.loads(res.stdout[res.stdout.index("{"):])["run_dir"])
+    m = read_manifest(run)
+    assert m["target"]["fidelity"] == "discrete-event" and m["target"]["predictions"]
+    rows = read_point_metrics(run)
+    assert rows and all(r["num_ok"] == 16 for r in rows)
+
+
+def test_simulate_command_pinned_config_and_errors(tmp_path: Path):
+    app = _app()
     cfg = tmp_path / "pin.yaml"
     cfg.write_text("hardware: h200\nmodel: llama-3.1-8b\nmax_num_seqs: 64\n")
     runner = CliRunner()
@@ -107,10 +137,13 @@ def test_simulate_command_pinned_config_and_errors(tmp_path: Path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout[res.stdout.index("{"):])
     assert Path(out["run_dir"]).exists() and [p["label"] for p in out["points"]] == ["c=1", "c=4"]
-    table = runner.invoke(app, ["simulate", "--config", str(cfg), "--scenario", "1k1k", "--concurrency", "2",
-                                "--num-requests", "4", "--runs", str(tmp_path / "runs")])
-    assert table.exit_code == 0, table.output
-    assert "c=2" in table.stdout and "(simulated)" in table.stdout
-    assert Path(table.stdout.strip().splitlines()[-1]).exists()
     bad = runner.invoke(app, ["simulate", "--hardware", "h200", "--runs", str(tmp_path / "runs")])
     assert bad.exit_code != 0 and "--model" in str(bad.exception)
+    runs_before = set((tmp_path / "runs").iterdir())
+    compat = runner.invoke(app, ["simulate", "--config", str(cfg), "--compat", "foo", "--concurrency", "1",
+                                 "--num-requests", "2", "--runs", str(tmp_path / "runs")])
+    assert compat.exit_code != 0 and "compat" in str(compat.exception)
+    assert set((tmp_path / "runs").iterdir()) == runs_before   # refused before anything was written
+    mtp = runner.invoke(app, ["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--mtp", "x:y",
+                              "--runs", str(tmp_path / "runs")])
+    assert mtp.exit_code != 0 and "--mtp" in str(mtp.exception)

@@ -39,6 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from scoville.errors import UserError
 
 RouterPolicy = Literal["round_robin", "least_loaded", "prefix_affinity"]
+Framework = Literal["vllm", "sglang", "trtllm"]
+CostBackend = Literal["auto", "measured", "transfer"]
 
 
 class SimConfigError(UserError, ValueError):
@@ -120,6 +122,13 @@ class SimConfig(_Strict):
     model: str
     precision: str | None = None
     kv_dtype: str | None = None
+    # Serving framework: picks its measured kernel tables and its host-overhead priors (frameworks.yaml).
+    framework: Framework = "vllm"
+    # Where operator times come from: measured tables where they hold the shape (auto), only tables
+    # (measured: an error when one is missing) or only the datasheet transfer model (transfer).
+    cost_backend: CostBackend = "auto"
+    # A calibration profile written by `scoville calibrate` (its fitted host costs and kernel factor).
+    profile: str | None = None
     parallel: ParallelConfig = ParallelConfig()
     replicas: int = Field(1, ge=1)
     max_num_seqs: int = Field(256, ge=1)

@@ -1,26 +1,28 @@
-"""Operator cost model: the time of one forward step of one serving instance, from first principles.
+"""Step cost: the time of one forward step of one serving instance, operator by operator.
 
-Every operator is a roofline term ``max(FLOPs / (peak x compute_eff), bytes / (HBM x memory_eff))`` on
-one rank (accelerator); a step is the sum of its operators over the layers, plus collectives (TP
-all-reduce, EP dispatch/combine, latency + bandwidth over the scale-up domain or the scale-out network)
-and fixed per-step and per-layer overheads. The efficiency factors are few and per hardware *family*
-(``scoville.sim.hardware.EFFICIENCY_KEYS``), so the same physics extrapolates to chips nobody profiled.
+A step is the sum over layers of its operators' times on one rank (accelerator) — attention
+projections, attention cores (decode sequences and prefill chunks priced separately), MLA's absorbed
+products and prefill decompression, dense / shared / routed feed-forward, elementwise kernels — plus
+the LM head, the collectives its layout needs (TP all-reduce, EP dispatch/combine), speculative-draft
+passes, and the serving framework's host time per step and per sequence.
+
+Operator times come from :mod:`scoville.sim.kernels`: the chip's measured kernel tables where they
+exist, the datasheet transfer model elsewhere; the ``provenance`` and ``sigma`` of each operator travel
+with the cost model, and :meth:`StepCost.sigma` turns them into the uncertainty of a step.
 
 Modelling choices that matter (each one is a way other simulators go wrong):
 
-* **MLA decode is not memory-bound.** Absorbed MLA does ``2·heads·(kv_lora + rope + kv_lora)`` FLOPs per
-  cached token per layer against ``kv_lora + rope`` elements read (~484 FLOP/B for DeepSeek-R1 with FP8
-  KV), so it is costed as a roofline, and prefill tokens take the non-absorbed path (decompress K/V, then
-  192/128-dim attention), which is cheaper for long queries.
+* **MLA decode is not memory-bound.** Absorbed MLA does ``2·heads·(2·kv_lora + rope)`` FLOPs per cached
+  token per layer against ``kv_lora + rope`` elements read; its measured cores say so, and the transfer
+  model prices it as a roofline. Prefill takes the non-absorbed path (decompress K/V, then attend).
 * **Sliding-window layers are capped at their window** for both FLOPs and KV bytes.
-* **MoE under expert parallelism costs the busiest rank**, not the mean: the expected maximum over ``ep``
-  ranks of the routed load (Poisson max plus a systematic skew), and weight traffic counts only the experts
-  that tokens actually touch (all of them at large batch, few at batch 1).
+* **MoE is timed for the tokens of the whole EP group** on the busiest rank's share: the measured tables
+  were taken under power-law routing, and weights are read only for experts some token reaches.
 * **MLA KV is replicated across tensor-parallel ranks** (the latent has no heads to split), which is why
   DeepSeek-style serving uses data-parallel attention; GQA KV is split by KV head up to ``num_kv_heads``.
 
 Every input of :meth:`StepCost.step_time` may be a numpy array (the engine evaluates thousands of decode
-steps in one call), so nothing here branches per element.
+steps in one call); scalar calls stay on plain floats (the curves have a pure-Python path).
 """
 
 from __future__ import annotations
@@ -32,13 +34,16 @@ import msgspec
 import numpy as np
 
 from scoville.errors import UserError
+from scoville.sim.frameworks import FrameworkCosts, load_framework
 from scoville.sim.hardware import Hardware, load_hardware
+from scoville.sim.kernels.ops import Layout, OpSet, build_ops
 from scoville.sim.models import COMPUTE_PRECISION, KV_BYTES, WEIGHT_BYTES, ModelArch, load_model
 
 ACT_BYTES = 2.0            # BF16 activations between operators
 DISPATCH_BYTES = 1.0       # EP dispatch sends FP8 activations (DeepEP low-latency / TRT-LLM default)
 COMBINE_BYTES = 2.0        # combine returns BF16
 ACTIVATION_TENSORS = 18    # live hidden-sized tensors per token in the peak-activation estimate
+COMPONENTS = ("attn_proj", "attn_core", "ffn", "lm_head", "comm", "draft", "overhead")
 
 
 class Parallel(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,37 +62,19 @@ class Parallel(msgspec.Struct, frozen=True, kw_only=True):
         return self.tp * self.dp
 
 
-def _as(x: Any) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64)
-
-
-class _Scalar:
-    """The numpy functions the step formulas use, on plain floats: the engine calls ``step_time`` with
-    scalars once per scheduled batch, where numpy's per-call cost would dominate. One set of formulas,
-    two backends."""
-
-    maximum = staticmethod(max)
-    minimum = staticmethod(min)
-    exp = staticmethod(math.exp)
-    sqrt = staticmethod(math.sqrt)
-
-    @staticmethod
-    def clip(x: float, lo: float, hi: float) -> float:
-        return lo if x < lo else hi if x > hi else x
-
-
-def _backend(*xs: Any) -> tuple[Any, list[Any]]:
-    """(namespace, values): ``_Scalar`` with floats when every input is a Python/numpy scalar, else numpy."""
-    if all(np.ndim(x) == 0 for x in xs):
-        return _Scalar, [float(x) for x in xs]
-    return np, [_as(x) for x in xs]
+def _is_scalar(*xs: Any) -> bool:
+    return all(np.ndim(x) == 0 for x in xs)
 
 
 class StepCost:
     """Step-time model of one instance of ``model`` on ``hardware`` under ``parallel``.
 
     ``precision`` relabels the weight groups (see ``ModelArch.with_precision``; default = checkpoint);
-    ``kv_dtype`` is the KV-cache format (``bf16`` default, ``fp8``).
+    ``kv_dtype`` is the KV-cache format (``bf16`` default, ``fp8``); ``framework`` picks both the
+    measured tables and the host-overhead priors; ``backend`` forces ``transfer`` (datasheet only) or
+    ``measured``/``auto`` (tables where they hold the shape). ``drafts`` > 0 adds the draft passes of
+    speculative decoding (MTP / EAGLE: one decoder layer and the LM head per draft token).
+    ``framework_costs`` and ``kernel_factor`` are what a calibration profile replaces.
     """
 
     def __init__(
@@ -97,6 +84,12 @@ class StepCost:
         parallel: Parallel | None = None,
         precision: str | None = None,
         kv_dtype: str | None = None,
+        *,
+        framework: str = "vllm",
+        backend: str = "auto",
+        drafts: int = 0,
+        framework_costs: FrameworkCosts | None = None,
+        kernel_factor: float = 1.0,
     ) -> None:
         self.model = load_model(model) if isinstance(model, str) else model
         self.hw = load_hardware(hardware) if isinstance(hardware, str) else hardware
@@ -108,221 +101,200 @@ class StepCost:
             raise UserError(f"ep={p.ep} must divide tp*dp={p.accelerators}")
         if m.num_experts and p.ep > m.num_experts:
             raise UserError(f"ep={p.ep} exceeds {m.name}'s {m.num_experts} experts")
+        if backend not in ("auto", "measured", "transfer"):
+            raise UserError(f"unknown cost backend {backend!r}; use auto, measured or transfer")
+        if drafts < 0:
+            raise UserError(f"draft tokens must be >= 0, got {drafts}")
         self.precision = m.with_precision(precision)
         self.kv_dtype = (kv_dtype or "bf16").lower()
         if self.kv_dtype not in KV_BYTES:
             raise UserError(f"unknown kv_dtype {kv_dtype!r}; use one of {', '.join(KV_BYTES)}")
+        self.framework = framework_costs or load_framework(framework)
+        self.drafts = drafts
+        self.kernel_factor = kernel_factor
         self.accelerators = p.accelerators
+        self.ops: OpSet = build_ops(m, self.hw, Layout(tp=p.tp, dp=p.dp, ep=p.ep), self.precision, self.kv_dtype,
+                                    framework=self.framework.name, backend=backend)
+        missing = sorted(k for k, s in self.ops.provenance.items() if s.startswith("transfer"))
+        if backend == "measured" and missing:
+            raise UserError(f"no measured kernel tables for {', '.join(missing)} of {m.name} on {self.hw.name} "
+                            f"({self.framework.name}); pip install 'scoville[silicon]' or use --cost-backend auto")
         self._precompute()
 
     # -- static quantities ------------------------------------------------------------------------
     def _precompute(self) -> None:
-        m, hw, p = self.model, self.hw, self.par
-        prec, n = self.precision, self.accelerators
-        wb = {g: WEIGHT_BYTES[prec.get(g, "bf16")] for g in ("attn", "dense_ffn", "experts", "shared_experts", "embed", "lm_head")}
-        self._rate = {g: hw.peak_flops(COMPUTE_PRECISION[prec.get(g, "bf16")]) * hw.eff("compute") for g in wb}
-        self._bw = hw.hbm_bytes_per_s * hw.eff("memory")
-        kvb = KV_BYTES[self.kv_dtype]
-        attn_prec = "fp8" if self.kv_dtype in ("fp8", "fp4") and "fp8" in hw.flops_tflops else "bf16"
-        self._attn_rate = hw.peak_flops(attn_prec) * hw.eff("attention_compute")
-        self._prefill_attn_rate = hw.peak_flops("bf16") * hw.eff("attention_compute")
+        m, p = self.model, self.par
+        wb = {g: WEIGHT_BYTES[self.precision.get(g, "bf16")]
+              for g in ("attn", "dense_ffn", "experts", "shared_experts", "embed", "lm_head")}
         g = m.group_params()
         tp = p.tp
-        # weights per rank
         attn_layer = (m.attn_params_per_layer + (m.router_params if m.num_moe_layers else 0)) * wb["attn"]
-        self._attn_w = attn_layer / tp                      # bytes per rank per layer (attention + router)
-        self._attn_p = self._attn_w / wb["attn"]            # params per rank per layer
+        self._attn_w = attn_layer / tp
         self._dense_w = 3 * m.hidden_size * m.dense_intermediate * wb["dense_ffn"] / tp
         self._shared_w = m.shared_params_per_layer * wb["shared_experts"] / tp
-        self._expert_split = (n // p.ep) if p.ep > 1 else tp     # ways one expert's weights are split
+        expert_split = (p.accelerators // p.ep) if p.ep > 1 else tp
+        self._expert_w = m.expert_params * wb["experts"] / expert_split if m.num_experts else 0.0
         self._experts_per_rank = m.num_experts / p.ep if m.num_experts else 0
-        self._expert_w = m.expert_params * wb["experts"] / self._expert_split if m.num_experts else 0.0
         self._head_w = m.vocab_size * m.hidden_size * wb["lm_head"] / tp
+        layer_w = (self._attn_w + (self._dense_w if not m.num_moe_layers else
+                                   self._shared_w + self._experts_per_rank * self._expert_w))
+        mtp = m.mtp_layers if (self.drafts and m.mtp_layers) else 0
         self.weight_bytes_per_accelerator = float(
             m.num_layers * self._attn_w
             + m.num_dense_layers * self._dense_w
             + m.num_moe_layers * (self._shared_w + self._experts_per_rank * self._expert_w)
+            + mtp * layer_w
             + g["embed"] * wb["embed"] / tp
             + (0 if m.tie_embeddings else self._head_w)
         )
-        # KV cache
+        kvb = KV_BYTES[self.kv_dtype]
         el = m.kv_elements_per_token_per_layer()
         if m.attention == "mla":
-            per_rank_layer = el * kvb                         # latent replicated on every TP rank
-            self._kv_layer_rank = per_rank_layer
-            inst_layer = per_rank_layer * tp
+            self._kv_layer_rank = el * kvb                    # latent replicated on every TP rank
         else:
-            kv_heads_rank = max(m.num_kv_heads / tp, 1.0)     # KV heads replicate once tp > num_kv_heads
-            self._kv_layer_rank = 2 * kv_heads_rank * m.head_dim * kvb
-            inst_layer = self._kv_layer_rank * tp
+            self._kv_layer_rank = 2 * max(m.num_kv_heads / tp, 1.0) * m.head_dim * kvb
+        inst_layer = self._kv_layer_rank * tp
         self.kv_bytes_per_token = float(inst_layer * m.num_full_layers)
-        # sliding-window layers hold at most `window` tokens per sequence: a per-sequence cost
         self.kv_bytes_per_seq = float(inst_layer * m.num_sliding_layers * (m.sliding_window or 0))
         self._unique_kv_per_token = float(el * kvb * m.num_full_layers)
-        # per-layer attention-core constants per rank
         heads_r = m.num_heads / tp
         if m.attention == "mla":
             self._decode_flop_per_ctx = 2 * heads_r * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
-            self._prefill_flop_per_ctx = 2 * heads_r * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
-            # decompress K_nope and V for every cached token a prefill attends to
-            self._prefill_flop_per_kv = 2 * m.kv_lora_rank * heads_r * (m.qk_nope_head_dim + m.v_head_dim)
-            # absorbed projections (q -> latent, latent -> v) per decode token
-            self._absorb_flop_per_tok = 2 * heads_r * m.kv_lora_rank * (m.qk_nope_head_dim + m.v_head_dim)
         else:
-            self._decode_flop_per_ctx = self._prefill_flop_per_ctx = 4 * heads_r * m.head_dim
-            self._prefill_flop_per_kv = 0.0
-            self._absorb_flop_per_tok = 0.0
-        self._step_oh = hw.eff("step_overhead_us") * 1e-6
-        self._layer_oh = hw.eff("kernel_overhead_us") * 1e-6 * self.kernels_per_step
-
-    @property
-    def kernels_per_step(self) -> int:
-        """Kernels one forward step launches (what the per-kernel overhead multiplies): per layer a norm and the
-        attention block (QKV, attention, O: 3 for GQA; q_a, q_b, kv_a, kv norm, rope, absorb, attention, v-absorb,
-        O: 9 for MLA), then a norm and the FFN (gate-up, down: 2 dense; router, top-k, permute, two grouped GEMMs,
-        un-permute: 6 MoE, +2 shared experts), plus a collective kernel each where the parallelism needs one."""
-        m, p = self.model, self.par
-        attn = 1 + (9 if m.attention == "mla" else 3)
-        dense = 1 + 2
-        moe = 1 + 6 + (2 if m.num_shared_experts else 0)
-        coll = (2 if p.tp > 1 else 0) + (2 if p.ep > 1 and p.dp > 1 else 0)
-        return m.num_layers * (attn + coll) + m.num_dense_layers * dense + m.num_moe_layers * moe + 2
-
-    # -- roofline helpers ---------------------------------------------------------------------------
-    def _gemm(self, xp: Any, tokens: Any, params: float, weight_bytes: float, rate: float, n_out: float) -> Any:
-        """tokens x params GEMM: 2·tokens·params FLOPs; weights once + activations in and out."""
-        flops = 2.0 * tokens * params
-        bytes_ = weight_bytes + tokens * n_out * ACT_BYTES
-        return xp.maximum(flops / rate, bytes_ / self._bw)
-
-    def _allreduce(self, nbytes: np.ndarray, ranks: int) -> np.ndarray | float:
-        if ranks <= 1:
-            return 0.0
-        hw = self.hw
-        lat = (hw.eff("collective_us") + hw.scaleup_latency_us * math.log2(ranks)) * 1e-6
-        return lat + 2 * (ranks - 1) / ranks * nbytes / (hw.scaleup_bandwidth_gbps * 1e9 * hw.eff("scaleup"))
-
-    def _alltoall(self, nbytes: np.ndarray, ranks: int) -> np.ndarray | float:
-        """One dispatch or combine: each rank exchanges ``nbytes`` with the others; ranks beyond the scale-up
-        domain reach each other over the scale-out network."""
-        if ranks <= 1:
-            return 0.0
-        hw = self.hw
-        off = (ranks - 1) / ranks
-        far = max(0.0, (ranks - hw.scaleup_domain) / ranks)
-        near_bw = hw.scaleup_bandwidth_gbps * 1e9 * hw.eff("scaleup")
-        far_bw = hw.scaleout_bandwidth_gbps * 1e9 * hw.eff("scaleout")
-        lat = hw.eff("collective_us") + (hw.scaleout_latency_us if far else hw.scaleup_latency_us)
-        return lat * 1e-6 + nbytes * ((off - far) / near_bw + far / far_bw)
-
-    def _max_rank_load(self, xp: Any, assignments: Any) -> Any:
-        """Expected routed (token, expert) pairs on the busiest EP rank.
-
-        Fair share ``mu = assignments/ep``; the busiest of ``ep`` ranks exceeds it by the Poisson maximum
-        ``sqrt(2·mu·ln ep)`` plus a systematic skew ``moe_imbalance·mu`` (real routers are not uniform; AIC's
-        power-law alpha 1.01-1.2 and GenZ's best/worst bounds bracket it). Never above all assignments.
-        """
-        ep = self.par.ep
-        if ep <= 1:
-            return assignments
-        mu = assignments / ep
-        skew = self.hw.eff("moe_imbalance")
-        return xp.minimum(assignments, mu * (1 + skew) + xp.sqrt(2.0 * mu * math.log(ep)))
+            self._decode_flop_per_ctx = 4 * heads_r * m.head_dim
 
     # -- the step ---------------------------------------------------------------------------------
-    def breakdown(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> dict[str, Any]:
-        """Seconds per component for a step (same arguments as :meth:`step_time`), plus FLOPs and bytes
-        moved per rank for the power model."""
-        m, p = self.model, self.par
-        xp, (T, S, A, K) = _backend(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens)
-        S = xp.maximum(S, 1.0)
+    def breakdown(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any,
+                  decode_seqs: Any = None, decode_kv: Any = None) -> dict[str, Any]:
+        """Seconds per component (``COMPONENTS``) for a step; arguments as :meth:`step_time`."""
+        m, p, ops = self.model, self.par, self.ops
+        scalar = _is_scalar(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens, decode_seqs, decode_kv)
+        xp: Any = math if scalar else np
+        T, S, A, K = (float(v) if scalar else np.asarray(v, dtype=np.float64)
+                      for v in (num_tokens, num_seqs, attn_ctx_tokens, kv_tokens))
+        S = max(S, 1.0) if scalar else np.maximum(S, 1.0)
+        q_dec = 1.0 + self.drafts                                  # tokens each decoding sequence feeds
+        if decode_seqs is None:
+            D = S - (1.0 if scalar and T > S * q_dec else 0.0) if scalar else S - (T > S * q_dec)
+        else:
+            D = float(decode_seqs) if scalar else np.asarray(decode_seqs, dtype=np.float64)
+        Kd = (K * D / S) if decode_kv is None else (float(decode_kv) if scalar else np.asarray(decode_kv, dtype=np.float64))
+        Td = D * q_dec
+        Tp = T - Td                                                # prefill tokens (chunks)
+        Sp = S - D
+        Kp = K - Kd                                                # context the chunks attend (incl. themselves)
+        Ap = A - Kd * q_dec
         dp = p.dp
-        Tr, Sr, Ar, Kr = T / dp, S / dp, A / dp, K / dp       # the batch splits over DP attention ranks
-        h = m.hidden_size
+        Tr, Dr, Spr = T / dp, D / dp, Sp / dp
+        L, Lf, Lsw = m.num_layers, m.num_full_layers, m.num_sliding_layers
         out: dict[str, Any] = {}
-        # attention projections (+ router): all layers
-        out["attn_proj"] = m.num_layers * self._gemm(xp, Tr, self._attn_p, self._attn_w, self._rate["attn"], 2 * h)
-        # attention core
-        # Split the aggregates into decode and prefill parts (only MLA costs them differently): a step with
-        # more tokens than sequences carries one prefill chunk (chunked prefill's usual shape); the decode
-        # sequences each attend over about the mean KV length. Exact for pure decode and pure prefill steps.
-        dec_seqs = S - (T > S)
-        dec_frac = xp.clip(dec_seqs / S, 0.0, 1.0)
-        full_L, sw_L = m.num_full_layers, m.num_sliding_layers
-        core = self._attn_core(xp, Tr, Ar, Kr, dec_frac, Sr * dec_frac) * full_L
-        if sw_L:
+        out["attn_proj"] = L * (ops.attn_proj(Tr) + ops.elementwise(Tr))
+        # attention cores: decode sequences at their mean context; prefill chunks at their mean length,
+        # scaled by the causal pairs they really attend (prior context included)
+        ctx = Kd / _pos(xp, D, scalar)
+        dec_batch = Dr * q_dec if m.attention == "mla" else Dr
+        core = _where(scalar, Dr > 0, Lf * ops.attn_decode(_pos(xp, dec_batch, scalar), _pos(xp, ctx, scalar)), 0.0)
+        if Lsw:
             w = float(m.sliding_window or 0)
-            core = core + sw_L * self._attn_core(xp, Tr, xp.minimum(Ar, Tr * w), xp.minimum(Kr, Sr * w), dec_frac,
-                                                 Sr * dec_frac)
+            cap = min(ctx, w) if scalar else np.minimum(ctx, w)
+            core = core + _where(scalar, Dr > 0, Lsw * ops.attn_decode(_pos(xp, dec_batch, scalar), _pos(xp, cap, scalar)), 0.0)
+        chunk = Tp / _pos(xp, Sp, scalar)
+        fresh_pairs = _pos(xp, chunk * (chunk + 1.0) / 2.0, scalar)
+        scale = (Ap / _pos(xp, Sp, scalar)) / fresh_pairs
+        scale = max(scale, 1.0) if scalar else np.maximum(scale, 1.0)
+        base = ops.attn_prefill(_pos(xp, Spr, scalar), _pos(xp, chunk, scalar))
+        pre_all = Lf * base * scale
+        if Lsw:
+            w_pairs = float(m.sliding_window or 0) * chunk / fresh_pairs     # a window caps each token's pairs
+            pre_all = pre_all + Lsw * base * (min(scale, w_pairs) if scalar else np.minimum(scale, w_pairs))
+        core = core + _where(scalar, Tp > 0.5, pre_all, 0.0)
+        if ops.mla_absorb is not None:
+            core = core + _where(scalar, Td > 0, L * ops.mla_absorb(_pos(xp, Td / dp, scalar)), 0.0)
+            core = core + _where(scalar, Tp > 0.5, L * ops.mla_kv_up(_pos(xp, Kp / dp, scalar)), 0.0)
         out["attn_core"] = core
-        # feed-forward
-        ffn = 0.0 * T
-        if m.num_dense_layers:
-            ffn = ffn + m.num_dense_layers * self._gemm(xp, Tr, self._dense_w / WEIGHT_BYTES[self.precision.get("dense_ffn", "bf16")],
-                                                         self._dense_w, self._rate["dense_ffn"], h)
-        if m.num_moe_layers:
-            if m.num_shared_experts:
-                sp = self._shared_w / WEIGHT_BYTES[self.precision.get("shared_experts", "bf16")]
-                ffn = ffn + m.num_moe_layers * self._gemm(xp, Tr, sp, self._shared_w, self._rate["shared_experts"], h)
-            ffn = ffn + m.num_moe_layers * self._moe(xp, T)
+        ffn = 0.0
+        if ops.dense_ffn is not None:
+            ffn = ffn + m.num_dense_layers * ops.dense_ffn(Tr)
+        if ops.moe is not None:
+            ffn = ffn + m.num_moe_layers * (ops.moe(T) + ops.router(Tr))
+            if ops.shared_ffn is not None:
+                ffn = ffn + m.num_moe_layers * ops.shared_ffn(Tr)
         out["ffn"] = ffn
-        # LM head: logits for one position per sequence (the last of a prefill chunk, or the decode token)
-        hp = self._head_w / WEIGHT_BYTES[self.precision.get("lm_head", "bf16")]
-        out["lm_head"] = self._gemm(xp, Sr, hp, self._head_w, self._rate["lm_head"], m.vocab_size / p.tp)
-        # collectives
-        comm = 0.0 * T
-        if p.tp > 1:
-            comm = comm + 2 * m.num_layers * self._allreduce(Tr * h * ACT_BYTES, p.tp)
-        if p.ep > 1 and p.dp > 1 and m.num_moe_layers:
-            # DP attention + EP: each rank's tokens travel to their experts and back (dispatch + combine).
-            # With dp == 1 every TP rank already holds every token; the expert outputs are combined by the
-            # second all-reduce above, so there is no all-to-all.
-            sent = Tr * m.experts_per_token * h
-            comm = comm + m.num_moe_layers * (self._alltoall(sent * DISPATCH_BYTES, p.ep) + self._alltoall(sent * COMBINE_BYTES, p.ep))
+        out["lm_head"] = ops.lm_head(_pos(xp, (Td + Sp) / dp, scalar))
+        comm = 0.0
+        if ops.allreduce is not None:
+            comm = comm + 2 * L * ops.allreduce(_pos(xp, Tr * m.hidden_size * ACT_BYTES, scalar))
+        if ops.alltoall is not None and m.num_moe_layers:
+            sent = Tr * min(m.experts_per_token, p.ep) * m.hidden_size
+            comm = comm + m.num_moe_layers * (ops.alltoall(_pos(xp, sent * DISPATCH_BYTES, scalar))
+                                              + ops.alltoall(_pos(xp, sent * COMBINE_BYTES, scalar)))
         out["comm"] = comm
-        out["overhead"] = 0.0 * T + (self._step_oh + self._layer_oh)
+        out["draft"] = self._draft_time(Dr, scalar, xp) if self.drafts else 0.0
+        fw = self.framework
+        out["overhead"] = (fw.step_overhead_us + fw.seq_overhead_us * S) * 1e-6
+        scale = self.kernel_factor * fw.kernel_scale
+        if scale != 1.0:
+            for key in ("attn_proj", "attn_core", "ffn", "lm_head", "comm", "draft"):
+                out[key] = out[key] * scale
         return out
 
-    def _attn_core(self, xp: Any, Tr: Any, Ar: Any, Kr: Any, dec_frac: Any, dec_tokens: Any) -> Any:
-        """One layer's attention kernel on one rank: decode sequences on the absorbed path, the prefill chunk
-        on the decompress-then-attend path. ``dec_frac`` = share of the KV read by decode sequences."""
-        kv_bytes = Kr * self._kv_layer_rank
-        if self.model.attention == "mla":
-            a_dec = xp.minimum(Ar, Kr * dec_frac)              # a decode token attends over its own KV
-            a_pre = Ar - a_dec
-            k_pre = Kr - Kr * dec_frac
-            dec_flops = a_dec * self._decode_flop_per_ctx + dec_tokens * self._absorb_flop_per_tok
-            pre_flops = a_pre * self._prefill_flop_per_ctx + k_pre * self._prefill_flop_per_kv
-            compute = dec_flops / self._attn_rate + pre_flops / self._prefill_attn_rate
-        else:
-            compute = Ar * self._decode_flop_per_ctx / self._attn_rate
-        return xp.maximum(compute, kv_bytes / self._bw)
+    def _draft_time(self, Dr: Any, scalar: bool, xp: Any) -> Any:
+        """``drafts`` sequential passes of one decoder layer (MTP module / EAGLE head) plus the LM head over
+        the decoding sequences (their attention over the recent context is small next to the projections)."""
+        m, ops = self.model, self.ops
+        x = _pos(xp, Dr, scalar)
+        layer = ops.attn_proj(x) + ops.elementwise(x)
+        if ops.moe is not None:
+            layer = layer + ops.moe(x * self.par.dp) + ops.router(x)
+            if ops.shared_ffn is not None:
+                layer = layer + ops.shared_ffn(x)
+        elif ops.dense_ffn is not None:
+            layer = layer + ops.dense_ffn(x)
+        return _where(scalar, Dr > 0, self.drafts * (layer + ops.lm_head(x)), 0.0)
 
-    def _moe(self, xp: Any, T: Any) -> Any:
-        """One MoE layer's routed experts on the busiest rank."""
-        m = self.model
-        assignments = T * m.experts_per_token
-        load = self._max_rank_load(xp, assignments)
-        e_r = self._experts_per_rank
-        touched = e_r * (1.0 - xp.exp(-load / e_r))           # distinct local experts that receive tokens
-        params = m.expert_params / self._expert_split
-        flops = 2.0 * load * params
-        bytes_ = touched * self._expert_w + load * 2 * m.hidden_size * ACT_BYTES
-        return xp.maximum(flops / self._rate["experts"], bytes_ / self._bw)
+    def step_time(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any,
+                  decode_seqs: Any = None, decode_kv: Any = None) -> float | np.ndarray:
+        """Seconds for one forward step of this instance.
 
-    def step_time(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> float | np.ndarray:
-        """Seconds for one forward step of this instance (see module docstring for the argument meanings)."""
-        b = self.breakdown(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens)
-        total = b["attn_proj"] + b["attn_core"] + b["ffn"] + b["lm_head"] + b["comm"] + b["overhead"]
+        ``num_tokens`` tokens fed, ``num_seqs`` sequences, ``attn_ctx_tokens`` = Σ over fed tokens of the
+        context each attends (itself included), ``kv_tokens`` = Σ over sequences of their KV length after
+        the step. ``decode_seqs`` / ``decode_kv`` (sequences decoding and their KV) make the decode/prefill
+        split exact; without them a step with more tokens than sequences is taken to carry one chunk.
+        """
+        b = self.breakdown(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens, decode_seqs, decode_kv)
+        total = b["attn_proj"] + b["attn_core"] + b["ffn"] + b["lm_head"] + b["comm"] + b["draft"] + b["overhead"]
         return float(total) if np.ndim(total) == 0 else total
+
+    def sigma(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any,
+              decode_seqs: Any = None, decode_kv: Any = None) -> Any:
+        """Log-space uncertainty of :meth:`step_time`: each component's share times its operators' sigma,
+        summed as if fully correlated (one systematic error per operator class, the conservative choice)."""
+        return self.time_and_sigma(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens, decode_seqs, decode_kv)[1]
+
+    def time_and_sigma(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any,
+                       decode_seqs: Any = None, decode_kv: Any = None) -> tuple[Any, Any]:
+        """:meth:`step_time` and :meth:`sigma` from one breakdown (the steady-state estimator needs both)."""
+        b = self.breakdown(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens, decode_seqs, decode_kv)
+        s = self.ops.sigma
+        comp_sigma = {
+            "attn_proj": max(s.get("attn_proj", 0.0), s.get("elementwise", 0.0)),
+            "attn_core": max(s.get("attn_decode", 0.0), s.get("attn_prefill", 0.0), s.get("mla_absorb", 0.0)),
+            "ffn": max(s.get("moe", 0.0), s.get("dense_ffn", 0.0), s.get("shared_ffn", 0.0)),
+            "lm_head": s.get("lm_head", 0.0),
+            "comm": max(s.get("allreduce", 0.0), s.get("alltoall", 0.0)),
+            "draft": max(s.get("attn_proj", 0.0), s.get("moe", 0.0), s.get("dense_ffn", 0.0)),
+            "overhead": self.framework.sigma,
+        }
+        total = sum(b[k] for k in COMPONENTS)
+        return total, sum(b[k] * comp_sigma[k] for k in COMPONENTS) / total
 
     def utilization(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> tuple[Any, Any]:
         """(compute, memory) utilisation of peak over a step, for :class:`scoville.sim.power_model.PowerModel`."""
         m, hw = self.model, self.hw
-        t = _as(self.step_time(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens))
-        T, S, A, K = _as(num_tokens), np.maximum(_as(num_seqs), 1.0), _as(attn_ctx_tokens), _as(kv_tokens)
+        t = np.asarray(self.step_time(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens), dtype=np.float64)
+        T, S, A, K = (np.asarray(v, dtype=np.float64) for v in (num_tokens, num_seqs, attn_ctx_tokens, kv_tokens))
+        S = np.maximum(S, 1.0)
         n = self.accelerators
-        # layer-tokens of attention and of KV read: sliding-window layers stop at their window (as in breakdown)
         w = float(m.sliding_window or 0)
         attn_lt = A * m.num_full_layers + np.minimum(A, T * w) * m.num_sliding_layers
         kv_lt = K * m.num_full_layers + np.minimum(K, S * w) * m.num_sliding_layers
@@ -365,12 +337,24 @@ class StepCost:
         return lat * self.model.num_layers + nbytes / (bw * self.accelerators)
 
     def describe(self) -> dict[str, Any]:
-        """What this cost model believes, for manifests."""
+        """What this cost model believes and where each operator's time comes from, for manifests."""
         return {
             "hardware": self.hw.name, "model": self.model.name, "parallel": msgspec.to_builtins(self.par),
-            "precision": self.precision, "kv_dtype": self.kv_dtype,
+            "precision": self.precision, "kv_dtype": self.kv_dtype, "drafts": self.drafts,
             "weight_gb_per_accelerator": self.weight_bytes_per_accelerator / 1e9,
             "kv_bytes_per_token": self.kv_bytes_per_token, "kv_bytes_per_seq": self.kv_bytes_per_seq,
-            "efficiency": {k: self.hw.eff(k) for k in ("compute", "memory", "attention_compute", "scaleup", "scaleout",
-                                                       "step_overhead_us", "kernel_overhead_us", "collective_us", "moe_imbalance")},
+            "framework": msgspec.to_builtins(self.framework), "kernel_factor": self.kernel_factor,
+            "operators": dict(self.ops.provenance), "operator_sigma": dict(self.ops.sigma),
+            "formats": dict(self.ops.formats),
         }
+
+
+def _pos(xp: Any, x: Any, scalar: bool) -> Any:
+    """``x`` floored at a tiny positive value (curves take logs)."""
+    return max(x, 1e-9) if scalar else np.maximum(x, 1e-9)
+
+
+def _where(scalar: bool, cond: Any, a: Any, b: Any) -> Any:
+    if scalar:
+        return a if cond else b
+    return np.where(cond, a, b)

@@ -271,6 +271,7 @@ def simulate_run(
     point_configs: list[SimConfig] | None = None,
     search: dict[str, Any] | None = None,
     executor: Any = None,
+    predictions: list[dict[str, Any]] | None = None,
 ) -> Path:
     """Simulate every point and write a run directory in the measured runs' schema; returns its path.
 
@@ -282,27 +283,8 @@ def simulate_run(
     configs = point_configs or [config] * len(points)
     if len(configs) != len(points):
         raise ValueError("point_configs must have one configuration per point")
-    from scoville.sim.models import load_model
-
-    step_cost(config, config.parallel if config.disaggregation is None else config.disaggregation.decode.parallel)
-    system, power_info = system_and_power(config, power)
-    # Accelerator counts may differ between winning configs; record the largest as the system size.
-    system["accelerators"] = max(c.accelerators for c in configs)
-    arch = load_model(config.model)
-    load_plan = {"points": [dict(p.to_dict(), label=p.label(), config=c.model_dump(),
-                                 accelerators=c.accelerators) for p, c in zip(points, configs)]}
-    manifest = base_manifest(
-        source="simulated",
-        target={"simulator": config.model_dump(), **({"search": search} if search else {})},
-        system=system,
-        model={"name": arch.name, "precision": config.precision or getattr(arch, "default_precision", None)},
-        serving={"framework": "scoville.sim", "parallelism": config.parallel.model_dump(), "config_label": config.label(),
-                 "options": config.model_dump()},
-        workload=workload.to_dict(),
-        load_plan=load_plan,
-        power=power_info,
-        compat=compat,
-    )
+    manifest = simulated_manifest(config, workload, points, configs, power=power, compat=compat, search=search,
+                                  fidelity="discrete-event", predictions=predictions)
     writer = RunWriter.create(runs_root, manifest, journal=False)
     t = 0.0
     power_rows: list[tuple[float, float]] = []
@@ -330,6 +312,42 @@ def simulate_run(
     writer.finish()
     recompute(writer.run_dir)
     return writer.run_dir
+
+
+def simulated_manifest(config: SimConfig, workload: Any, points: list[LoadPoint], configs: list[SimConfig], *,
+                       power: str, compat: str, search: dict[str, Any] | None, fidelity: str,
+                       predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The manifest of a simulated run: the deployment(s), what each operator's time came from, the fidelity.
+
+    ``fidelity`` is ``discrete-event`` (every request replayed in the engine, metrics from its records) or
+    ``analytic`` (the steady-state estimator's figures, written as the points themselves, with their
+    uncertainty bands). ``predictions`` carries each point's estimate and band in either case.
+    """
+    from scoville.metrics import COMPAT_MODES
+    from scoville.sim.models import load_model
+
+    if compat not in COMPAT_MODES:   # checked before any work: a run must never end in a traceback
+        raise SimConfigError(f"unknown --compat {compat!r}; use one of {', '.join(COMPAT_MODES)}")
+    system, power_info = system_and_power(config, power)
+    system["accelerators"] = max(c.accelerators for c in configs)  # winning configs may differ in size
+    arch = load_model(config.model)
+    decode_par = config.parallel if config.disaggregation is None else config.disaggregation.decode.parallel
+    load_plan = {"points": [dict(p.to_dict(), label=p.label(), config=c.model_dump(), accelerators=c.accelerators)
+                            for p, c in zip(points, configs)]}
+    return base_manifest(
+        source="simulated",
+        target={"simulator": config.model_dump(), "fidelity": fidelity,
+                "cost_model": step_cost(config, decode_par).describe(),
+                **({"search": search} if search else {}), **({"predictions": predictions} if predictions else {})},
+        system=system,
+        model={"name": arch.name, "precision": config.precision or getattr(arch, "default_precision", None)},
+        serving={"framework": f"scoville.sim ({config.framework})", "parallelism": config.parallel.model_dump(),
+                 "config_label": config.label(), "options": config.model_dump()},
+        workload=workload.to_dict(),
+        load_plan=load_plan,
+        power=power_info,
+        compat=compat,
+    )
 
 
 def point_rows(config: SimConfig, workload: Any, points: list[LoadPoint], *, seed: int = 0,

@@ -80,10 +80,26 @@ def block_keys(spec: RequestSpec, block_size: int) -> list[Hashable]:
 
 
 @lru_cache(maxsize=256)
-def _step_cost(model: str, hardware: str, tp: int, ep: int, dp: int, precision: str | None, kv_dtype: str | None):
+def _step_cost(model: str, hardware: str, tp: int, ep: int, dp: int, precision: str | None, kv_dtype: str | None,
+               framework: str = "vllm", backend: str = "auto", drafts: int = 0, profile: str | None = None):
     from scoville.sim.cost import Parallel, StepCost
 
-    return StepCost(model, hardware, Parallel(tp=tp, ep=ep, dp=dp), precision, kv_dtype)
+    costs, factor = None, 1.0
+    if profile is not None:
+        from scoville.sim.calibrate import load_profile
+
+        prof = load_profile(profile)
+        costs, factor = prof.framework_costs(), prof.kernel_factor
+    return StepCost(model, hardware, Parallel(tp=tp, ep=ep, dp=dp), precision, kv_dtype, framework=framework,
+                    backend=backend, drafts=drafts, framework_costs=costs, kernel_factor=factor)
+
+
+def clear_cost_caches() -> None:
+    """Forget every cached cost model (after the framework costs or a catalog file changed in-process)."""
+    _step_cost.cache_clear()
+    from scoville.sim import search
+
+    search._default_max.cache_clear()
 
 
 def seq_reserve_blocks(cost: object, block_size: int) -> int:
@@ -102,8 +118,10 @@ def seq_reserve_blocks(cost: object, block_size: int) -> int:
 
 def step_cost(config: SimConfig, parallel: ParallelConfig):
     """The (cached) cost model of one instance of ``config`` with ``parallel``."""
+    drafts = config.speculative.num_draft_tokens if config.speculative else 0
     return _step_cost(config.model, config.hardware, parallel.tp, parallel.ep, parallel.dp,
-                      config.precision, config.kv_dtype)
+                      config.precision, config.kv_dtype, config.framework, config.cost_backend, drafts,
+                      config.profile)
 
 
 class SimEngine:
@@ -135,6 +153,9 @@ class SimEngine:
                                 for i in range(d.decode.replicas)]
             self.instances = self.prefill_pool + self.decode_pool
             self._xfer_cost = self._cost_for(d.prefill.parallel)
+        # The framework's per-request host time (HTTP, tokenisation) before a request reaches a scheduler.
+        fw = getattr(self._cost_for(config.parallel if d is None else d.prefill.parallel), "framework", None)
+        self._request_delay = fw.request_overhead_ms * 1e-3 if fw is not None else 0.0
         self._reqs: dict[str, Req] = {}
         self._outbox: list[TokenEvent] = []
         self._traces: dict[str, RequestTrace] = {}
@@ -190,7 +211,7 @@ class SimEngine:
             self._fail(req, now, why)
             return
         self._reqs[req.rid] = req
-        inst.push(req, now)
+        inst.push(req, now + self._request_delay)
 
     def cancel(self, request_id: str, now: float) -> None:
         """Drop a request and free its KV blocks; its unsent events are discarded."""

@@ -20,6 +20,7 @@ Units (fixed, so a YAML never has to say them twice):
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -30,18 +31,17 @@ import yaml
 
 from scoville.errors import UserError
 
-# Efficiency keys understood by the cost model; anything else in a YAML is a typo and is rejected.
+# Factors a family (or one system's YAML) may set; anything else in a YAML is a typo and is rejected.
+# Kernel times no longer come from these: they come from measured kernel tables or the transfer model
+# (scoville.sim.kernels). What remains is what no kernel table can say about a platform.
 EFFICIENCY_KEYS = {
-    "compute": "achievable fraction of dense peak FLOPS in large GEMMs",
-    "memory": "achievable fraction of HBM bandwidth in streaming kernels (weights, KV)",
-    "attention_compute": "achievable fraction of peak FLOPS inside attention kernels (MLA decode, prefill)",
-    "scaleup": "achievable fraction of scale-up link bandwidth in collectives",
-    "scaleout": "achievable fraction of scale-out NIC bandwidth",
-    "step_overhead_us": "fixed time per forward step (scheduler, launch, sampling), microseconds",
-    "kernel_overhead_us": "fixed time per kernel per step (launch gaps and tails a CUDA graph does not hide), "
-                          "microseconds; a layer runs ~4 (GQA) or ~9 (MLA) attention kernels plus 3 (dense) or ~8 (MoE)",
-    "collective_us": "software cost of one collective call (launch + barrier) on top of link latency, microseconds",
-    "moe_imbalance": "systematic routing skew under EP: busiest rank = mean x (1 + moe_imbalance) + sqrt(2 mean ln ep)",
+    "kernel_factor": "multiplies transfer-model kernel times: this platform's kernels relative to the NVIDIA stacks "
+                     "the transfer was fitted on (1.0 = as good)",
+    "kernel_sigma": "uncertainty (log-space) of kernel_factor, added to every transfer-model operator's own",
+    "compute": "achievable fraction of dense peak FLOPS at saturation (power model: what 'busy' means)",
+    "memory": "achievable fraction of HBM bandwidth at saturation (power model)",
+    "scaleup": "achievable fraction of scale-up link bandwidth for a prefill-to-decode KV copy",
+    "scaleout": "achievable fraction of scale-out NIC bandwidth for a prefill-to-decode KV copy",
 }
 
 
@@ -67,6 +67,7 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     runtime_reserve_gb: float = 3.9
     cost_per_hour: dict[str, float] = {}
     efficiency: dict[str, float] = {}
+    kernel_tables: str | None = None   # aiconfigurator-core system with measured tables (b200_sxm ...), if any
     preliminary: bool = False
     notes: str = ""
     sources: list[str] = []
@@ -80,17 +81,29 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             "rated_watts": self.rated_watts,
             "scaleup_domain": self.scaleup_domain,
         }
+        positive.update({f: v for f, v in (("rated_watts", self.rated_watts), ("all_in_watts", self.all_in_watts),
+                                           ("measured_watts", self.measured_watts)) if v is not None})
         for field, value in positive.items():
-            if not value > 0:
-                raise ValueError(f"{field} must be > 0, got {value}")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{field} must be a finite number > 0, got {value}")
+        for field, value in (("scaleup_latency_us", self.scaleup_latency_us), ("scaleout_latency_us", self.scaleout_latency_us),
+                             ("runtime_reserve_gb", self.runtime_reserve_gb)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{field} must be a finite number >= 0, got {value}")
         for key, value in self.flops_tflops.items():
-            if not value > 0:
-                raise ValueError(f"flops_tflops.{key} must be > 0, got {value}")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"flops_tflops.{key} must be a finite number > 0, got {value}")
         if not self.flops_tflops:
             raise ValueError("flops_tflops needs at least one precision, e.g. {bf16: 989}")
-        for key in self.efficiency:
+        for key, value in self.efficiency.items():
             if key not in EFFICIENCY_KEYS:
                 raise ValueError(f"efficiency.{key} is not a known factor (known: {', '.join(EFFICIENCY_KEYS)})")
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"efficiency.{key} must be a positive number, got {value!r}")
+        if self.family not in _families():
+            known = ", ".join(sorted(k for k in _families() if k != "default"))
+            raise ValueError(f"family {self.family!r} is unknown (known: {known}); add it to data/hardware/families.yaml "
+                             f"or pick the closest")
 
     # -- derived figures the cost model uses -------------------------------------------------
     @property
@@ -115,13 +128,21 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return max(self.flops_tflops.values()) * 1e12
 
     def eff(self, key: str) -> float:
-        """Efficiency factor: this file's override, else its family's fitted value, else the global prior."""
+        """Efficiency factor: this file's override, else its family's value, else the global prior."""
         if key in self.efficiency:
             return self.efficiency[key]
         fam = _families().get(self.family, {})
         if key in fam:
             return fam[key]
         return _families()["default"][key]
+
+    def platform_factor(self) -> float:
+        """Multiplier on transfer-model kernel times for this platform (``kernel_factor``)."""
+        return self.eff("kernel_factor")
+
+    def platform_sigma(self) -> float:
+        """Log-space uncertainty of :meth:`platform_factor`."""
+        return self.eff("kernel_sigma")
 
     def power_watts(self, mode: str = "rated") -> float:
         """Power per accelerator for per-kW metrics: ``rated`` (chip TDP), ``all-in`` (InferenceX), ``measured``."""
@@ -144,6 +165,9 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return d
 
 
+_NOT_SYSTEMS = {"families", "frameworks", "kernel_transfer"}
+
+
 def _data_dir() -> Path:
     return Path(str(resources.files("scoville") / "data" / "hardware"))
 
@@ -152,7 +176,7 @@ def _data_dir() -> Path:
 def _families() -> dict[str, dict[str, float]]:
     path = _data_dir() / "families.yaml"
     raw = yaml.safe_load(path.read_text())
-    fams = {k: v["efficiency"] for k, v in raw.items()}
+    fams = {k: v["efficiency"] for k, v in raw.items() if isinstance(v, dict) and "efficiency" in v}
     missing = set(EFFICIENCY_KEYS) - set(fams["default"])
     if missing:  # a packaging bug, not a user error
         raise RuntimeError(f"families.yaml default lacks {sorted(missing)}")
@@ -161,14 +185,27 @@ def _families() -> dict[str, dict[str, float]]:
 
 def list_hardware() -> list[str]:
     """Names of the shipped systems."""
-    return sorted(p.stem for p in _data_dir().glob("*.yaml") if p.stem != "families")
+    return sorted(p.stem for p in _data_dir().glob("*.yaml") if p.stem not in _NOT_SYSTEMS)
 
 
 def _parse(path: Path) -> Hardware:
+    """Parse (cached per file and modification time: a search builds many cost models of one system)."""
     try:
-        raw = yaml.safe_load(path.read_text())
+        stamp = path.stat().st_mtime_ns
     except OSError as e:
         raise UserError(f"cannot read hardware file {path}: {e.strerror}") from None
+    return _parse_cached(str(path.resolve()), stamp)
+
+
+@lru_cache(maxsize=64)
+def _parse_cached(name: str, stamp: int) -> Hardware:
+    path = Path(name)
+    try:
+        raw = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except OSError as e:
+        raise UserError(f"cannot read hardware file {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text file (not UTF-8); a hardware file is YAML like data/hardware/h200.yaml") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -200,6 +237,6 @@ def load_hardware(name_or_path: str) -> Hardware:
                "gb200-nvl72": "gb200", "gb300-nvl72": "gb300", "jalapeño": "jalapeno"}
     key = aliases.get(key, key)
     path = _data_dir() / f"{key}.yaml"
-    if key == "families" or not path.exists():
+    if key in _NOT_SYSTEMS or not path.exists():
         raise UserError(f"unknown hardware {name_or_path!r}; choose one of {', '.join(list_hardware())} or give a YAML path")
     return _parse(path)

@@ -221,6 +221,15 @@ def _req(cfg: dict[str, Any], key: str, source: str) -> Any:
     return cfg[key]
 
 
+def _count(cfg: dict[str, Any], key: str, source: str, default: Any = None, *, minimum: int = 1) -> int:
+    """A whole-number field (layers, widths, heads ...), at least ``minimum``, as one line when it is not."""
+    raw = cfg.get(key, default) if default is not None else _req(cfg, key, source)
+    ok = isinstance(raw, int) and not isinstance(raw, bool) or (isinstance(raw, float) and raw.is_integer())
+    if not ok or int(raw) < minimum or int(raw) > 10**9:
+        raise UserError(f"{source}: {key} must be a whole number >= {minimum}, got {raw!r}; fix config.json")
+    return int(raw)
+
+
 def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") -> ModelArch:
     """A ModelArch from a parsed HF config dict (``source`` names the file in error messages)."""
     outer = cfg
@@ -229,10 +238,10 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
         cfg = cfg["text_config"]
     arch = (cfg.get("architectures") or outer.get("architectures") or ["unknown"])[0]
     mtype = str(cfg.get("model_type", ""))
-    h = int(_req(cfg, "hidden_size", source))
-    L = int(_req(cfg, "num_hidden_layers", source))
-    heads = int(_req(cfg, "num_attention_heads", source))
-    vocab = int(_req(cfg, "vocab_size", source))
+    h = _count(cfg, "hidden_size", source)
+    L = _count(cfg, "num_hidden_layers", source)
+    heads = _count(cfg, "num_attention_heads", source)
+    vocab = _count(cfg, "vocab_size", source)
     base = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16").replace("bfloat16", "bf16").replace("float16", "fp16")
     if base not in WEIGHT_BYTES:
         base = "bf16"
@@ -250,8 +259,8 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
             v_head_dim=int(cfg["v_head_dim"]), mtp_layers=int(cfg.get("num_nextn_predict_layers", 0)),
         )
     else:
-        kvh = int(cfg.get("num_key_value_heads", heads))
-        hd = int(cfg.get("head_dim") or h // heads)
+        kvh = _count(cfg, "num_key_value_heads", source, heads)
+        hd = _count(cfg, "head_dim", source, cfg.get("head_dim") or h // heads)
         sliding = 0
         window = cfg.get("sliding_window")
         if cfg.get("layer_types"):
@@ -277,7 +286,7 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
             expert_bias=mtype == "gpt_oss",
         )
     else:
-        common.update(num_dense_layers=L, dense_intermediate=int(_req(cfg, "intermediate_size", source)))
+        common.update(num_dense_layers=L, dense_intermediate=_count(cfg, "intermediate_size", source))
     return ModelArch(**common)
 
 

@@ -57,7 +57,8 @@ def _first(x: Any, j: int) -> np.ndarray:
 class StepTimer(Protocol):
     """The slice of ``scoville.sim.cost.StepCost`` the scheduler uses."""
 
-    def step_time(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> Any: ...
+    def step_time(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any,
+                  decode_seqs: Any = None, decode_kv: Any = None) -> Any: ...
 
 
 class Req:
@@ -579,14 +580,17 @@ class Instance:
             if self.extra:
                 self.clock += self.extra
             return None
-        nt = ns = gn
-        attn = kvt = float(self.gctx + gn)
-        for r, n, _ in sched:
+        nt = ns = nd = gn
+        attn = kvt = kvd = float(self.gctx + gn)
+        for r, n, dec in sched:
             nt += n
             ns += 1
             attn += n * r.computed + n * (n + 1) / 2
             kvt += r.computed + n
-        dt = float(self.timer.step_time(nt, ns, attn, kvt)) + self.extra
+            if dec:
+                nd += 1
+                kvd += r.computed + n
+        dt = float(self.timer.step_time(nt, ns, attn, kvt, nd, kvd)) + self.extra
         if self.steplog is not None:
             self.steplog.append((dt, nt, ns, attn, kvt))
         end = self.clock + dt

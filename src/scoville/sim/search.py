@@ -1,245 +1,379 @@
-"""Configuration search: which serving configuration puts each point on the frontier.
+"""Configuration search: which deployment puts each point on the frontier.
 
-InferenceX's curves are not one configuration swept over concurrency: each
-point of a published frontier is the best of many deployments (parallelism,
-batch limits, aggregated or disaggregated, prefill:decode ratio). The search
-does the same in simulation:
+InferenceX's curves are not one configuration swept over concurrency: each point of a published frontier
+is the best of many deployments. The search builds the same envelope from the steady-state estimator
+(``steady.py``), so thousands of candidate points cost milliseconds each:
 
-1. **shapes** — every instance shape that fits the model on the system's
-   scale-up domain: tensor parallel (``tpN``), tensor + expert parallel
-   (``tpN epN``) and, for MoE models, data-parallel attention with expert
-   parallelism (``dpN epN``, the wide-EP layout DeepSeek-style models use);
-2. **stage 1** evaluates each shape unified with default batch limits over the
-   concurrency sweep (reduced request counts: the shape of a curve needs only a
-   few requests per lane);
-3. **stage 2** refines the shapes that reached the stage-1 frontier: batch
-   limits (``max_num_seqs`` × token budget) and disaggregated deployments
-   (prefill shape × decode shape × prefill:decode replica ratio);
-4. the **frontier** is the upper-right envelope of every (candidate, point)
-   result in (interactivity, total tokens/s per accelerator); each frontier
-   point keeps the configuration that produced it.
+1. **instance layouts** that fit the model: tensor parallel (``tpN``), TP attention with expert-parallel
+   MoE (``tpN epN``) and data-parallel attention with wide expert parallelism (``dpN epN``) up to
+   ``max_accelerators`` — across the whole NVL72 domain, or over several HGX nodes (the scale-out network
+   then carries the collectives and the KV copies);
+2. **speculative decoding**: for models with native multi-token-prediction heads (DeepSeek-R1's MTP) 1-3
+   draft tokens at the acceptance DeepSeek published; or the drafts and acceptance the user pins;
+3. **unified** deployments per layout × drafts × token budget, evaluated over a dense per-instance
+   concurrency grid;
+4. **disaggregated** deployments: the best prefill layouts feeding each decode layout, with the prefill pool
+   sized to the decode pool's completion rate (integer instances, utilisation kept below
+   ``PREFILL_UTILISATION``), KV copied over NVLink when both pools fit one scale-up domain and over the
+   NICs otherwise;
+5. the **frontier** is the upper-right envelope in (interactivity, total tokens/s per accelerator) of every
+   (candidate, concurrency); each frontier point keeps the configuration that produced it and the
+   uncertainty of its estimate.
 
-``evaluate_candidate`` is a pure function of its arguments, so candidates fan
-out over any ``scoville.executor.Executor`` (local processes now, Ray later)
-with identical results.
+A layout whose decode curve is dominated everywhere by another's is dropped before the disaggregated
+combinations are built; that bound is what keeps a full search of DeepSeek-R1 on GB300 under two seconds.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable
 
-from scoville.load import LoadPoint
-from scoville.sim.config import DisaggregationConfig, ParallelConfig, PoolConfig, SimConfig
-from scoville.sim.driver import point_rows
+import numpy as np
 
-X_KEY = "interactivity"
-Y_KEY = "total_throughput_per_accelerator"
+from scoville.errors import UserError
+from scoville.sim.config import DisaggregationConfig, ParallelConfig, PoolConfig, SimConfig, SimConfigError, SpeculativeConfig
+from scoville.sim.engine import step_cost
+from scoville.sim.hardware import Hardware, load_hardware
+from scoville.sim.models import ModelArch, load_model
+from scoville.sim.steady import INFERENCEX, Protocol, SteadyEstimate, estimate
+
+# Per-draft acceptance of DeepSeek's MTP head used for k chained drafts (SpeculativeConfig's constant rate a
+# with mean acceptance length (1 - a^(k+1)) / (1 - a)): k=1 from the DeepSeek-V3 technical report §5.4.3 (the
+# second token is accepted 85-90% of the time: AL 1.85); k=2, 3 give AL 2.39 and 2.65, within SGLang's reported
+# "2.5~3 avg accept length" for 4 draft tokens over 2 steps (sgl-project/sglang PR #3582). Chained drafts from
+# one MTP layer lose accuracy with depth, hence the falling rate.
+MTP_ACCEPTANCE = {1: 0.85, 2: 0.75, 3: 0.67}
+PREFILL_UTILISATION = 0.8          # a prefill pool sized to run at most this busy (queueing headroom)
+CONC_GRID = np.unique(np.round(np.geomspace(1, 8192, 36)))
+MIN_KV_REQUESTS = 4                # an instance must hold at least this many full requests' KV to count as fitting
 
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """What the search may vary (defaults: a space that runs in about a minute on two cores)."""
+    """What the search may vary."""
 
-    max_instance_accelerators: int = 16
-    max_num_seqs: tuple[int, ...] = (64, 256, 1024)
-    max_num_batched_tokens: tuple[int, ...] = (4096, 16384)
+    max_accelerators: int | None = None          # None: the scale-up domain, or enough nodes to fit the model twice
+    mtp: str = "auto"                            # auto: search 0-3 MTP drafts where the model has MTP heads; off
+    budgets: tuple[int, ...] = (4096, 8192, 16384)
+    prefill_budget: int = 16384
     disaggregation: bool = True
-    ratios: tuple[tuple[int, int], ...] = ((1, 1), (1, 2), (2, 1), (1, 3))
-    refine_top: int = 3                 # stage-2 shapes (best of the stage-1 frontier)
-    search_requests_per_lane: float = 2.0
-    min_search_requests: int = 24
+    max_pool_replicas: int = 16
+    min_concurrency: int = 1
+    max_concurrency: int = 8192
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
+@dataclass(frozen=True)
+class FrontierPoint:
+    """One point of the predicted frontier and the deployment that produced it."""
+
+    config: SimConfig
+    concurrency: int                  # closed-loop users of the whole deployment
+    interactivity: float              # tok/s/user = 1 / TPOT
+    total_tput_per_accelerator: float
+    output_tput_per_accelerator: float
+    ttft: float
+    tpot: float
+    e2e: float
+    request_rate: float               # completed requests/s of the deployment
+    sigma: float                      # log-space uncertainty of TPOT and throughput
+    sigma_ttft: float
+
+
 @dataclass
 class SearchResult:
-    """The frontier points (with their configurations) and what the search looked at."""
+    """The frontier (with configurations) and what the search looked at."""
 
-    frontier: list[dict[str, Any]]           # metrics rows, each with "config" (SimConfig) and "concurrency"
+    frontier: list[FrontierPoint]
     evaluated: int
-    rows: list[dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
+    layouts: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {
-            "candidates": self.evaluated,
-            "elapsed_s": round(self.elapsed_s, 2),
-            "frontier": [{"config": r["config"].label(), "concurrency": r["concurrency"],
-                          X_KEY: r.get(X_KEY), Y_KEY: r.get(Y_KEY)} for r in self.frontier],
+            "candidates": self.evaluated, "elapsed_s": round(self.elapsed_s, 3), "layouts": self.layouts,
+            "frontier": [{"config": p.config.label(), "accelerators": p.config.accelerators,
+                          "concurrency": p.concurrency, "interactivity": round(p.interactivity, 2),
+                          "total_throughput_per_accelerator": round(p.total_tput_per_accelerator, 1)}
+                         for p in self.frontier],
         }
 
 
-def evaluate_candidate(config: SimConfig, workload: Any, points: list[LoadPoint], seed: int = 0) -> list[dict[str, Any]]:
-    """Metrics rows of one configuration over the points (pure: same inputs, same rows).
-
-    Points must be in rising concurrency: the sweep of a candidate stops once it
-    saturates (later points could only be dominated by its own earlier ones).
-    """
-    return point_rows(config, workload, sorted(points, key=lambda p: p.concurrency or 0), seed=seed,
-                      stop_when_saturated=True)
-
-
-def _evaluate_item(item: tuple[dict[str, Any], Any, list[LoadPoint], int]) -> list[dict[str, Any]]:
-    """Executor entry point: configurations travel as plain dicts."""
-    cfg, workload, points, seed = item
-    return evaluate_candidate(SimConfig.model_validate(cfg), workload, points, seed)
-
-
+# -- candidate generation ------------------------------------------------------------------------------
 def _powers_of_two(limit: int) -> list[int]:
-    out, n = [], 1
-    while n <= limit:
-        out.append(n)
-        n *= 2
-    return out
+    return [2 ** i for i in range(int(math.log2(max(limit, 1))) + 1)]
 
 
-def instance_shapes(base: SimConfig, space: SearchSpace = SearchSpace()) -> list[ParallelConfig]:
-    """Every parallel layout of one instance that fits the model, smallest first."""
-    from scoville.sim.engine import step_cost
-    from scoville.sim.hardware import load_hardware
-    from scoville.sim.models import load_model
-
-    hw, model = load_hardware(base.hardware), load_model(base.model)
-    limit = min(hw.scaleup_domain, space.max_instance_accelerators)
-    moe = bool(getattr(model, "num_experts", 0))
-    shapes: list[ParallelConfig] = []
-    for n in _powers_of_two(limit):
-        options = [ParallelConfig(tp=n)]
-        if moe and n > 1 and n <= model.num_experts:
-            options += [ParallelConfig(tp=n, ep=n), ParallelConfig(tp=1, dp=n, ep=n)]
-        for p in options:
-            cost = step_cost(base, p)
-            if cost.kv_capacity_tokens(base.gpu_memory_utilization, base.max_num_batched_tokens) >= 65_536:
-                shapes.append(p)
-    return shapes
+def default_max_accelerators(hw: Hardware, model: ModelArch, base: SimConfig) -> int:
+    """The scale-up domain; when the model needs more than one domain, twice the smallest count it fits on."""
+    return _default_max(base.model_copy(update={"speculative": None, "disaggregation": None}), hw.scaleup_domain)
 
 
-def search_points(points: list[LoadPoint], space: SearchSpace) -> list[LoadPoint]:
-    """The sweep at search fidelity: a few requests per lane instead of the full count."""
+@lru_cache(maxsize=64)
+def _default_max(base: SimConfig, domain: int) -> int:
+    model, hw = load_model(base.model), load_hardware(base.hardware)
+    for n in _powers_of_two(512):
+        if any(_fits(base, p, 1) for p in _layouts_of(n, model, max(n, hw.scaleup_domain))):
+            return domain if n <= domain else 2 * n
+    raise SimConfigError(f"{model.name} does not fit on up to 512 × {hw.name}; check the model and --precision")
+
+
+def _layouts_of(n: int, model: ModelArch, domain: int) -> list[ParallelConfig]:
+    """Instance layouts on ``n`` accelerators (TP only inside one scale-up domain, at most 16 ways)."""
     out = []
-    for p in points:
-        lanes = p.concurrency or 1
-        n = max(space.min_search_requests, int(space.search_requests_per_lane * lanes))
-        out.append(LoadPoint(index=p.index, concurrency=p.concurrency, rate=p.rate, burstiness=p.burstiness,
-                             num_requests=min(p.num_requests or n, n), warmup_requests=min(p.warmup_requests, lanes),
-                             duration_s=None))
+    if n <= min(domain, 16) and model.num_heads % n == 0:
+        out.append(ParallelConfig(tp=n))
+    if model.num_experts and 1 < n <= model.num_experts and model.num_experts % n == 0:
+        if n <= min(domain, 16) and model.num_heads % n == 0:
+            out.append(ParallelConfig(tp=n, ep=n))
+        out.append(ParallelConfig(tp=1, dp=n, ep=n))
     return out
 
 
-def pareto(rows: list[dict[str, Any]], x: str = X_KEY, y: str = Y_KEY) -> list[dict[str, Any]]:
-    """Rows not dominated in (x, y), both maximised; sorted by x descending."""
-    good = [r for r in rows if r.get(x) and r.get(y)]
-    good.sort(key=lambda r: (-r[x], -r[y]))
-    out, best_y = [], -1.0
-    for r in good:
-        if r[y] > best_y:
-            out.append(r)
-            best_y = r[y]
-    return out
-
-
-def _with(base: SimConfig, **changes: Any) -> SimConfig:
-    return SimConfig.model_validate({**base.model_dump(), **changes})
-
-
-def stage2_candidates(base: SimConfig, top: list[ParallelConfig], shapes: list[ParallelConfig],
-                      space: SearchSpace) -> list[SimConfig]:
-    """Batch-limit variants of the best shapes, and disaggregated deployments built from them."""
-    out: list[SimConfig] = []
-    for p in top:
-        for seqs in space.max_num_seqs:
-            for budget in space.max_num_batched_tokens:
-                if (seqs, budget) != (base.max_num_seqs, base.max_num_batched_tokens):
-                    out.append(_with(base, parallel=p.model_dump(), max_num_seqs=seqs, max_num_batched_tokens=budget))
-    if space.disaggregation:
-        prefill_shapes = list(dict.fromkeys([shapes[0]] + top[:1]))  # cheapest that fits, and the best
-        for pp in prefill_shapes:
-            for dp in top[:2]:
-                for rp, rd in space.ratios:
-                    d = DisaggregationConfig(prefill=PoolConfig(parallel=pp, replicas=rp),
-                                             decode=PoolConfig(parallel=dp, replicas=rd))
-                    out.append(_with(base, disaggregation=d.model_dump()))
-    return out
-
-
-def search(
-    base: SimConfig,
-    workload: Any,
-    points: list[LoadPoint],
-    *,
-    seed: int = 0,
-    space: SearchSpace = SearchSpace(),
-    executor: Any = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> SearchResult:
-    """Search configurations of ``base``'s model on ``base``'s hardware; the frontier with winning configs."""
-    from scoville.executor import LocalExecutor
-
-    t0 = time.perf_counter()
-    shapes = instance_shapes(base, space)
-    if not shapes:
-        from scoville.sim.config import SimConfigError
-
-        raise SimConfigError(f"{base.model} does not fit on up to {space.max_instance_accelerators} × "
-                             f"{base.hardware} in any parallel layout; raise --max-accelerators")
-    pts = search_points(points, space)
-    own = executor is None
-    ex = executor or LocalExecutor()
-    stage1 = [_with(base, parallel=p.model_dump(), replicas=1, disaggregation=None) for p in shapes]
-    tally = {"done": 0, "total": len(stage1)}
-
-    def tick() -> None:
-        tally["done"] += 1
-        if progress is not None:
-            progress(tally["done"], tally["total"])
-
+def _fits(base: SimConfig, par: ParallelConfig, min_requests: int, tokens_per_request: float = 0.0) -> bool:
     try:
-        rows1 = _run(ex, stage1, workload, pts, seed, tick)
-        front1 = pareto(rows1)
-        best: dict[int, tuple[float, SimConfig]] = {}
-        for r in front1:
-            c = r["config"]
-            best[id(c)] = (max(best.get(id(c), (0.0, c))[0], r[Y_KEY]), c)
-        top = [c.parallel for _, c in sorted(best.values(), key=lambda t: -t[0])[: space.refine_top]]
-        stage2 = stage2_candidates(base, top, shapes, space)
-        tally["total"] += len(stage2)
-        rows2 = _run(ex, stage2, workload, pts, seed, tick)
-    finally:
-        if own:
-            ex.close()
-    rows = rows1 + rows2
-    front = pareto(rows)
-    front.sort(key=lambda r: (r["concurrency"] or 0, -r[X_KEY]))
-    return SearchResult(frontier=front, evaluated=len(stage1) + len(stage2), rows=rows,
-                        elapsed_s=time.perf_counter() - t0)
+        cost = step_cost(base, par)
+    except UserError:
+        return False
+    cap = cost.kv_capacity_tokens(base.gpu_memory_utilization, base.max_num_batched_tokens)
+    return cap > 0 and cap >= min_requests * tokens_per_request
 
 
-def _run(ex: Any, configs: list[SimConfig], workload: Any, points: list[LoadPoint], seed: int,
-         tick: Callable[[], None]) -> list[dict[str, Any]]:
-    items = [(c.model_dump(), workload, points, seed) for c in configs]
-    out: list[dict[str, Any]] = []
-    for res in ex.submit(_evaluate_item, items):
-        if res.error is not None:
-            raise res.error
-        for row in res.value:
-            row["config"] = configs[res.index]
-            out.append(row)
-        tick()
+def instance_layouts(base: SimConfig, space: SearchSpace, tokens_per_request: float) -> list[ParallelConfig]:
+    """Every layout of one instance that fits the model with room for a few requests' KV, smallest first."""
+    hw, model = load_hardware(base.hardware), load_model(base.model)
+    limit = space.max_accelerators or default_max_accelerators(hw, model, base)
+    out = [p for n in _powers_of_two(limit) for p in _layouts_of(n, model, hw.scaleup_domain)
+           if _fits(base, p, MIN_KV_REQUESTS, tokens_per_request)]
+    if not out:
+        raise SimConfigError(f"{model.name} does not fit on up to {limit} × {hw.name} in any layout "
+                             f"(tp, tp+ep, dp+ep); raise --max-accelerators or use a smaller --precision")
     return out
 
 
-def frontier_plan(result: SearchResult, points: list[LoadPoint]) -> tuple[list[LoadPoint], list[SimConfig]]:
-    """Load points (full fidelity) and winning configurations of the frontier, for ``simulate_run``."""
-    by_conc = {p.concurrency: p for p in points}
-    out_points, configs = [], []
-    for i, r in enumerate(result.frontier):
-        src = by_conc.get(r["concurrency"]) or points[0]
-        out_points.append(LoadPoint(index=i, concurrency=r["concurrency"], rate=src.rate, burstiness=src.burstiness,
-                                    num_requests=src.num_requests, warmup_requests=src.warmup_requests,
-                                    duration_s=src.duration_s))
-        configs.append(r["config"])
-    return out_points, configs
+def draft_options(base: SimConfig, model: ModelArch, space: SearchSpace) -> list[SpeculativeConfig | None]:
+    """No drafts, plus what the search may try: MTP 1-3 on models with MTP heads, or the user's pinned drafts."""
+    if base.speculative is not None:
+        return [base.speculative]
+    if space.mtp == "off" or not model.mtp_layers:
+        return [None]
+    return [None] + [SpeculativeConfig(num_draft_tokens=k, acceptance_rate=a) for k, a in MTP_ACCEPTANCE.items()]
+
+
+# -- the envelope ----------------------------------------------------------------------------------------
+@dataclass
+class _Curve:
+    """One candidate's estimates over the concurrency grid."""
+
+    config: SimConfig
+    est: SteadyEstimate
+
+    def valid(self) -> np.ndarray:
+        """Points a benchmark would report: finite, and not queue-bound (waiting for a first token takes at
+        most 30% of a request's life; past that, more users only lengthen the queue)."""
+        e = self.est
+        return (np.isfinite(e.tpot) & (e.tpot > 0) & np.isfinite(e.request_rate) & (e.request_rate > 0)
+                & (e.ttft <= 0.3 * e.e2e))
+
+
+def pareto(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Indices of points not dominated in (x, y), both maximised, sorted by x descending."""
+    order = np.lexsort((-ys, -xs))
+    keep, best = [], -np.inf
+    for i in order:
+        if ys[i] > best:
+            keep.append(i)
+            best = ys[i]
+    return np.asarray(keep, dtype=int)
+
+
+def _concurrency(space: SearchSpace) -> np.ndarray:
+    g = CONC_GRID[(CONC_GRID >= space.min_concurrency) & (CONC_GRID <= space.max_concurrency)]
+    return g if g.size else np.array([float(space.min_concurrency)])
+
+
+def search(base: SimConfig, isl: float, osl: float, *, space: SearchSpace = SearchSpace(),
+           protocol: Protocol = INFERENCEX, osl_spread: float = 1.0, points: int = 16,
+           progress: Callable[[int, int], None] | None = None) -> SearchResult:
+    """Search deployments of ``base``'s model on ``base``'s hardware for mean lengths ``isl``/``osl``."""
+    t0 = time.perf_counter()
+    model = load_model(base.model)
+    layouts = instance_layouts(base, space, isl + osl)
+    drafts = draft_options(base, model, space)
+    conc = _concurrency(space)
+    decode = _decode_curves(base, layouts, drafts, isl, osl, conc)
+    promising = _near_envelope(decode, isl, osl)
+    unified = [SimConfig.model_validate({**base.model_dump(), "parallel": p.model_dump(), "replicas": 1,
+                                         "disaggregation": None,
+                                         "speculative": d.model_dump() if d else None,
+                                         "max_num_batched_tokens": b, "max_num_seqs": int(conc[-1])})
+               for (p, d) in promising for b in space.budgets]
+    curves: list[_Curve] = []
+    for i, cfg in enumerate(unified):
+        curves.append(_Curve(cfg, estimate(cfg, isl, osl, conc, protocol, osl_spread)))
+        if progress:
+            progress(i + 1, len(unified))
+    if space.disaggregation:
+        curves += _disaggregated(base, layouts, promising, decode, isl, osl, conc, space, protocol, osl_spread)
+    frontier = _envelope(curves, points)
+    return SearchResult(frontier=frontier, evaluated=len(curves) + len(decode), elapsed_s=time.perf_counter() - t0,
+                        layouts=[SimConfig.model_validate({**base.model_dump(), "parallel": p.model_dump()}).label()
+                                 .split(" x")[0] for p in layouts])
+
+
+_Layout = tuple[ParallelConfig, "SpeculativeConfig | None"]
+
+
+def _decode_curves(base: SimConfig, layouts: list[ParallelConfig], drafts: list[SpeculativeConfig | None],
+                   isl: float, osl: float, conc: np.ndarray) -> dict[_Layout, tuple[np.ndarray, np.ndarray]]:
+    """(TPOT, sequences) of pure decode for every layout × drafts over the batch grid."""
+    out = {}
+    for p in layouts:
+        for d in drafts:
+            probe = SimConfig.model_validate({**base.model_dump(), "parallel": p.model_dump(),
+                                              "speculative": d.model_dump() if d else None})
+            out[(p, d)] = _decode_curve(probe, isl, osl, conc)
+    return out
+
+
+def _near_envelope(decode: dict[_Layout, tuple[np.ndarray, np.ndarray]], isl: float, osl: float,
+                   slack: float = 0.8) -> list[_Layout]:
+    """Layouts whose decode-only curve reaches within ``slack`` of the best decode throughput per accelerator
+    at some interactivity: a layout dominated everywhere in pure decode never wins once prefill is added."""
+    pts = []
+    for key, (tpot, n) in decode.items():
+        tput = n * (isl + osl) / ((osl - 1.0) * tpot) / key[0].accelerators
+        pts += [(1.0 / t, y, key) for t, y in zip(tpot, tput)]
+    xs = np.array([x for x, _, _ in pts])
+    ys = np.array([y for _, y, _ in pts])
+    front = pareto(xs, ys)
+    fx, fy = xs[front][::-1], ys[front][::-1]                   # ascending interactivity
+    best = np.interp(xs, fx, fy, right=0.0)                     # envelope throughput at each point's interactivity
+    keep = {pts[i][2] for i in np.flatnonzero(ys >= slack * best)}
+    return [k for k in decode if k in keep]
+
+
+def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: list[_Layout],
+                   decode: dict[_Layout, tuple[np.ndarray, np.ndarray]], isl: float, osl: float, conc: np.ndarray,
+                   space: SearchSpace, protocol: Protocol, osl_spread: float) -> list[_Curve]:
+    """Disaggregated candidates, screened in closed form and confirmed with the estimator.
+
+    For each promising decode layout × drafts × decode pool size, the decode pool's completion rate at
+    every per-instance batch fixes the prefill pool (integer instances at most ``PREFILL_UTILISATION``
+    busy, for each of the two most efficient prefill layouts); throughput per accelerator and
+    interactivity follow directly. Only the screened points on the envelope of all screened points are
+    re-estimated exactly (queueing, KV copy, the opening burst).
+    """
+    hw = load_hardware(base.hardware)
+    limit = space.max_accelerators or default_max_accelerators(hw, load_model(base.model), base)
+    prefill = _best_prefill_layouts(base, layouts, isl, space.prefill_budget)
+    O = max(osl, 2.0)
+    screened: list[tuple[float, float, tuple]] = []
+    for dec, d in promising:
+        tpot, n = decode[(dec, d)]
+        rate = n / ((O - 1.0) * tpot)                             # completions/s per decode instance
+        for pre, t_prompt in prefill:
+            for n_d in (1, 2, 4, 8, 16):
+                n_p = np.maximum(1, np.ceil(n_d * rate * t_prompt / PREFILL_UTILISATION))
+                gpus = n_p * pre.accelerators + n_d * dec.accelerators
+                ok = ((gpus <= limit) & (n_p <= space.max_pool_replicas) & (n_d <= space.max_pool_replicas)
+                      & (n * n_d * 1.05 <= space.max_concurrency))
+                tput = n_d * rate * (isl + osl) / gpus
+                for j in np.flatnonzero(ok):
+                    screened.append((1.0 / tpot[j], tput[j], (pre, int(n_p[j]), dec, n_d, d, n[j], int(gpus[j]))))
+    if not screened:
+        return []
+    xs = np.array([x for x, _, _ in screened])
+    ys = np.array([y for _, y, _ in screened])
+    out = []
+    for k in pareto(xs, ys):
+        pre, n_p, dec, n_d, d, users, gpus = screened[k][2]
+        cfg = _disagg_config(base, pre, n_p, dec, n_d, d, max(int(math.ceil(users)), 1), space, hw, gpus)
+        c_total = np.array([max(1.0, round(users * n_d * 1.05))])   # decoding users plus those in prefill
+        out.append(_Curve(cfg, estimate(cfg, isl, osl, c_total, protocol, osl_spread)))
+    return out
+
+
+def _decode_curve(config: SimConfig, isl: float, osl: float, conc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(TPOT, sequences) of pure decode steps of one instance at each batch size of the grid (KV-bounded)."""
+    cost = step_cost(config, config.parallel)
+    AL = config.speculative.mean_acceptance_length if config.speculative else 1.0
+    q = 1 + (config.speculative.num_draft_tokens if config.speculative else 0)
+    cap = cost.kv_capacity_tokens(config.gpu_memory_utilization, config.max_num_batched_tokens)
+    n = np.minimum(conc, max(cap // (isl + osl), 1.0))
+    ctx = isl + osl / 2.0
+    t = np.asarray(cost.step_time(n * q, n, n * q * ctx, n * ctx, n, n * ctx))
+    return t / AL, n
+
+
+def _best_prefill_layouts(base: SimConfig, layouts: list[ParallelConfig], isl: float,
+                          budget: int) -> list[tuple[ParallelConfig, float]]:
+    """The two prefill layouts with the most prompts per accelerator-second: (layout, seconds per prompt
+    per instance)."""
+    scored = []
+    for p in layouts:
+        cost = step_cost(base, p)
+        per = max(1, int(budget // isl))
+        chunk = min(isl, budget)
+        steps = math.ceil(isl / chunk)
+        t = steps * float(cost.step_time(per * chunk, per, per * chunk * (chunk + 1) / 2, per * chunk, 0, 0)) / per
+        scored.append((t * p.accelerators, p, t))
+    scored.sort(key=lambda x: x[0])
+    return [(p, t) for _, p, t in scored[:2]]
+
+
+def _disagg_config(base: SimConfig, pre: ParallelConfig, n_p: int, dec: ParallelConfig, n_d: int,
+                   draft: SpeculativeConfig | None, seqs: int, space: SearchSpace, hw: Hardware, gpus: int) -> SimConfig:
+    return SimConfig.model_validate({
+        **base.model_dump(), "parallel": dec.model_dump(), "replicas": 1,
+        "speculative": draft.model_dump() if draft else None,
+        "disaggregation": DisaggregationConfig(
+            prefill=PoolConfig(parallel=pre, replicas=n_p, max_num_batched_tokens=space.prefill_budget),
+            decode=PoolConfig(parallel=dec, replicas=n_d, max_num_seqs=max(seqs, 1)),
+            kv_transfer="scaleup" if gpus <= hw.scaleup_domain else "scaleout").model_dump(),
+    })
+
+
+def _envelope(curves: list[_Curve], points: int) -> list[FrontierPoint]:
+    """The upper-right envelope of every candidate point, thinned to ``points`` spread over interactivity."""
+    rows: list[tuple[_Curve, int]] = []
+    xs, ys = [], []
+    for cv in curves:
+        ok = cv.valid()
+        for j in np.flatnonzero(ok):
+            rows.append((cv, int(j)))
+            xs.append(cv.est.interactivity[j])
+            ys.append(cv.est.total_tput_per_accelerator[j])
+    if not rows:
+        return []
+    keep = pareto(np.asarray(xs), np.asarray(ys))
+    chosen = _thin(np.log(np.asarray(xs)[keep]), points)
+    out = []
+    for k in keep[chosen]:
+        cv, j = rows[k]
+        e = cv.est
+        out.append(FrontierPoint(config=cv.config, concurrency=int(round(e.concurrency[j])),
+                                 interactivity=float(e.interactivity[j]),
+                                 total_tput_per_accelerator=float(e.total_tput_per_accelerator[j]),
+                                 output_tput_per_accelerator=float(e.output_tput_per_accelerator[j]),
+                                 ttft=float(e.ttft[j]), tpot=float(e.tpot[j]), e2e=float(e.e2e[j]),
+                                 request_rate=float(e.request_rate[j]),
+                                 sigma=float(e.sigma[j]), sigma_ttft=float(e.sigma_ttft[j])))
+    out.sort(key=lambda p: -p.interactivity)
+    return out
+
+
+def _thin(logx: np.ndarray, points: int) -> np.ndarray:
+    """Indices of at most ``points`` entries spread evenly over log interactivity (both ends kept)."""
+    n = logx.size
+    if n <= points:
+        return np.arange(n)
+    targets = np.linspace(logx.max(), logx.min(), points)
+    picked = sorted({int(np.argmin(np.abs(logx - t))) for t in targets})
+    return np.asarray(picked, dtype=int)
