@@ -50,6 +50,7 @@ class FakeServer:
     behave: Callable[[int, dict], Behaviour] = lambda i, body: Behaviour()
     models: list[str] = field(default_factory=lambda: ["test-model"])
     max_model_len: int | None = None   # listed in /v1/models as vLLM does
+    count_tokens: Callable[[str], int] | None = None  # a tokenizer: serves /tokenize and counts chat prompts
     require_key: str | None = None
     bodies: list[dict] = field(default_factory=list)
     headers: list[dict] = field(default_factory=list)
@@ -95,7 +96,8 @@ class FakeServer:
         n = b.tokens if b.tokens is not None else int(body.get("max_tokens", 16))
         sizes = b.chunk_sizes or [min(b.per_chunk, n - i) for i in range(0, n, b.per_chunk)]
         prompt = body.get("prompt") if not chat else body["messages"][-1]["content"]
-        n_prompt = len(prompt) if isinstance(prompt, list) else len(prompt.split())
+        count = self.count_tokens or (lambda text: len(text.split()))
+        n_prompt = len(prompt) if isinstance(prompt, list) else count(prompt)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         nl = "\r\n" if b.crlf else "\n"
@@ -151,8 +153,15 @@ class FakeServer:
             choice["token_ids"] = ids
         return {"id": "x", "object": "text_completion", "choices": [choice]}
 
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        if self.count_tokens is None:
+            return web.Response(status=404)
+        body = await request.json()
+        return web.json_response({"count": self.count_tokens(body["prompt"]), "max_model_len": self.max_model_len})
+
     def app(self) -> web.Application:
         app = web.Application()
+        app.router.add_post("/tokenize", self._tokenize)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/completions", self._complete)
         app.router.add_post("/v1/chat/completions", self._complete)

@@ -172,3 +172,49 @@ def test_a_typo_in_the_executor_makes_no_run(server, tmp_path):
     with pytest.raises(ClientError, match="unknown --executor 'raay'"):
         run_sweep(sweep, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+# --- chat prompts of the requested length ---------------------------------------------------------------------
+
+
+def long_words_are_two_tokens(text: str) -> int:
+    """A server tokenizer that splits words of more than four letters in two (as BPE splits rarer words)."""
+    return sum(1 if len(w) <= 4 else 2 for w in text.split())
+
+
+def test_chat_prompts_use_words_the_servers_tokenize_reads_as_one_token(server, tmp_path):
+    server.set(Behaviour())
+    server.count_tokens = long_words_are_two_tokens
+    sweep = make_sweep(server.base_url, concurrency_sweep([1], num_requests=3, warmup_requests=0),
+                       workload=SyntheticWorkload(isl=200, osl=2, range_ratio=1.0), cfg={"api": "chat"})
+    result = run_sweep(sweep, tmp_path)
+    sent = [long_words_are_two_tokens(b["messages"][0]["content"]) for b in server.bodies[-3:]]
+    assert sent == [200, 200, 200]
+    rows = read_requests(result.run_dir).to_pylist()
+    assert [(r["input_tokens_requested"], r["input_tokens"]) for r in rows] == [(200, 200)] * 3
+    assert read_manifest(result.run_dir)["target"]["prompt_words_checked"] > 16
+
+
+def test_chat_prompts_fit_a_local_tokenizer_exactly(tmp_path):
+    """Random ids decoded to text re-encode longer (8 % here); the text is cut back to the requested count."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers, trainers, decoders
+
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    rng = __import__("random").Random(0)
+    corpus = [" ".join("".join(rng.choice("etaoinshrdlucmfw") for _ in range(rng.randint(2, 9))) for _ in range(50))
+              for _ in range(2000)]
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=3000, show_progress=False))
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    cfg = ClientConfig(base_url="http://127.0.0.1:9", model="m", api="chat", tokenizer=str(path), vocab_size=3000)
+    from scoville.client.request import Prompts
+
+    for isl in (16, 100, 300):
+        spec = SyntheticWorkload(isl=isl, osl=2, range_ratio=1.0, seed=isl).sessions(1)[0].requests[0]
+        body, n_in, source = Prompts(cfg).build(spec)
+        content = __import__("json").loads(body)["messages"][0]["content"]
+        assert (n_in, source) == (isl, "tokenizer")
+        assert len(tok.encode(content, add_special_tokens=False).ids) == isl

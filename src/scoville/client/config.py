@@ -45,6 +45,8 @@ class ClientConfig(msgspec.Struct, kw_only=True):
     read_timeout_s: float = 120.0
     vocab_size: int = 32000
     tokenizer: str | None = None
+    # Chat prompt words the server's /tokenize reads as one token each (set by the probe; see client.text).
+    prompt_words: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from scoville.client.errors import ClientError
@@ -90,5 +92,7 @@ class ClientConfig(msgspec.Struct, kw_only=True):
         d = msgspec.to_builtins(self)
         d.pop("api_key", None)
         d.pop("basic_auth", None)
+        d.pop("prompt_words", None)  # the probe finds them again on a resume
+        d["prompt_words_checked"] = len(self.prompt_words)
         d["endpoint"] = self.endpoint
         return d

@@ -21,10 +21,13 @@ from scoville.client.driver import new_loop
 from scoville.client.errors import ClientError
 from scoville.client.request import Prompts
 from scoville.client.sse import SSEError, StreamParser
+from scoville.client.text import WORDS
 from scoville.results.schema import MAX_COUNT
 from scoville.workload.spec import RequestSpec
 
 _PROBE = RequestSpec(request_id="probe", input_tokens=8, output_tokens=2, prompt_seed=7)
+# Fewer one-token words than this make prompts too repetitive to trust; the full list is used instead.
+MIN_PROMPT_WORDS = 16
 
 
 def _why(e: aiohttp.ClientError) -> str:
@@ -73,6 +76,31 @@ async def _try(http: aiohttp.ClientSession, cfg: ClientConfig) -> tuple[int, str
         return 200, ""
 
 
+async def _token_count(http: aiohttp.ClientSession, cfg: ClientConfig, text: str) -> int | None:
+    """Tokens of ``text`` by the server's vLLM-style ``/tokenize`` (None when it has none or says no)."""
+    body = {"model": cfg.model, "prompt": text, "add_special_tokens": False}
+    async with http.post(f"{cfg.base_url}/tokenize", json=body, headers=cfg.headers()) as resp:
+        if resp.status != 200:
+            return None
+        data = await resp.json(content_type=None)
+    count = data.get("count") if isinstance(data, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+async def _one_token_words(http: aiohttp.ClientSession, cfg: ClientConfig) -> tuple[str, ...]:
+    """The chat prompt words the server's tokenizer reads as one token each after a space (() without /tokenize)."""
+    if cfg.api != "chat" or cfg.tokenizer:
+        return ()
+    try:
+        if await _token_count(http, cfg, " " + WORDS[0]) is None:
+            return ()
+        counts = await asyncio.gather(*(_token_count(http, cfg, " " + w) for w in WORDS))
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        return ()
+    words = tuple(w for w, n in zip(WORDS, counts) if n == 1)
+    return words if len(words) >= MIN_PROMPT_WORDS else ()
+
+
 async def _probe(cfg: ClientConfig) -> dict[str, Any]:
     timeout = aiohttp.ClientTimeout(total=60, sock_connect=5)
     async with aiohttp.ClientSession(timeout=timeout) as http:
@@ -100,11 +128,12 @@ async def _probe(cfg: ClientConfig) -> dict[str, Any]:
             raise ClientError(f"{cfg.endpoint} not found (HTTP 404); try --api {'completions' if cfg.api == 'chat' else 'chat'}")
         if status != 200 or text:
             raise ClientError(f"{cfg.endpoint} rejected a test request (HTTP {status}): {cfg.redact(text)}")
+        cfg.prompt_words = await _one_token_words(http, cfg)
     return {"models": list(models), "extensions": cfg.extensions, "max_model_len": models.get(cfg.model)}
 
 
 def probe(cfg: ClientConfig) -> dict[str, Any]:
-    """Check the target and settle ``cfg.model`` and ``cfg.extensions``; ClientError with one line when unusable.
+    """Check the target and settle ``cfg.model``, ``cfg.extensions`` and ``cfg.prompt_words``; ClientError when unusable.
 
     Returns ``models`` (served ids), ``extensions`` and ``max_model_len`` (the
     model's context window, None when the server does not list it).

@@ -61,7 +61,8 @@ class Prompts:
 
     def __init__(self, cfg: ClientConfig, salt: int = 0) -> None:
         self.cfg, self.salt = cfg, salt
-        self.text = PromptText(cfg.tokenizer, cfg.vocab_size) if cfg.api == "chat" else None
+        self.text = (PromptText(cfg.tokenizer, cfg.vocab_size, cfg.prompt_words, checked=True)
+                     if cfg.api == "chat" else None)
 
     def build(self, spec: RequestSpec) -> tuple[bytes, int, str]:
         """(encoded body, input-token count, that count's source) of one request."""
