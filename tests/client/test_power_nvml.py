@@ -2,13 +2,17 @@
 
 Everything above that boundary — the sampling thread, run-clock stamps, energy
 counter marks, writing power.parquet and the per-kW metrics — is the shipped path.
+Time is the test's (a clock it moves, or a counter that moves per read), and the
+test waits for the thread's reads, never for a sleep: a loaded host changes nothing.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import types
+from collections.abc import Callable
 
 import pytest
 from client_support import Behaviour
@@ -22,11 +26,27 @@ from scoville.results.store import read_manifest, read_power
 from scoville.workload.synthetic import SyntheticWorkload
 
 
-def fake_nvml(watts=(300.0, 500.0), energy: bool = True, fail_init: bool = False) -> types.ModuleType:
-    """A stand-in for pynvml: each GPU draws a constant power; the energy counter integrates it."""
+class FakeClock:
+    """Time that moves only when the test moves it: what NVML's energy counter and the sampler both read."""
+
+    def __init__(self, t: float = 1.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def fake_nvml(watts=(300.0, 500.0), energy: bool = True, fail_init: bool = False,
+              clock: Callable[[], float] | None = None, reads_wanted: int = 0) -> types.ModuleType:
+    """A stand-in for pynvml: each GPU draws a constant power.
+
+    The energy counter integrates that power over ``clock``; without a clock it
+    advances one second's worth at every read (so a reading is exact however
+    long the host took between reads). ``state["enough"]`` is set once the power
+    has been read ``reads_wanted`` times: what a test waits for instead of sleeping.
+    """
     m = types.ModuleType("pynvml")
-    t_init = time.perf_counter()
-    state = {"reads": 0}
+    state = {"reads": 0, "energy_reads": [0] * len(watts), "enough": threading.Event()}
 
     def init():
         if fail_init:
@@ -35,10 +55,14 @@ def fake_nvml(watts=(300.0, 500.0), energy: bool = True, fail_init: bool = False
     def energy_mj(h):
         if not energy:
             raise RuntimeError("Not Supported")
-        return int(watts[h] * (time.perf_counter() - t_init) * 1000)
+        state["energy_reads"][h] += 1
+        seconds = clock() if clock is not None else state["energy_reads"][h]
+        return int(watts[h] * seconds * 1000)
 
     def power_mw(h):
         state["reads"] += 1
+        if state["reads"] >= reads_wanted:
+            state["enough"].set()
         return int(watts[h] * 1000)
 
     m.nvmlInit = init
@@ -53,24 +77,25 @@ def fake_nvml(watts=(300.0, 500.0), energy: bool = True, fail_init: bool = False
 
 
 def test_sampler_thread_samples_every_device_on_the_run_clock():
-    nvml = fake_nvml()
-    t0 = time.perf_counter()
-    s = NvmlSampler(lambda: time.perf_counter() - t0, interval_s=0.02, nvml=nvml)
+    clock = FakeClock(1.0)
+    nvml = fake_nvml(clock=clock, reads_wanted=8)
+    s = NvmlSampler(clock, interval_s=0.001, nvml=nvml)
     assert s.names == ["NVIDIA H200", "NVIDIA H200"] and s.energy_supported
     start = s.mark()
     s.start()
-    time.sleep(0.2)
+    assert nvml.state["enough"].wait(60), "the sampling thread never ran"
+    clock.t = 3.0
     s.stop()
     end = s.mark()
     table = s.drain()
     devices = table.column("device").to_pylist()
-    assert devices.count("gpu0") == devices.count("gpu1") >= 4
+    assert devices.count("gpu0") == devices.count("gpu1") >= 4 + 1  # whole rounds, and the closing one
     w = dict(zip(devices, table.column("watts").to_pylist()))
     assert w == {"gpu0": 300.0, "gpu1": 500.0}
     t = table.column("t").to_pylist()
-    assert t == sorted(t) and 0 <= t[0] <= t[-1] <= time.perf_counter() - t0
-    joules = {d: end["joules"][d] - start["joules"][d] for d in end["joules"]}
-    assert joules["gpu1"] == pytest.approx(500 * (end["t"] - start["t"]), rel=0.05)
+    assert t == sorted(t) and t[0] == 1.0 and t[-1] == 3.0  # stamped on the run clock, the closing sample last
+    assert (start["t"], end["t"]) == (1.0, 3.0)
+    assert {d: end["joules"][d] - start["joules"][d] for d in end["joules"]} == {"gpu0": 600.0, "gpu1": 1000.0}
     assert s.drain().num_rows == 0
 
 
@@ -103,7 +128,8 @@ def test_nvml_sweep_writes_power_and_per_kw_metrics(server, tmp_path, monkeypatc
     m = read_manifest(result.run_dir)
     assert m["power"]["nvml_device_names"] == ["NVIDIA H200"] * 2
     (mark,) = m["power"]["energy_counter"]
-    assert mark["joules"]["gpu0"] == pytest.approx(300 * (mark["t_end"] - mark["t_start"]), rel=0.05)
+    # one counter read at the point's start and one at its end: the counter moved one second's worth
+    assert mark["joules"] == {"gpu0": 300.0, "gpu1": 500.0} and mark["t_end"] > mark["t_start"]
 
 
 def test_nvml_sweep_without_nvml_fails_before_a_run_exists(server, tmp_path, monkeypatch):
