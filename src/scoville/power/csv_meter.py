@@ -65,6 +65,8 @@ def read_power_csv(path: str | Path, segments: list[dict[str, Any]]) -> pa.Table
             t, dev, w = _read_rows(path, f, segments)
     except UnicodeDecodeError:
         raise PowerError(f"{path}: not a UTF-8 text CSV file") from None
+    except csv.Error as e:  # a field over the csv module's size limit, an unterminated quote at the end...
+        raise PowerError(f"{path}: not a CSV file scoville can read ({e})") from None
     if not t:
         raise PowerError(f"{path}: no samples")
     return pa.Table.from_pydict({"t": t, "device": dev, "watts": w}, schema=POWER_SCHEMA)
