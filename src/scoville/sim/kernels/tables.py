@@ -21,7 +21,8 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
+
+from scoville.sim.kernels.cache import cached
 
 FRAMEWORKS = ("vllm", "sglang", "trtllm")
 
@@ -36,8 +37,9 @@ def data_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
+@lru_cache(maxsize=1)
 def package_version() -> str | None:
-    """Version of the installed aiconfigurator-core (recorded in provenance)."""
+    """Version of the installed aiconfigurator-core (recorded in provenance; keys the disk cache)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -87,6 +89,8 @@ def table_path(system: str, op: str, framework: str, filename: str) -> Path | No
 @lru_cache(maxsize=64)
 def read(path: Path) -> pa.Table:
     """One parquet table (cached: the cost models of a search share them)."""
+    import pyarrow.parquet as pq   # imported on first use: a warm disk cache never needs it
+
     return pq.read_table(path)
 
 
@@ -288,6 +292,13 @@ class _Query:
 
 @lru_cache(maxsize=4096)
 def _first_slice(system: str, op: str, framework: str, filename: str, query: _Query) -> tuple[object, str | None]:
+    key = f"slice|{system}|{op}|{framework}|{filename}|{query.kind}|{query.key}"
+    packed = cached(package_version(), key, lambda: _pack(*_first_slice_uncached(system, op, framework, filename, query)))
+    return _unpack(packed)
+
+
+def _first_slice_uncached(system: str, op: str, framework: str, filename: str,
+                          query: _Query) -> tuple[object, str | None]:
     root = data_dir()
     for path in table_paths(system, op, framework, filename):
         result = query(read(path))
@@ -296,8 +307,35 @@ def _first_slice(system: str, op: str, framework: str, filename: str, query: _Qu
     return None, None
 
 
+def _pack(result: object, source: str | None) -> tuple[np.ndarray, ...] | None:
+    """A slice as arrays for the disk cache: (kind, source, *arrays); a slice no table holds is cached too."""
+    if result is None:
+        return (np.array("none"), np.array(""))
+    if isinstance(result, Grid):
+        return (np.array("grid"), np.array(source or ""), result.x, result.y, result.t)
+    return (np.array("pair"), np.array(source or ""), *result)  # type: ignore[misc]
+
+
+def _unpack(packed: tuple[np.ndarray, ...] | None) -> tuple[object, str | None]:
+    if packed is None:
+        return None, None
+    kind, source, *arrays = packed
+    if str(kind) == "none":
+        return None, None
+    result: object = Grid(*arrays) if str(kind) == "grid" else tuple(arrays)
+    return result, str(source) or None
+
+
 @lru_cache(maxsize=32)
 def _gemm_cube(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    packed = cached(package_version(), f"gemm|{system}|{dtype}",
+                    lambda: _gemm_cube_uncached(system, dtype) or (np.array("none"),))
+    return None if len(packed) == 1 else packed  # type: ignore[return-value, arg-type]
+
+
+def _gemm_cube_uncached(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    import pyarrow.parquet as pq
+
     parts = []
     for fw in FRAMEWORKS:
         for path in table_paths(system, "gemm", fw, "gemm_perf.parquet"):
