@@ -140,6 +140,7 @@ class MeasuredPoint:
     interactivity: float
     tput: float
     source: str
+    max_gpus: int | None = None   # largest deployment measured in the group (silicon rows: unified, no MTP)
 
 
 def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
@@ -152,10 +153,11 @@ def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
     for g, rs in groups.items():
         pts = [(1e3 / r.tpot_ms, measured_tput(r), r.split) for r in rs]
         pts.sort(key=lambda p: -p[0])
+        gpus = max(r.accelerators for r in rs)
         best = -1.0
         for x, y, split in pts:
             if y > best:
-                out.append(MeasuredPoint(g, split, x, y, "silicon_sample"))
+                out.append(MeasuredPoint(g, split, x, y, "silicon_sample", gpus))
                 best = y
     return out
 
@@ -191,26 +193,34 @@ def _precision(model: str, prec: str | None, hw: str) -> str | None:
 def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[np.ndarray, np.ndarray]], float]:
     by_group: dict[tuple, list[MeasuredPoint]] = defaultdict(list)
     for p in points:
-        by_group[p.group].append(p)
+        by_group[(*p.group, p.max_gpus is not None)].append(p)
     out: list[Cmp] = []
     curves: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
     t_total = 0.0
-    for g, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
+    for key, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
+        g = key[:6]
         model, hw, prec, fw, isl, osl = g
         base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw), kv_dtype=_kv(hw),
                          framework=fw)
+        # silicon groups are unified, non-speculative deployments of a few sizes: search that space; public
+        # points are InferenceX's frontiers over everything it ran: the default search
+        gpus = max((p.max_gpus or 0) for p in pts)
+        space = (SearchSpace(max_concurrency=1024, disaggregation=False, mtp="off", max_accelerators=gpus)
+                 if gpus else SearchSpace(max_concurrency=1024))
         t0 = time.perf_counter()
         try:
-            res = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48,
-                         space=SearchSpace(max_concurrency=1024))
+            res = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48, space=space)
         except UserError as e:
             print(f"   {g}: {e}")
             continue
         t_total += time.perf_counter() - t0
         xs = np.array([p.interactivity for p in res.frontier])[::-1]
         ys = np.array([p.total_tput_per_accelerator for p in res.frontier])[::-1]
-        curves[g] = (xs, ys)
-        name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}"
+        if key[6]:      # ratios use the search over the measured deployment space where there is one
+            curves[g] = (xs, ys)
+        else:
+            curves.setdefault(g, (xs, ys))
+        name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}{'' if key[6] else ' [public]'}"
         for p in pts:
             pred = float(np.exp(np.interp(np.log(p.interactivity), np.log(xs), np.log(ys), right=-np.inf)))
             out.append(Cmp(name, p.split, p.tput, pred))
@@ -218,8 +228,9 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
 
 
 def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
-    print("\n2) frontier of the default search vs measured frontier points: throughput per GPU at the same "
-          "interactivity")
+    print("\n2) predicted frontier vs measured frontier points: throughput per GPU at the same interactivity\n"
+          "   (silicon groups: the search over their deployment space - unified, no MTP, up to the largest GPU count\n"
+          "   measured; public InferenceX points: the default search, as `scoville simulate` runs it)")
     print(f"   {'group':52s} {'n':>3s} {'med err':>8s} {'|err| med':>9s} {'within35':>8s}")
     for name in sorted({c.group for c in res}):
         errs = np.array([c.err for c in res if c.group == name])

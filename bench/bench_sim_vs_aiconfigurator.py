@@ -32,8 +32,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_sim_calibration as cal  # noqa: E402  (shares the steady-state search and yardsticks)
+import bench_sim_calibration as cal  # noqa: E402  (shares the default search and its yardsticks)
 
+from scoville.sim.frameworks import load_framework  # noqa: E402
 from scoville.sim.hardware import load_hardware  # noqa: E402
 
 ISL, OSL = 8192, 1024
@@ -97,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         hw = load_hardware(hw_name)
         t0 = time.perf_counter()
-        sc = cal.predict({"model": model, "precision": prec}, hw, ref["scenario"])
+        fig = cal.predict(model, hw_name, prec, load_framework("trtllm"))
+        sc = {k: getattr(fig, k) for k in keys}
         t_sc = time.perf_counter() - t0
         gpus = args.aic_gpus * (2 if hw.scaleup_domain > 8 else 1)
         aic, t_aic, note = run_aic(args.aic, model, hw_name, gpus, args.timeout) if have_aic else (None, 0.0, "n/a")
