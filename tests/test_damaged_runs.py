@@ -110,6 +110,8 @@ for name in ("points.parquet", "requests/point-0000.parquet", "requests/point-00
     for how, fn in PARQUET_DAMAGE.items():
         CASES[f"{name}:{how}"] = (name, fn)
 CASES["points.parquet:point-as-text"] = ("points.parquet", _retyped("point"))
+CASES["points.parquet:latency-as-text"] = ("points.parquet", _retyped("tpot_s_median"))
+CASES["points.parquet:interactivity-as-text"] = ("points.parquet", _retyped("interactivity"))
 CASES["requests/point-0000.parquet:point-as-text"] = ("requests/point-0000.parquet", _retyped("point"))
 CASES["power.parquet:watts-as-text"] = ("power.parquet", _retyped("watts"))
 for how, fn in {"non-utf8": _non_utf8, "empty": _empty, "truncated": _truncated, "folder": _folder,
@@ -135,7 +137,9 @@ CASES["empty run folder"] = (None, None)
 
 # The journal is read only for points without a Parquet file, and a torn or undecodable journal line is
 # skipped by design (a writer killed mid-line): damage there need not be reported when nothing needs it.
-UNREPORTED = {"requests.jsonl:garbage", "requests.jsonl:non-utf8", "empty run folder"}
+UNREPORTED = {"requests.jsonl:garbage", "requests.jsonl:non-utf8", "empty run folder",
+              # a metric column of text is shown as text, not skipped: nothing is lost to report
+              "points.parquet:latency-as-text", "points.parquet:interactivity-as-text"}
 
 
 @pytest.fixture(scope="module")

@@ -123,8 +123,11 @@ SLO_COLUMNS = [("goodput", "goodput req/s"), ("slo_attainment", "SLO met")]
 
 
 def _cell(key: str, v: Any) -> str:
+    """A metrics table cell; a value that is not a number (a damaged points.parquet) is shown as it is."""
     if v is None:
         return "—"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
     if key.endswith(("_median", "_p90", "_p99")) and "_s_" in key:
         return fmt_seconds(v)
     if key == "usd_per_mtok_total":
