@@ -27,7 +27,7 @@ def main() -> int:
     t0 = time.perf_counter()
     model, report = fit.fit_all(progress=lambda cls: print(f"  fitting {cls} ({time.perf_counter() - t0:.0f} s)",
                                                              flush=True))
-    print(f"\nheld-out error per class (fitted without the generation named; median |pred/meas - 1|, p90, bias)")
+    print("\nheld-out error per class (fitted without the generation named; median |pred/meas - 1|, p90, bias)")
     print(f"  {'class':24s} {'held out':16s} {'n':>6s} {'median':>7s} {'p90':>7s} {'bias':>7s}")
     for r in report:
         print(f"  {r.cls:24s} {r.generation:16s} {r.n:6d} {r.median_abs:7.0%} {r.p90_abs:7.0%} {r.bias:+7.0%}")

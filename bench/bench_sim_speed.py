@@ -92,7 +92,7 @@ def search_speed(repeat: int, aic: str) -> None:
         print(f"   {label:10s} library (search + run written) {statistics.median(lib):5.2f} s   whole CLI "
               f"{statistics.median(cli):5.2f} s   target 2 s: {2 / statistics.median(cli):4.1f}x   ({note})")
     t_aic = time_aic(aic)
-    print(f"   AIConfigurator CLI, same scenario (16 GPUs), one core: "
+    print("   AIConfigurator CLI, same scenario (16 GPUs), one core: "
           + (f"{t_aic:.1f} s" if t_aic else f"not run (no CLI at {aic})"))
 
 

@@ -241,7 +241,7 @@ class StepCost:
     def _draft_time(self, Dr: Any, scalar: bool, xp: Any) -> Any:
         """``drafts`` sequential passes of one decoder layer (MTP module / EAGLE head) plus the LM head over
         the decoding sequences (their attention over the recent context is small next to the projections)."""
-        m, ops = self.model, self.ops
+        ops = self.ops
         x = _pos(xp, Dr, scalar)
         layer = ops.attn_proj(x) + ops.elementwise(x)
         if ops.moe is not None:
