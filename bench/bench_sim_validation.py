@@ -165,23 +165,80 @@ def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
 MODEL_REF = {"deepseek-r1": "deepseek-r1", "gpt-oss-120b": "gpt-oss-120b", "kimi-k2.5": "kimi-k2.5"}
 
 
-def public_points() -> list[MeasuredPoint]:
-    """Public points with interactivity (or TPOT) and throughput per GPU of a model and system we simulate."""
+def _public() -> list[dict]:
     path = Path(str(resources.files("scoville") / "data" / "reference" / "validation_public.yaml"))
-    data = yaml.safe_load(path.read_text())
+    return yaml.safe_load(path.read_text())["points"]
+
+
+def _public_framework(p: dict) -> str:
+    fw = (p.get("framework") or "vllm").split()[0].lower()
+    return fw if fw in ("vllm", "sglang", "trtllm") else ("trtllm" if "dynamo" in fw or "trt" in fw else "vllm")
+
+
+def _pinned_public(p: dict) -> bool:
+    dep = p.get("deployment") or {}
+    return bool(dep.get("tp") and p.get("concurrency") and p.get("gpus") and not dep.get("disagg"))
+
+
+def public_points() -> list[MeasuredPoint]:
+    """Public frontier points (InferenceX compare pages, blogs: no single deployment behind them) with
+    interactivity and throughput per GPU, of a model and system we simulate."""
     out = []
-    for p in data["points"]:
+    for p in _public():
         model = MODEL_REF.get(p["model"])
         x = p.get("interactivity_tok_s_user") or (1e3 / p["tpot_ms"] if p.get("tpot_ms") else None)
         y = p.get("tput_per_gpu_total")
-        if not model or not x or not y or not p.get("isl") or not p.get("osl"):
+        if not model or not x or not y or not p.get("isl") or not p.get("osl") or _pinned_public(p):
             continue
         prec = {"fp4": "fp4", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp8": "fp8"}.get(p.get("precision") or "", None)
-        fw = (p.get("framework") or "vllm").split()[0].lower()
-        fw = fw if fw in ("vllm", "sglang", "trtllm") else ("trtllm" if "dynamo" in fw or "trt" in fw else "vllm")
-        out.append(MeasuredPoint((model, p["hardware"], prec, fw, int(p["isl"]), int(p["osl"])), "public", x, y,
-                                 p["source"]))
+        out.append(MeasuredPoint((model, p["hardware"], prec, _public_framework(p), int(p["isl"]), int(p["osl"])),
+                                 "public", x, y, p["source"]))
     return out
+
+
+def pinned_public() -> dict[str, list[Cmp]]:
+    """Public points measured on one stated deployment (InferenceX PR tables, dstack, AMD runs): pinned."""
+    out: dict[str, list[Cmp]] = {"tpot": [], "tput": []}
+    for p in _public():
+        model = MODEL_REF.get(p["model"])
+        if not model or not _pinned_public(p) or not p.get("isl") or not p.get("tpot_ms"):
+            continue
+        dep = p["deployment"]
+        tp, ep = int(dep["tp"]), int(dep.get("ep") or 1)
+        dp = max(int(p["gpus"]) // tp, 1)
+        fixed = "range ratio 1" in (p.get("note") or "")
+        f = 1.0 if fixed else RANGE
+        prec = _precision(model, p.get("precision"), p["hardware"])
+        try:
+            cfg = SimConfig.model_validate({"hardware": p["hardware"], "model": model, "precision": prec,
+                                            "kv_dtype": _kv(p["hardware"]), "framework": _public_framework(p),
+                                            "parallel": {"tp": tp, "dp": dp if dp > 1 and ep > 1 else 1,
+                                                         "ep": ep}, "max_num_seqs": 4096})
+            est = estimate(cfg, p["isl"] * f, p["osl"] * f, np.array([float(p["concurrency"])]),
+                           osl_spread=1.0 if fixed else 1 / RANGE)
+        except (UserError, ValueError):
+            continue
+        name = f"{_short(model)} {p['hardware']} {_public_framework(p)} {p.get('precision')} {p['isl']}/{p['osl']}"
+        out["tpot"].append(Cmp(name, "public", p["tpot_ms"], est.tpot[0] * 1e3))
+        if p.get("tput_per_gpu_total"):
+            out["tput"].append(Cmp(name, "public", p["tput_per_gpu_total"], float(est.total_tput_per_accelerator[0])))
+    return out
+
+
+def report_pinned_public(res: dict[str, list[Cmp]]) -> None:
+    print("\n1b) public points on a stated deployment (InferenceX PR tables, dstack, AMD runs): pinned, as 1)")
+    for name in sorted({c.group for c in res["tpot"]}):
+        cells = []
+        for m in ("tpot", "tput"):
+            errs = np.array([c.err for c in res[m] if c.group == name])
+            cells.append(f"{np.median(errs):+5.0%} {np.mean(np.abs(errs) <= TOL):5.0%}" if errs.size else "-")
+        n = sum(1 for c in res["tpot"] if c.group == name)
+        print(f"   {name:48s} {n:3d}  TPOT {cells[0]:>12s}  tok/s/GPU {cells[1]:>12s}")
+    for m in ("tpot", "tput"):
+        errs = np.array([abs(c.err) for c in res[m]])
+        amd = np.array([abs(c.err) for c in res[m] if " mi3" in c.group])
+        print(f"   ALL {m}: n={errs.size} within 35% {np.mean(errs <= TOL):.0%} (AMD: n={amd.size}, "
+              f"{np.mean(amd <= TOL) if amd.size else float('nan'):.0%})")
 
 
 def _precision(model: str, prec: str | None, hw: str) -> str | None:
@@ -339,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"validation set: {len(rows)} distinct measurements from silicon_sample.csv "
           f"({sum(r.split == 'dev' for r in rows)} dev, {sum(r.split == 'holdout' for r in rows)} holdout)")
     report_pinned(pinned(rows))
+    report_pinned_public(pinned_public())
     if args.quick:
         return 0
     pts = silicon_frontier_points(rows) + public_points()
