@@ -177,3 +177,24 @@ def test_an_unwritable_report_path_is_a_user_error(report_runs, tmp_path):
     blocker.write_text("")
     with pytest.raises(UserError, match="cannot write the report"):
         write_report(runs[:1], blocker / "report.html")
+
+
+def test_predicted_points_carry_their_bands_beside_measured_ones(report_runs, tmp_path):
+    """A simulated (analytic) run next to a measured one: its points get error bars, the measured do not."""
+    from scoville.sim.analytic import write_analytic_run
+    from scoville.sim.config import SimConfig
+    from scoville.sim.search import SearchSpace, search
+    from scoville.workload.synthetic import scenario
+
+    _, runs = report_runs
+    base = SimConfig(hardware="h200", model="llama-3.1-8b", kv_dtype="fp8")
+    res = search(base, 922, 922, space=SearchSpace(max_accelerators=1, disaggregation=False, max_concurrency=64),
+                 points=5)
+    predicted = write_analytic_run(base, scenario("1k1k"), res.frontier, tmp_path / "runs")
+    out = write_report([runs[0], predicted], tmp_path / "report.html")
+    figs = figures(out.read_text())
+    traces = [t for fig in figs.values() for t in fig["data"] if t.get("mode") == "markers"]
+    banded = [t for t in traces if "error_y" in t]
+    assert banded and all(len(t["error_y"]["array"]) == len(t["y"]) for t in banded)
+    assert all(lo >= 0 and hi >= 0 for t in banded for lo, hi in zip(t["error_y"]["arrayminus"], t["error_y"]["array"]))
+    assert any("error_y" not in t for t in traces)          # the measured run's points stay plain

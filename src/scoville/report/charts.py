@@ -42,6 +42,9 @@ class Series:
     step: bool = False
     dominated: list[bool] | None = None  # per marker: off the frontier (drawn hollow)
     dash: bool = False  # a reference line (parity), not data
+    # per marker: (low, high) band of a predicted point (the simulator's 10th-90th percentile), or None
+    x_band: list[tuple[float, float] | None] | None = None
+    y_band: list[tuple[float, float] | None] | None = None
 
 
 @dataclass
@@ -161,13 +164,27 @@ def frontier_chart(systems: Sequence[System], x_key: str, per: str, metric: str 
         chart.series.append(Series(f"{name} points", [p.x for p, _ in pts], [p.y for p, _ in pts], "points",
                                    colors[s.label], s.label,
                                    [_hover(p.row, x_label, y_label, p.x, p.y) + ("<br>(dominated)" if d else "")
-                                    for p, d in pts], dominated=[d for _, d in pts]))
+                                    for p, d in pts], dominated=[d for _, d in pts],
+                                   x_band=_bands([p.row for p, _ in pts], x_metric),
+                                   y_band=_bands([p.row for p, _ in pts], y_metric)))
+        if chart.series[-1].y_band or chart.series[-1].x_band:
+            chart.note = "bars: 80% band of each predicted point"
         chart.series.append(Series(name, [], [], "frontier", colors[s.label], s.label))
     chart.autoscale()  # from the measured points only; the lines are drawn on the chosen scale
     for s, series in zip(with_y, chart.series[1::2]):
         f = frontier(s.rows, x_metric, y_metric)
         series.x, series.y = f.curve(80, log_x=chart.x_log)
     return chart
+
+
+def _bands(rows: Sequence[dict[str, Any]], metric: str) -> list[tuple[float, float] | None] | None:
+    """Each row's predicted (low, high) of ``metric`` (``<metric>_lo`` / ``_hi``, written by the simulator's
+    analytic runs); None when no row has one (measured runs)."""
+    out: list[tuple[float, float] | None] = []
+    for r in rows:
+        lo, hi = r.get(f"{metric}_lo"), r.get(f"{metric}_hi")
+        out.append((float(lo), float(hi)) if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else None)
+    return out if any(b is not None for b in out) else None
 
 
 def frontier_charts(systems: Sequence[System], metric: str = "total") -> list[Chart]:

@@ -56,6 +56,18 @@ def _apply_log_ticks(axis: Any, values: Sequence[float]) -> None:
     axis.set_minor_locator(NullLocator())
 
 
+def _band_bars(ax: object, s: object) -> None:
+    """Error bars for predicted points (the simulator's 80% band), on whichever axes carry one."""
+    for i, (x, y) in enumerate(zip(s.x, s.y)):  # type: ignore[attr-defined]
+        xb = s.x_band[i] if s.x_band else None  # type: ignore[attr-defined]
+        yb = s.y_band[i] if s.y_band else None  # type: ignore[attr-defined]
+        if xb is None and yb is None:
+            continue
+        ax.errorbar([x], [y], xerr=[[x - xb[0]], [xb[1] - x]] if xb else None,  # type: ignore[attr-defined]
+                    yerr=[[y - yb[0]], [yb[1] - y]] if yb else None, fmt="none", ecolor=s.color,  # type: ignore[attr-defined]
+                    elinewidth=1.2, capsize=2.5, zorder=2)
+
+
 def draw(chart: Chart, path: Path) -> Path:
     """Render one chart to ``path`` (format from its suffix), written as report.output writes any report file."""
     check_destination(path)
@@ -86,6 +98,7 @@ def draw(chart: Chart, path: Path) -> Path:
                            edgecolors=s.color)
                 ax.scatter([s.x[i] for i in off], [s.y[i] for i in off], s=42, facecolors="none",
                            edgecolors=s.color, linewidths=1.4, zorder=3)
+                _band_bars(ax, s)
             else:
                 ax.plot(s.x, s.y, color=s.color, lw=2.6 if s.kind == "frontier" else 1.2 if s.dash else 1.8,
                         ls=":" if s.dash else "-", drawstyle="steps-post" if s.step else "default", label=s.name)
