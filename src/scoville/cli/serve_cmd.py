@@ -20,6 +20,10 @@ def register(app: typer.Typer) -> None:
         = "llama-3.1-8b",
         config: Annotated[Optional[Path], typer.Option("--config", help="SimConfig YAML/JSON pinning the "
                                                        "serving configuration.")] = None,
+        framework: Annotated[Optional[str], typer.Option("--framework", help="Serving stack whose kernels and "
+                                                         "host costs to emulate: vllm | sglang | trtllm.")] = None,
+        profile: Annotated[Optional[Path], typer.Option("--profile", help="Calibration profile from "
+                                                        "`scoville calibrate`.")] = None,
         host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="0 picks a free port.")] = 8000,
         api_key: Annotated[Optional[str], typer.Option("--api-key", envvar="SCOVILLE_EMULATOR_API_KEY",
@@ -39,7 +43,7 @@ def register(app: typer.Typer) -> None:
         from scoville.emulator.build import build_emulator, pinned_config
         from scoville.emulator.run import announce_json, raise_priority, serve
 
-        cfg = pinned_config(hardware, model, config)
+        cfg = pinned_config(hardware, model, config, framework=framework, profile=profile)
         emu = build_emulator(cfg, served_model_name=served_model_name, api_key=api_key, max_queue=max_queue,
                              spin_horizon_s=spin_horizon_ms / 1e3)
         priority = raise_priority() if high_priority else "normal"

@@ -22,9 +22,12 @@ COST_PRESET = "hyperscaler"
 
 
 def pinned_config(hardware: str | None = None, model: str | None = None,
-                  config: dict[str, Any] | str | Path | None = None) -> SimConfig:
-    """The configuration the emulator serves: a file or mapping, with hardware/model filled in."""
-    overrides = {"hardware": hardware.lower() if hardware else None, "model": model}
+                  config: dict[str, Any] | str | Path | None = None, *, framework: str | None = None,
+                  profile: str | Path | None = None) -> SimConfig:
+    """The configuration the emulator serves: a file or mapping, with hardware/model (and the serving
+    framework whose costs to use, a calibration profile) filled in where the file leaves them out."""
+    overrides = {"hardware": hardware.lower() if hardware else None, "model": model, "framework": framework,
+                 "profile": str(profile) if profile is not None else None}
     if isinstance(config, (str, Path)):
         return SimConfig.from_file(Path(config), **overrides)
     data = dict(config or {})
