@@ -248,3 +248,44 @@ def test_an_unknown_executor_is_one_line_before_the_emulator_or_a_run(tmp_path):
     p = scoville("sweep", "--executor", "raay", "--runs", str(tmp_path / "runs"))
     assert p.returncode == 2 and "unknown --executor 'raay'" in one_line(p.stderr)
     assert not (tmp_path / "runs").exists() and "emulator" not in p.stderr
+
+
+# --- the built-in emulator dies with the sweep -----------------------------------------------------------------------
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_kill_9_of_a_sweep_takes_its_emulator_with_it(tmp_path):
+    runs = tmp_path / "runs"
+    proc = start("sweep", "--isl", "16", "--osl", "4", "--concurrency", "1", "--num-requests", "2000",
+                 "--runs", str(runs))
+    emulator = None
+    try:
+        wait_for(lambda: journaled(runs, 1), timeout=120)
+        (emulator,) = [c for c in children(proc.pid) if b"scoville.emulator" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        proc.kill()
+        proc.wait(10)
+        wait_for(lambda: not alive(emulator), timeout=30)
+    finally:
+        proc.kill()
+        if emulator is not None and alive(emulator):
+            os.kill(emulator, signal.SIGKILL)

@@ -6,6 +6,11 @@ shared between the load generator and the token pacer would distort both. So
 reads the port from its ready line, checks ``/health``, and reads the pinned
 configuration and system description from ``/scoville/info``, so the handle
 reports exactly what the child serves.
+
+The child dies with its parent: a ``kill -9`` of ``scoville sweep`` runs no
+cleanup, so the child asks Linux to SIGKILL it when the parent goes
+(``PR_SET_PDEATHSIG``) before it imports anything, and exits at once if the
+parent was already gone by then. (Elsewhere the request is a no-op.)
 """
 
 from __future__ import annotations
@@ -27,6 +32,19 @@ from scoville.emulator.run import API_KEY_ENV
 from scoville.errors import UserError
 
 START_TIMEOUT_S = 60.0
+# Runs the emulator module after tying the child's life to the parent's (argv[1]: the parent's pid).
+_BOOTSTRAP = """\
+import os, runpy, signal, sys
+parent = int(sys.argv.pop(1))
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    pass
+if os.getppid() != parent:
+    sys.exit(0)
+runpy.run_module("scoville.emulator", run_name="__main__", alter_sys=True)
+"""
 
 
 class EmulatorStartError(UserError):
@@ -86,7 +104,7 @@ def spawn_emulator(hardware: str = "h200", model: str = "llama-3.1-8b", config: 
     ``spin_horizon_ms`` overrides how close an event must be for its loop to stay on the CPU
     (see :mod:`scoville.emulator.realtime`; 0 never spins).
     """
-    cmd = [sys.executable, "-m", "scoville.emulator", "--port", "0", "--uvloop"]
+    cmd = [sys.executable, "-c", _BOOTSTRAP, str(os.getpid()), "--port", "0", "--uvloop"]
     if high_priority:
         cmd.append("--high-priority")
     if spin_horizon_ms is not None:
