@@ -149,3 +149,19 @@ def test_an_arrival_error_names_a_flag_that_exists(tmp_path):
     with pytest.raises(WorkloadError, match=r"give --rate") as e:
         load_trace(path).arrivals(1)
     assert "--request-rate" not in str(e.value)
+
+
+def test_export_trace_refuses_a_device_and_survives_a_full_disk(tmp_path):
+    from scoville.workload.traces import write_scoville_trace
+
+    w = resolve_workload("chat-multiturn", seed=1)
+    with pytest.raises(TraceError, match="not a regular file"):
+        write_scoville_trace(Path("/dev/null"), w.sessions(1))
+    code = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)); "
+            "from scoville.cli import main; main()")
+    p = subprocess.run([sys.executable, "-c", code, "export-trace", "chat-multiturn", str(tmp_path / "t.jsonl"),
+                        "--sessions", "50"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, COLUMNS="1000"))
+    assert p.returncode == 2 and "cannot write the trace (File too large)" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1

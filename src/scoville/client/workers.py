@@ -64,7 +64,8 @@ def ensure_open_files(streams: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != infinite and hard < need:
         raise ClientError(f"{streams} concurrent streams need about {need} open files, but this shell allows "
-                          f"{hard} (ulimit -Hn); raise the limit or lower --concurrency / --workers")
+                          f"{hard} (ulimit -Hn); raise the limit, lower --concurrency, or spread the streams "
+                          "over more --workers")
     target = hard if hard != infinite else max(soft, need)
     if soft != infinite and soft < target:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
@@ -275,7 +276,7 @@ class WorkerPool:
                     pending.discard(c)
                     errors.append(msg[1:].decode())
         if errors:
-            raise ClientError(f"client worker failed: {errors[0]}")
+            raise ClientError(f"client worker failed: {' '.join(errors[0].split())}")
 
     def close(self) -> None:
         for c in self.conns:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from scoville.workload.spec import Session
 from scoville.workload.traces.common import (
@@ -94,24 +94,29 @@ def write_scoville_trace(path: Path, sessions: Iterable[Session], arrivals: Iter
     if len(sizes) > 1:
         raise TraceError(path, None, "block_size", f"sessions use several block sizes {sorted(sizes)}; write one file each")
     bs = sizes.pop() if sizes else DEFAULT_BLOCK_SIZE
-    n = 0
+    if path.is_symlink() or (path.exists() and not path.is_file()):  # a device, a pipe, a folder, a link elsewhere
+        raise TraceError(path, None, None, "exists and is not a regular file; give a new file name")
     try:
-        f = path.open("w", encoding="utf-8")
-    except OSError as e:
+        with path.open("w", encoding="utf-8") as f:
+            return _write_rows(f, sessions, starts, bs)
+    except OSError as e:  # a missing folder, a read-only one, a full disk
         raise TraceError(path, None, None, f"cannot write the trace ({e.strerror}); give a path in an existing, "
-                                           "writable folder") from None
-    with f:
-        f.write(json.dumps({"format": FORMAT_TAG, "version": 1, "block_size": bs}) + "\n")
-        for session, start in zip(sessions, starts):
-            for k, r in enumerate(session.requests):
-                row: dict[str, object] = {"session_id": session.session_id}
-                if k == 0 and start is not None:
-                    row["t"] = round(float(start), 6)
-                if k > 0:
-                    row["think_s"] = round(r.think_s, 6)
-                row.update(input_tokens=r.input_tokens, output_tokens=r.output_tokens)
-                if r.block_hashes:
-                    row["hash_ids"] = list(r.block_hashes)
-                f.write(json.dumps(row, separators=(",", ":")) + "\n")
-                n += 1
+                                           "writable folder with space left") from None
+
+
+def _write_rows(f: Any, sessions: list[Session], starts: list[float | None], bs: int) -> int:
+    n = 0
+    f.write(json.dumps({"format": FORMAT_TAG, "version": 1, "block_size": bs}) + "\n")
+    for session, start in zip(sessions, starts):
+        for k, r in enumerate(session.requests):
+            row: dict[str, object] = {"session_id": session.session_id}
+            if k == 0 and start is not None:
+                row["t"] = round(float(start), 6)
+            if k > 0:
+                row["think_s"] = round(r.think_s, 6)
+            row.update(input_tokens=r.input_tokens, output_tokens=r.output_tokens)
+            if r.block_hashes:
+                row["hash_ids"] = list(r.block_hashes)
+            f.write(json.dumps(row, separators=(",", ":")) + "\n")
+            n += 1
     return n
