@@ -4,9 +4,15 @@
 first (status "running"), every finished request journaled the moment it
 arrives, each point compacted to Parquet and the metrics recomputed when it
 ends, power samples flushed per point, the manifest completed last. Ctrl-C
-stops sending, keeps every finished request, and leaves status "interrupted";
-``resume_sweep`` reopens such a run from its manifest alone (plus the API key,
-which is never stored) and redoes only the points without a Parquet file.
+or SIGTERM stops sending, keeps every finished request, and leaves status
+"interrupted" (a second signal while the run is being closed is ignored);
+so does a sweep that cannot go on (every request of a point failed to
+connect, the disk is full, no socket is left), with one line saying why.
+Each point's outcome (failures by kind, cached prompt tokens) goes into the
+manifest's ``point_results``. ``resume_sweep`` reopens such a run from its
+manifest alone (plus the API key, which is never stored), holding the run's
+lock, and redoes the points that measured nothing, with prompts salted by the
+attempt so the server has none of them cached.
 """
 
 from __future__ import annotations
