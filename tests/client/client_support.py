@@ -247,6 +247,11 @@ class KeepAliveServer:
             ready.set()
             loop.run_forever()
             srv.close()
+            pending = asyncio.all_tasks(loop)  # open connections: end them on this loop, not at garbage collection
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.close()
 
         thread = threading.Thread(target=main, daemon=True)
         thread.start()
