@@ -22,10 +22,23 @@ def _spec(i: int) -> RequestSpec:
 def test_tokens_leave_at_their_scheduled_time_never_before_and_all_of_them():
     engine = ScriptedEngine(tokens=5, interval=0.004)
     seen: dict[str, list[tuple[float, list[TokenEvent]]]] = {}
+    worst_loop_lag = 0.0
 
     async def main() -> None:
+        nonlocal worst_loop_lag
         loop = RealTimeLoop(engine)
         loop.start()
+
+        async def lag_probe() -> None:
+            """How late this event loop runs anything (a host that stops the process stops both alike)."""
+            nonlocal worst_loop_lag
+            aio = asyncio.get_running_loop()
+            while True:
+                t = aio.time()
+                await asyncio.sleep(0.001)
+                worst_loop_lag = max(worst_loop_lag, aio.time() - t - 0.001)
+
+        probe = asyncio.create_task(lag_probe())
         try:
             def sink(rid: str):
                 def on_events(events: list[TokenEvent]) -> bool:
@@ -34,8 +47,9 @@ def test_tokens_leave_at_their_scheduled_time_never_before_and_all_of_them():
                 return on_events
 
             futures = [loop.submit(_spec(i), sink(f"r{i}")) for i in range(3)]
-            await asyncio.wait_for(asyncio.gather(*futures), 5)
+            await asyncio.wait_for(asyncio.gather(*futures), 60)
         finally:
+            probe.cancel()
             await loop.stop()
 
     asyncio.run(main())
@@ -44,7 +58,8 @@ def test_tokens_leave_at_their_scheduled_time_never_before_and_all_of_them():
         assert sum(e.count for _, evs in deliveries for e in evs) == 5
         for sent, events in deliveries:
             assert all(sent >= e.t for e in events)          # never early
-            assert sent - max(e.t for e in events) < 0.25   # and not stalled (a loose bound: shared CI cores)
+            # and not stalled: no later than the loop itself ran late (a loaded host delays both alike)
+            assert sent - max(e.t for e in events) < worst_loop_lag + 0.05
 
 
 def test_a_request_submitted_as_the_previous_one_ends_is_not_lost():

@@ -75,13 +75,13 @@ def describe_error(e: BaseException) -> str:
 
 # ---- manifests ---------------------------------------------------------------------------------
 
-Count = Annotated[int, msgspec.Meta(ge=1, le=_INT32_MAX)]
+_Count = Annotated[int, msgspec.Meta(ge=1, le=_INT32_MAX)]
 
 
 class _Point(msgspec.Struct):
     index: Annotated[int, msgspec.Meta(ge=0, le=_INT32_MAX)]
-    accelerators: Count | None = None
-    concurrency: Count | None = None
+    accelerators: _Count | None = None
+    concurrency: _Count | None = None
     rate: float | None = None
     label: str | None = None
 
@@ -92,7 +92,7 @@ class _LoadPlan(msgspec.Struct):
 
 class _System(msgspec.Struct):
     hardware: str | None = None
-    accelerators: Count | None = None
+    accelerators: _Count | None = None
     rated_watts_per_accelerator: float | None = None
     power_boundary: str | None = None
     cost_per_accelerator_hour: float | None = None
