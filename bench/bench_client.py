@@ -290,7 +290,7 @@ def server_rate_during(base: str, fn):
 
 # --------------------------------------------------------------------------------------------- main
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     ap.add_argument("--streams", type=int, default=256)
     ap.add_argument("--paced-rate", type=float, default=52_000.0, help="aggregate chunks/s the server paces to (a little over the 50k target)")

@@ -21,7 +21,7 @@ from scoville.sim.kernels.transfer import transfer_path
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--write", action="store_true", help="write the coefficients to data/hardware/kernel_transfer.yaml")
     args = ap.parse_args()
     t0 = time.perf_counter()

@@ -114,7 +114,7 @@ def measure(base_url: str, server_pid: int, workers: int, args: argparse.Namespa
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--requests", type=int, default=512)
     parser.add_argument("--osl", type=int, default=2000)

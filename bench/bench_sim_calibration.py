@@ -144,7 +144,7 @@ def jalapeno(ref: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--fit", action="store_true", help="refit TensorRT-LLM's factors on the seeds and print them")
     ap.add_argument("--no-jalapeno", action="store_true")
     args = ap.parse_args(argv)

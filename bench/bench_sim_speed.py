@@ -123,7 +123,7 @@ def des_speed() -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--aic", default=shutil.which("aiconfigurator") or "/tmp/aic-venv/bin/aiconfigurator")
     ap.add_argument("--no-des", action="store_true")

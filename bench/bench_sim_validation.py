@@ -386,7 +386,7 @@ def trends() -> list[tuple[str, str, str, bool]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--quick", action="store_true", help="pinned deployments only")
     args = ap.parse_args(argv)
     rows = load_silicon()

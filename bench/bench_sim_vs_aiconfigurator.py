@@ -80,7 +80,7 @@ def run_aic(aic: str, model: str, hw: str, gpus: int, timeout: int) -> tuple[dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--aic", default=shutil.which("aiconfigurator") or "/tmp/aic-venv/bin/aiconfigurator")
     ap.add_argument("--aic-gpus", type=int, default=8, help="AIC's --total-gpus (NVL72 systems get 2x)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per AIC run")

@@ -84,3 +84,20 @@ def test_sql_queries_still_read_every_view(catalog, statement, check):
     res = _sql(root, statement.format(run=run))
     assert res.exception is None, res.output
     assert check(json.loads(res.stdout))
+
+
+def test_a_run_left_running_by_a_dead_writer_is_shown_as_stopped(tmp_path):
+    """A manifest still saying "running" with no process holding the run's lock: the writer died."""
+    from scoville.results.catalog import run_status
+    from scoville.results.store import RunLock
+
+    run = tmp_path / "r1"
+    run.mkdir()
+    manifest = {"status": "running"}
+    assert run_status(run, manifest) == "stopped (writer gone)"
+    lock = RunLock(run)
+    try:
+        assert run_status(run, manifest) == "running"
+    finally:
+        lock.release()
+    assert run_status(run, {"status": "complete"}) == "complete"

@@ -15,7 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from scoville.metrics import recompute
-from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run
+from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
+                                      run_status)
 from scoville.results.store import RunError
 
 console = Console()
@@ -119,7 +120,7 @@ def register(app: typer.Typer) -> None:
             print(json.dumps({"manifest": manifest, "points": rows}, indent=2, default=str))
             return
         system, model, power = manifest.get("system") or {}, manifest.get("model") or {}, manifest.get("power") or {}
-        summary = (f"{manifest.get('source')} · {manifest.get('status')} · {system.get('hardware')} "
+        summary = (f"{manifest.get('source')} · {run_status(run_dir, manifest)} · {system.get('hardware')} "
                    f"×{system.get('accelerators')} · {model.get('name')} ({model.get('precision')}) · "
                    f"workload {(manifest.get('workload') or {}).get('name')}")
         console.print(f"[bold]{escape(str(manifest.get('run_id')))}[/] {escape(summary)}")

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from scoville.errors import UserError
 from scoville.metrics import COMPAT_MODES
 from scoville.results.store import (MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, read_manifest,
-                                    read_point_metrics, read_power, read_requests)
+                                    read_point_metrics, read_power, read_requests, writer_alive)
 from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
 
 # The run directory's name is the run id; every Parquet file sits at most one folder below it.
@@ -269,6 +269,15 @@ _RUN_COLUMNS = {"run_id": "VARCHAR", "created_at": "VARCHAR", "source": "VARCHAR
                 "manifest": "VARCHAR"}
 
 
+def run_status(run_dir: Path, m: dict[str, Any]) -> str | None:
+    """The manifest's status, except that a run still marked "running" whose writer holds no lock was left by
+    a writer that died (kill -9, a crash): it will never finish by itself, and ``--resume`` picks it up."""
+    status = m.get("status")
+    if status == "running" and not writer_alive(run_dir):
+        return "stopped (writer gone)"
+    return status
+
+
 def manifest_row(run_dir: Path, m: dict[str, Any]) -> dict[str, Any]:
     """The ``runs`` table's row of a run whose manifest passed ``load_manifest``."""
     system, model = m.get("system") or {}, m.get("model") or {}
@@ -276,7 +285,7 @@ def manifest_row(run_dir: Path, m: dict[str, Any]) -> dict[str, Any]:
         "run_id": m.get("run_id", run_dir.name),
         "created_at": m.get("created_at"),
         "source": m.get("source"),
-        "status": m.get("status"),
+        "status": run_status(run_dir, m),
         "hardware": system.get("hardware"),
         "accelerators": system.get("accelerators"),
         "model": model.get("name"),
