@@ -63,7 +63,7 @@ class Parallel(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _is_scalar(*xs: Any) -> bool:
-    return all(np.ndim(x) == 0 for x in xs)
+    return all(x is None or isinstance(x, (float, int)) or np.ndim(x) == 0 for x in xs)
 
 
 class StepCost:
