@@ -25,9 +25,9 @@ err_console = Console(stderr=True)
 
 def _register() -> None:
     # Imported here so `scoville --help` stays fast and each group owns its module.
-    from scoville.cli import compare_cmd, measure_cmd, runs_cmd, serve_cmd, simulate_cmd, workload_cmd
+    from scoville.cli import calibrate_cmd, compare_cmd, measure_cmd, runs_cmd, serve_cmd, simulate_cmd, workload_cmd
 
-    for module in (measure_cmd, simulate_cmd, serve_cmd, compare_cmd, workload_cmd, runs_cmd):
+    for module in (measure_cmd, simulate_cmd, serve_cmd, compare_cmd, workload_cmd, runs_cmd, calibrate_cmd):
         module.register(app)
 
 

@@ -1,0 +1,182 @@
+"""`scoville calibrate` end to end against a real vLLM (CPU backend) on this machine (issue 11, section 3).
+
+1. start the real vLLM CPU server (/work/realvllm/serve.sh PORT: a random-weight Llama, hidden 512, 6 layers);
+2. measure it with scoville: sweep A = 512 in / 128 out at concurrency 1, 2, 4, 8, 16, and sweep B = 1024 in /
+   64 out at 1, 4, 8 (lengths drawn on [0.8·L, L] as InferenceX does, 10·C requests a point after 2·C warm-up,
+   the InferenceX window);
+3. stop the server (the fit then has both cores);
+4. calibrate the CPU hardware entry (xeon-icx-2vcpu) on two load points of sweep A (default c=1 and c=16, the
+   ends a user would measure first); predict every other point of sweep A and all of sweep B;
+5. print each point's error (TTFT, TPOT, total throughput) before and after, and whether every held-out error
+   is within 15 % (the acceptance criterion); the figures go to a JSON file as well.
+
+    python bench/bench_calibrate_vllm.py                         # ~15-25 min on 2 cores (server start ~2 min)
+    python bench/bench_calibrate_vllm.py --reuse RUNS_DIR        # calibrate again on runs already measured
+    python bench/bench_calibrate_vllm.py --fit-points c=2,c=8
+
+Two shared cores make every figure noisy: run it while nothing else heavy runs (`uptime`), and read the
+"load" lines it prints. Server and client run at nice -10 (``--nice``): with other jobs busy on the same two
+cores, vLLM's two OpenMP threads otherwise wait a scheduler slice at every parallel region (a 16×512×1536 BF16
+GEMM took 5.6 ms instead of 0.5 ms), which measures the neighbours, not the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from scoville.results.store import read_manifest  # noqa: E402
+from scoville.sim.calibrate import METRICS, calibrate  # noqa: E402
+from scoville.sim.config import SimConfig  # noqa: E402
+
+REAL = Path("/work/realvllm")
+MODEL = REAL / "tiny-llama" / "config.json"
+HARDWARE = "xeon-icx-2vcpu"
+SWEEPS = (("A", 512, 128, "1,2,4,8,16"), ("B", 1024, 64, "1,4,8"))
+TOLERANCE = 0.15
+# vLLM 0.32's CPU defaults for `vllm serve` (engine/arg_utils.py: OPENAI_API_SERVER on CPU): 2048-token budget,
+# 128 sequences; chunked prefill on. The KV capacity is read from the server's log.
+SERVING = {"max_num_seqs": 128, "max_num_batched_tokens": 2048, "chunked_prefill": True}
+
+
+def load_line() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
+
+
+def niced(cmd: list[str], nice: int) -> list[str]:
+    """``cmd`` at niceness ``nice`` (negative: ahead of other jobs on the two shared cores; needs root)."""
+    return ["nice", "-n", str(nice), *cmd] if nice else cmd
+
+
+def start_server(port: int, nice: int) -> None:
+    print(f"starting vLLM on port {port} at nice {nice} ({load_line()})", flush=True)
+    subprocess.run(niced([str(REAL / "serve.sh"), str(port)], nice), check=True)
+
+
+def stop_server(port: int) -> None:
+    subprocess.run([str(REAL / "stop.sh"), str(port)], check=False)
+
+
+def kv_capacity_tokens(port: int) -> int | None:
+    """Tokens of KV cache the server allocated, from its start-up log ("CPU KV cache size: 699,008 tokens")."""
+    log = REAL / f"serve-{port}.log"
+    found = re.findall(r"KV cache size: ([\d,]+) tokens", log.read_text(errors="replace")) if log.exists() else []
+    return int(found[-1].replace(",", "")) if found else None
+
+
+def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int, nice: int, ratio: float) -> Path:
+    """One `scoville sweep --url` of the real server; returns the run directory."""
+    cmd = [sys.executable, "-c", "from scoville.cli import main; main()", "sweep", "--url", f"http://127.0.0.1:{port}",
+           "--isl", str(isl), "--osl", str(osl), "--range-ratio", str(ratio), "--concurrency", concurrency,
+           "--hardware", HARDWARE, "--runs", str(runs), "--seed", str(seed), "--json"]
+    print("$ scoville " + " ".join(cmd[3:]), flush=True)
+    t0 = time.perf_counter()
+    out = subprocess.run(niced(cmd, nice), check=True, capture_output=True, text=True).stdout
+    run_dir = Path(json.loads(out)["run_dir"]) if out.strip().startswith("{") else None
+    if run_dir is None:
+        run_dir = max(runs.iterdir(), key=lambda p: p.stat().st_mtime)
+    print(f"  measured in {time.perf_counter() - t0:.0f} s -> {run_dir} ({load_line()})", flush=True)
+    return run_dir
+
+
+def measure(port: int, runs: Path, seed: int, nice: int, ratio: float) -> tuple[list[Path], int | None]:
+    start_server(port, nice)
+    try:
+        kv = kv_capacity_tokens(port)
+        dirs = [sweep(port, runs, isl, osl, conc, seed + i, nice, ratio) for i, (_, isl, osl, conc) in enumerate(SWEEPS)]
+    finally:
+        stop_server(port)
+    return dirs, kv
+
+
+def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None, out: Path) -> bool:
+    """Print the per-point table and the verdict; write every figure as JSON; True when all held-out points
+    are within TOLERANCE on every metric."""
+    names = {str(read_manifest(d)["run_id"]): f"{read_manifest(d)['workload']['isl']}/{read_manifest(d)['workload']['osl']}"
+             for d in dirs}
+    print(f"\nfitted on {', '.join(fit_points)} of sweep A; {rep.fit.evaluations} simulations")
+    for k, v in rep.fitted.items():
+        sd = rep.fit.spread.get(k, float('nan'))
+        print(f"  {k:20s} prior {rep.prior[k]:10.4g}  fitted {v:10.4g}  (spread ±{sd:.0%})")
+    print(f"  sigma (residual spread) {profile.sigma:.3f}")
+    head = f"{'workload':9s} {'point':6s} {'role':9s}"
+    for name, _ in METRICS:
+        head += f" {name + ' meas':>15s} {'before':>7s} {'after':>7s}"
+    print("\n" + head)
+    rows = []
+    for p in rep.points:
+        line = f"{names.get(p.run_id, '?'):9s} {p.label:6s} {p.role:9s}"
+        row = {"workload": names.get(p.run_id), "point": p.label, "role": p.role}
+        for name, _ in METRICS:
+            meas = p.measured.get(name)
+            b, a = p.error("before", name), p.error("after", name)
+            shown = "-" if meas is None else (f"{meas * 1e3:.1f} ms" if name != "throughput" else f"{meas:.0f} tok/s")
+            line += f" {shown:>15s} {b:+7.0%} {a:+7.1%}" if a is not None and b is not None else f" {shown:>15s}"
+            row[name] = {"measured": meas, "before": p.before.get(name), "after": p.after.get(name),
+                         "error_before": b, "error_after": a}
+        rows.append(row)
+        print(line)
+    held = rep.max_abs_error("after", "held-out")
+    ok = rep.within(TOLERANCE, "held-out")
+    print(f"\nworst held-out error after calibration: {held:.1%} -> "
+          f"{'PASS' if ok else 'FAIL'}: every held-out point within {TOLERANCE:.0%} on TTFT, TPOT and throughput"
+          if held is not None else "no held-out points")
+    for note in rep.notes():
+        print("note:", note)
+    out.write_text(json.dumps({"runs": [str(d) for d in dirs], "fit_points": fit_points, "kv_capacity_tokens": kv,
+                               "fitted": rep.fitted, "prior": rep.prior, "spread": rep.fit.spread,
+                               "sigma": profile.sigma, "points": rows, "worst_held_out_error": held,
+                               "within_tolerance": ok}, indent=2))
+    print(f"figures: {out}")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
+    ap.add_argument("--port", type=int, default=8351, help="port in 8300-8399 for the vLLM server")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/scoville-calibrate-vllm"), help="runs and outputs here")
+    ap.add_argument("--reuse", type=Path, help="calibrate on the runs already in this folder (no server)")
+    ap.add_argument("--fit-points", default="c=1,c=16", help="sweep A points to fit on")
+    ap.add_argument("--kv-capacity", type=int, help="KV tokens of the server (default: read from its log)")
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--range-ratio", type=float, default=0.8,
+                    help="lengths uniform on [ratio·L, L] (0.8 = InferenceX; 1 = fixed lengths, whose closed-loop lanes "
+                         "settle into lock-step phase patterns that small timing details decide)")
+    ap.add_argument("--nice", type=int, default=-10,
+                    help="niceness of server and client (default -10: ahead of other jobs sharing the two cores; "
+                         "0 to run as they come)")
+    args = ap.parse_args(argv)
+    runs = args.reuse or args.work / f"runs-{time.strftime('%Y%m%dT%H%M%S')}"
+    runs.mkdir(parents=True, exist_ok=True)
+    if args.reuse:
+        by_isl = {read_manifest(d)["workload"]["isl"]: d for d in sorted(runs.iterdir()) if (d / "manifest.json").exists()}
+        dirs = [by_isl[isl] for _, isl, _, _ in SWEEPS]
+        kv = args.kv_capacity
+    else:
+        dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio)
+        kv = args.kv_capacity or kv
+    serving = dict(SERVING, hardware=HARDWARE, model=str(MODEL), **({"kv_capacity_tokens": kv} if kv else {}))
+    run_a = str(read_manifest(dirs[0])["run_id"])
+    fit_points = [f"{run_a}:{label}" for label in args.fit_points.split(",")]
+    cfg = SimConfig.parse(serving)
+    print(f"$ scoville calibrate {' '.join(str(d) for d in dirs)} --hardware {HARDWARE} --model {MODEL} "
+          f"--fit-points {','.join(fit_points)} --config SERVING.yaml -o {args.work / 'profile.yaml'}   "
+          f"# SERVING.yaml = {json.dumps({k: v for k, v in serving.items() if k not in ('hardware', 'model')})}")
+    t0 = time.perf_counter()
+    profile, rep = calibrate(dirs, HARDWARE, model=str(MODEL), framework="vllm", fit_points=fit_points, config=cfg)
+    print(f"calibrated in {time.perf_counter() - t0:.0f} s")
+    profile.write(args.work / "profile.yaml")
+    ok = report(profile, rep, dirs, fit_points, kv, args.work / "figures.json")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

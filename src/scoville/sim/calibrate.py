@@ -1,0 +1,778 @@
+"""Calibration: fit the serving stack's free parameters on measured runs and write a versioned profile.
+
+The simulator's kernel times come from measured tables or the datasheet transfer model; what neither can
+know is how a particular deployment (this framework version, this host, this chip's software stack) runs
+around and between those kernels. Those are four numbers, and only four, because each has a distinct
+signature in what a benchmark measures:
+
+* ``kernel_factor`` multiplies every kernel's time: it moves compute-bound prefill (TTFT) and the kernel
+  part of every decode step (TPOT) together;
+* ``step_overhead_us`` is host time per forward step: it sets TPOT at concurrency 1 and is diluted by
+  nothing;
+* ``seq_overhead_us`` is host time per sequence in a step (sampling, output processing): it sets how TPOT
+  grows with the batch;
+* ``request_overhead_ms`` is time before a request reaches the scheduler (HTTP, tokenisation): it moves
+  TTFT alone.
+
+They are fitted by minimising the squared log errors of mean TTFT, mean TPOT and total throughput on the
+chosen load points (log errors: a 10 % miss counts the same at 5 ms and at 5 s), with each parameter kept
+positive and inside physical bounds by fitting its logarithm, clipped. Every point is predicted by the
+discrete-event engine replaying the run's own workload and load point (same lengths, warm-up and window as
+the client used), so burst-synchronised prefills and drain are reproduced rather than approximated. A very
+weak log-normal prior (a decade wide) around the shipped framework priors keeps a parameter the points
+cannot see (``seq_overhead_us`` from concurrency-1 points only) where it was instead of letting it drift.
+
+The search (no SciPy: it is only in the ``silicon`` extra) uses the cost model's structure: every predicted
+time is close to a sum of the four parameters' contributions, so simulating each parameter alone and solving a
+non-negative least-squares problem gives a start near the answer even when a prior is off by 100×; Gauss–Newton
+refines it from the best few starts, and a short bounded Nelder–Mead in log space polishes across the small
+steps the engine's batch schedule makes. Each evaluation replays only the fit points. The report carries each
+parameter's spread (from the Jacobian at the answer): two load points of one workload can often be matched by
+several combinations, and the spread says which parameters the points did not pin.
+
+The result is a :class:`Profile` (YAML): the fitted values, the residual spread of the fit (``sigma``, the
+profile's uncertainty), which points it was fitted on, and the error of every point before and after, fit
+points and held-out points marked. ``scoville.sim.engine`` reads it through :func:`load_profile` wherever a
+``SimConfig.profile`` is set: :meth:`Profile.framework_costs` replaces the framework's priors and
+:attr:`Profile.kernel_factor` multiplies kernel times.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import numpy as np
+import yaml
+
+import scoville
+from scoville.errors import UserError
+from scoville.load import LoadPoint
+from scoville.sim.config import SimConfig
+from scoville.sim.frameworks import FrameworkCosts, load_framework, overridden
+
+SCHEMA_VERSION = 1
+PROFILE_KIND = "scoville-calibration-profile"
+PARAMS = ("kernel_factor", "step_overhead_us", "seq_overhead_us", "request_overhead_ms")
+# Physical bounds of each parameter. kernel_factor's match FrameworkCosts.kernel_scale's (the fit passes its
+# trial values through it); host costs run from negligible to one second per step / ten seconds per request.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "kernel_factor": (0.05, 20.0),
+    "step_overhead_us": (0.1, 1e6),
+    "seq_overhead_us": (0.01, 1e5),
+    "request_overhead_ms": (0.01, 1e4),
+}
+# (name in the report, column of points.parquet): what a fit compares.
+METRICS = (("ttft", "ttft_s_mean"), ("tpot", "tpot_s_mean"), ("throughput", "total_throughput"))
+PRIOR_SD = math.log(10.0)     # the prior is a decade wide ...
+PRIOR_WEIGHT = 1e-5           # ... and weighs like a 0.3 % error on one metric at a decade away: it only
+                              # decides what the points cannot see, never what they can
+MISSING_LOG_ERROR = 5.0       # a point the simulator could not complete counts as a factor-e^5 miss
+SIGMA_FLOOR = 0.02            # a profile never claims better than 2 %: repeated measurements vary that much
+Role = Literal["fit", "held-out"]
+
+
+class ProfileError(UserError):
+    """A profile file that cannot be read or used; message is user-facing."""
+
+
+class CalibrationError(UserError):
+    """Runs or options calibrate cannot work with; message is user-facing."""
+
+
+# ---- records -------------------------------------------------------------------------------------
+
+class Figures(msgspec.Struct, kw_only=True, frozen=True):
+    """What a point is judged on: mean TTFT and TPOT (s) and total throughput (input + output tokens/s)."""
+
+    ttft_s: float | None
+    tpot_s: float | None
+    total_tok_s: float | None
+
+    def get(self, metric: str) -> float | None:
+        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "throughput": self.total_tok_s}[metric]
+
+
+class PointError(msgspec.Struct, kw_only=True, frozen=True):
+    """One load point: measured figures and the prediction before and after calibration."""
+
+    run_id: str
+    label: str
+    workload: str
+    role: Role
+    measured: Figures
+    before: Figures
+    after: Figures
+
+    def error(self, stage: str, metric: str) -> float | None:
+        """Relative error (predicted ÷ measured − 1) of ``stage`` (before/after) on ``metric``."""
+        pred = getattr(self, stage).get(metric)
+        meas = self.measured.get(metric)
+        if pred is None or meas is None or meas <= 0:
+            return None
+        return pred / meas - 1.0
+
+
+class FitPoint(msgspec.Struct, kw_only=True, frozen=True):
+    run_id: str
+    label: str
+
+
+class FitInfo(msgspec.Struct, kw_only=True, frozen=True):
+    """How the fit went: evaluations, losses, the parameters the points could not determine."""
+
+    method: str
+    metrics: list[str]
+    evaluations: int
+    loss_before: float
+    loss_after: float
+    observations: int
+    spread: dict[str, float] = {}    # log-space standard deviation of each fitted parameter
+    undetermined: list[str] = []     # parameters the fit points do not pin within a factor of 2
+    at_bound: list[str] = []         # parameters that ended on one of their BOUNDS
+
+
+def _positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A calibration of one model on one hardware entry under one serving framework.
+
+    ``kernel_factor`` is the whole multiplier on kernel times (the framework prior's ``kernel_scale`` is
+    folded in, so :meth:`framework_costs` carries ``kernel_scale`` 1). ``sigma`` is the fit's residual spread
+    in log space (degrees of freedom counted), which becomes the host-cost uncertainty of every step.
+    """
+
+    schema_version: int
+    kind: str = PROFILE_KIND
+    hardware: str
+    model: str
+    framework: str
+    kernel_factor: float
+    step_overhead_us: float
+    seq_overhead_us: float
+    request_overhead_ms: float
+    sigma: float
+    prior: dict[str, float] = {}
+    deployment: dict[str, Any] = {}
+    fitted_on: list[FitPoint] = []
+    points: list[PointError] = []
+    fit: FitInfo | None = None
+    created: str = ""
+    scoville_version: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind != PROFILE_KIND:
+            raise ValueError(f"kind is {self.kind!r}, not {PROFILE_KIND!r}")
+        _positive("kernel_factor", self.kernel_factor)
+        for name in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms", "sigma"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+    def framework_costs(self) -> FrameworkCosts:
+        """The fitted host costs, in the form the cost model takes in place of the framework's priors."""
+        runs = sorted({p.run_id for p in self.fitted_on})
+        return FrameworkCosts(name=self.framework, step_overhead_us=self.step_overhead_us,
+                              seq_overhead_us=self.seq_overhead_us, request_overhead_ms=self.request_overhead_ms,
+                              sigma=self.sigma, kernel_scale=1.0,
+                              source=f"calibrated {self.created} on {len(self.fitted_on)} point(s) of "
+                                     f"{', '.join(runs) or 'no runs'}")
+
+    def check_applies(self, hardware: str, model: str, framework: str) -> None:
+        """One-line error when this profile was fitted for another hardware, model or framework.
+
+        Names are compared as the catalogs resolve them (a YAML path and its ``name`` are one system).
+        """
+        from scoville.sim.hardware import load_hardware
+        from scoville.sim.models import load_model
+
+        given = {"hardware": load_hardware(hardware).name, "model": load_model(model).name,
+                 "framework": load_framework(framework).name}
+        for key, value in given.items():
+            if value != getattr(self, key):
+                raise ProfileError(f"the profile was calibrated for {key} {getattr(self, key)!r}, not {value!r}; "
+                                   f"use a profile of {value} or calibrate one with `scoville calibrate`")
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(msgspec.to_builtins(self), sort_keys=False, allow_unicode=True)
+
+    def write(self, path: Path) -> Path:
+        """Write the profile as YAML (atomically: a half-written profile never replaces a good one)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(self.to_yaml())
+            tmp.replace(path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise ProfileError(f"cannot write profile {path}: {e.strerror or e}") from None
+        return path
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile written by ``scoville calibrate``; any problem is one line naming the file and the fix."""
+    p = Path(path).expanduser()
+    hint = "write one with `scoville calibrate RUN... --hardware H -o PROFILE.yaml`"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError(f"profile {p} does not exist; {hint}") from None
+    except UnicodeDecodeError:
+        raise ProfileError(f"{p}: not a text file, so not a calibration profile; {hint}") from None
+    except OSError as e:
+        raise ProfileError(f"cannot read profile {p}: {e.strerror or e}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ProfileError(f"{p}:{where} is not valid YAML ({getattr(e, 'problem', e)}); {hint}") from None
+    if not isinstance(raw, dict) or raw.get("kind", PROFILE_KIND) != PROFILE_KIND:
+        raise ProfileError(f"{p}: not a calibration profile (expected a mapping with kind: {PROFILE_KIND}); {hint}")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ProfileError(f"{p}: profile schema_version {version!r}, this scoville {scoville.__version__} reads "
+                           f"{SCHEMA_VERSION}; recalibrate with `scoville calibrate` on the same runs")
+    try:
+        return msgspec.convert(raw, Profile, strict=False)
+    except msgspec.ValidationError as e:
+        msg = str(e).replace("$.", "field ")
+        raise ProfileError(f"{p}: malformed profile ({msg}); {hint}") from None
+    except ValueError as e:
+        raise ProfileError(f"{p}: malformed profile ({e}); {hint}") from None
+
+
+# ---- measured points -------------------------------------------------------------------------------
+
+@dataclass
+class Target:
+    """A measured point the fit can predict: its run's workload and load point, and what was measured."""
+
+    run_id: str
+    label: str
+    workload: Any
+    workload_name: str
+    point: LoadPoint
+    compat: str
+    measured: Figures
+    role: Role = "held-out"
+
+    @property
+    def key(self) -> str:
+        return f"{self.run_id}:{self.label}"
+
+
+@dataclass
+class RunData:
+    run_id: str
+    model: str
+    hardware: str | None = None        # what the manifest says the run measured (None: not recorded)
+    targets: list[Target] = field(default_factory=list)
+
+
+def _figures(row: dict[str, Any]) -> Figures:
+    def pos(col: str) -> float | None:
+        v = row.get(col)
+        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
+
+    return Figures(ttft_s=pos("ttft_s_mean"), tpot_s=pos("tpot_s_mean"), total_tok_s=pos("total_throughput"))
+
+
+def _load_point(raw: dict[str, Any]) -> LoadPoint:
+    return msgspec.convert({k: raw[k] for k in LoadPoint.__struct_fields__ if k in raw}, LoadPoint)
+
+
+def read_run(run_dir: Path) -> RunData:
+    """A run's measured points with the workload and load point that produced each; one-line errors."""
+    from scoville.client.sweep import workload_from_dict
+    from scoville.results.catalog import load_manifest, read_point_rows
+
+    run_dir = Path(run_dir)
+    m = load_manifest(run_dir)
+    run_id = str(m.get("run_id") or run_dir.name)
+    model = str((m.get("model") or {}).get("name") or "")
+    rows = read_point_rows(run_dir) or []
+    plan = {int(p["index"]): p for p in (m.get("load_plan") or {}).get("points", []) if "index" in p}
+    try:
+        workload = workload_from_dict(m.get("workload") or {})
+    except (UserError, TypeError, msgspec.ValidationError) as e:
+        raise CalibrationError(f"run {run_id}: its workload cannot be rebuilt ({e}); calibrate needs the workload "
+                               "the run recorded") from None
+    wname = str((m.get("workload") or {}).get("name") or getattr(workload, "name", "?"))
+    data = RunData(run_id=run_id, model=model, hardware=(m.get("system") or {}).get("hardware") or None)
+    for row in rows:
+        fig = _figures(row)
+        idx = row.get("point")
+        if fig.ttft_s is None or fig.tpot_s is None or idx not in plan:
+            continue
+        data.targets.append(Target(run_id=run_id, label=str(row.get("label") or plan[idx].get("label")),
+                                   workload=workload, workload_name=wname, point=_load_point(plan[idx]),
+                                   compat=str(row.get("compat") or m.get("compat") or "inferencex"), measured=fig))
+    if not data.targets:
+        raise CalibrationError(f"run {run_id} has no measured point with TTFT and TPOT ({run_dir}); finish it "
+                               "(`scoville sweep --resume`) or leave it out")
+    return data
+
+
+def select_fit_points(targets: list[Target], fit_points: list[str] | None) -> None:
+    """Mark the fit points: ``LABEL`` (that label in every run) or ``RUN:LABEL`` (run id, prefix or suffix).
+
+    No selection fits on every point (nothing is held out).
+    """
+    if not fit_points:
+        for t in targets:
+            t.role = "fit"
+        return
+    for want in fit_points:
+        run, _, label = want.rpartition(":")
+        hits = [t for t in targets if t.label == label
+                and (not run or t.run_id == run or t.run_id.startswith(run) or t.run_id.endswith(run))]
+        if not hits:
+            known = ", ".join(dict.fromkeys(t.key for t in targets))
+            raise CalibrationError(f"--fit-points: no point {want!r} in the runs; use LABEL or RUN:LABEL from: {known}")
+        for t in hits:
+            t.role = "fit"
+
+
+# ---- prediction ------------------------------------------------------------------------------------
+
+def predict(config: SimConfig, targets: list[Target]) -> list[Figures]:
+    """The discrete-event engine's figures for each target (its run's workload and load point replayed)."""
+    from scoville.sim.driver import point_rows
+
+    by_run: dict[tuple[str, str], list[int]] = {}
+    for i, t in enumerate(targets):
+        by_run.setdefault((t.run_id, t.compat), []).append(i)
+    out: list[Figures | None] = [None] * len(targets)
+    for (_, compat), idx in by_run.items():
+        rows = point_rows(config, targets[idx[0]].workload, [targets[i].point for i in idx], compat=compat)
+        by_point = {r["point"]: r for r in rows}
+        for i in idx:
+            row = by_point.get(targets[i].point.index)
+            out[i] = _figures(row) if row is not None else Figures(ttft_s=None, tpot_s=None, total_tok_s=None)
+    return [f for f in out if f is not None]
+
+
+def trial_costs(prior: FrameworkCosts, values: dict[str, float]) -> FrameworkCosts:
+    """The framework costs of one trial; kernel_factor travels as ``kernel_scale`` (the cost model multiplies
+    kernel times by it, and the hardware's own kernel_factor stays as it is)."""
+    return msgspec.structs.replace(prior, kernel_scale=values["kernel_factor"],
+                                   step_overhead_us=values["step_overhead_us"],
+                                   seq_overhead_us=values["seq_overhead_us"],
+                                   request_overhead_ms=values["request_overhead_ms"])
+
+
+def predict_with(config: SimConfig, prior: FrameworkCosts, values: dict[str, float],
+                 targets: list[Target]) -> list[Figures]:
+    with overridden(trial_costs(prior, values)):
+        return predict(config, targets)
+
+
+def log_errors(measured: list[Figures], predicted: list[Figures]) -> np.ndarray:
+    """log(predicted ÷ measured) per point and metric (rows = points, columns = METRICS)."""
+    out = np.zeros((len(measured), len(METRICS)))
+    for i, (m, p) in enumerate(zip(measured, predicted)):
+        for j, (name, _) in enumerate(METRICS):
+            mv, pv = m.get(name), p.get(name)
+            if mv is None:
+                out[i, j] = 0.0       # not measured: no information
+            elif pv is None:
+                out[i, j] = MISSING_LOG_ERROR
+            else:
+                out[i, j] = math.log(pv / mv)
+    return out
+
+
+# ---- the fit ---------------------------------------------------------------------------------------
+
+def _to_x(values: dict[str, float]) -> np.ndarray:
+    return np.array([math.log(values[k]) for k in PARAMS])
+
+
+def _from_x(x: np.ndarray) -> dict[str, float]:
+    return {k: float(min(max(math.exp(v), BOUNDS[k][0]), BOUNDS[k][1])) for k, v in zip(PARAMS, x)}
+
+
+_LO = np.array([math.log(BOUNDS[k][0]) for k in PARAMS])
+_HI = np.array([math.log(BOUNDS[k][1]) for k in PARAMS])
+
+
+def nelder_mead(f: Callable[[np.ndarray], float], x0: np.ndarray, step: float, lo: np.ndarray, hi: np.ndarray,
+                max_evals: int = 400, xtol: float = 2e-3, ftol: float = 1e-7) -> tuple[np.ndarray, float, int]:
+    """Minimise ``f`` inside the box [lo, hi] (every trial point clipped into it); (x, f(x), evaluations).
+
+    Standard coefficients (reflect 1, expand 2, contract ½, shrink ½); stops when the simplex is smaller
+    than ``xtol`` in every coordinate and its values differ by less than ``ftol``, or after ``max_evals``.
+    """
+    n = x0.size
+    evals = 0
+
+    def g(x: np.ndarray) -> tuple[np.ndarray, float]:
+        nonlocal evals
+        x = np.clip(x, lo, hi)
+        evals += 1
+        return x, float(f(x))
+
+    simplex = [g(x0)]
+    for i in range(n):
+        x = x0.copy()
+        x[i] = x[i] + step if x[i] + step <= hi[i] else x[i] - step
+        simplex.append(g(x))
+    while evals < max_evals:
+        simplex.sort(key=lambda p: p[1])
+        xs = np.array([p[0] for p in simplex])
+        fs = np.array([p[1] for p in simplex])
+        if np.max(np.abs(xs[1:] - xs[0])) < xtol and fs[-1] - fs[0] < ftol:
+            break
+        centroid = xs[:-1].mean(axis=0)
+        worst = xs[-1]
+        xr, fr = g(centroid + (centroid - worst))
+        if fr < fs[0]:
+            xe, fe = g(centroid + 2.0 * (centroid - worst))
+            simplex[-1] = (xe, fe) if fe < fr else (xr, fr)
+        elif fr < fs[-2]:
+            simplex[-1] = (xr, fr)
+        else:
+            inside = fr >= fs[-1]
+            xc, fc = g(centroid + 0.5 * ((worst if inside else xr) - centroid))
+            if fc < min(fr, fs[-1]):
+                simplex[-1] = (xc, fc)
+            else:
+                best = xs[0]
+                simplex = [simplex[0]] + [g(best + 0.5 * (x - best)) for x in xs[1:]]
+    simplex.sort(key=lambda p: p[1])
+    return simplex[0][0], simplex[0][1], evals
+
+
+@dataclass
+class Objective:
+    """Squared log errors of the fit points plus the weak prior; counts the simulations it ran."""
+
+    config: SimConfig
+    prior: FrameworkCosts
+    targets: list[Target]
+    x_prior: np.ndarray
+    progress: Callable[[int, float], None] | None = None
+    evaluations: int = 0
+    best: float = math.inf
+
+    def predict(self, values: dict[str, float]) -> list[Figures]:
+        self.evaluations += 1
+        return predict_with(self.config, self.prior, values, self.targets)
+
+    def residuals(self, x: np.ndarray) -> np.ndarray:
+        """log(predicted ÷ measured) of every fit point and metric at log parameters ``x``."""
+        return log_errors([t.measured for t in self.targets], self.predict(_from_x(x))).ravel()
+
+    def data_loss(self, x: np.ndarray) -> float:
+        return float(np.sum(self.residuals(x) ** 2))
+
+    def __call__(self, x: np.ndarray) -> float:
+        loss = self.data_loss(x) + PRIOR_WEIGHT * float(np.sum(((x - self.x_prior) / PRIOR_SD) ** 2))
+        self.best = min(self.best, loss)
+        if self.progress is not None:
+            self.progress(self.evaluations, self.best)
+        return loss
+
+
+def prior_values(prior: FrameworkCosts) -> dict[str, float]:
+    """The uncalibrated values: the framework's priors, kernel_scale as the kernel factor."""
+    return {"kernel_factor": prior.kernel_scale, "step_overhead_us": max(prior.step_overhead_us, BOUNDS["step_overhead_us"][0]),
+            "seq_overhead_us": max(prior.seq_overhead_us, BOUNDS["seq_overhead_us"][0]),
+            "request_overhead_ms": max(prior.request_overhead_ms, BOUNDS["request_overhead_ms"][0])}
+
+
+# Each parameter's value when it is simulated alone for the linear start (typical magnitudes; the model is
+# close to linear in each, so the exact value matters little).
+UNIT = {"kernel_factor": 1.0, "step_overhead_us": 1000.0, "seq_overhead_us": 100.0, "request_overhead_ms": 10.0}
+
+
+def time_like(figures: list[Figures]) -> np.ndarray:
+    """TTFT, TPOT and seconds per token (1 / throughput) per point: quantities that add up across the
+    parameters' contributions (NaN where missing)."""
+    nan = float("nan")
+    return np.array([[f.ttft_s or nan, f.tpot_s or nan, 1.0 / f.total_tok_s if f.total_tok_s else nan]
+                     for f in figures])
+
+
+def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Non-negative least squares by trying every subset of columns (exact; four columns = 16 solves)."""
+    n = a.shape[1]
+    best, best_res = np.zeros(n), float(np.sum(b ** 2))
+    for mask in range(1, 1 << n):
+        cols = [j for j in range(n) if mask >> j & 1]
+        z, *_ = np.linalg.lstsq(a[:, cols], b, rcond=None)
+        if np.any(z < 0):
+            continue
+        res = float(np.sum((a[:, cols] @ z - b) ** 2))
+        if res < best_res:
+            best_res = res
+            best = np.zeros(n)
+            best[cols] = z
+    return best
+
+
+def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: np.ndarray) -> np.ndarray:
+    """The parameters (each >= its lower bound) that make the linearised times ``y + jac·(new - theta)`` match
+    the measured ones best in relative terms."""
+    lo = np.array([BOUNDS[k][0] for k in PARAMS])
+    hi = np.array([BOUNDS[k][1] for k in PARAMS])
+    m = time_like([t.measured for t in objective.targets]).ravel()
+    ok = np.isfinite(m) & (m > 0) & np.isfinite(y) & np.all(np.isfinite(jac), axis=1)
+    if not ok.any():
+        return theta
+    a = jac[ok] / m[ok, None]
+    b = (m[ok] - y[ok]) / m[ok] + a @ (theta - lo)
+    return np.minimum(lo + nnls_small(a, b), hi)
+
+
+def linear_start(objective: Objective) -> np.ndarray:
+    """A starting point from the structure of the cost model: every predicted time is nearly a sum of the
+    parameters' contributions (kernel time × kernel_factor, host time × steps and sequences, the request
+    delay once), so simulate each parameter alone and solve the non-negative least squares of relative errors.
+
+    Why not start from the priors: a host cost whose prior is 100× too small has no visible effect there, and
+    a search in log space sees a flat valley and leaves it where it is.
+    """
+    floor = np.array([BOUNDS[k][0] for k in PARAMS])
+    base = time_like(objective.predict(_values(floor))).ravel()
+    cols = []
+    for i, k in enumerate(PARAMS):
+        alone = floor.copy()
+        alone[i] = UNIT[k]
+        cols.append((time_like(objective.predict(_values(alone))).ravel() - base) / (UNIT[k] - floor[i]))
+    return _linear_solve(objective, floor, base, np.stack(cols, axis=1))
+
+
+def gauss_newton(objective: Objective, theta: np.ndarray, iterations: int = 12) -> np.ndarray:
+    """Refine ``theta`` by Gauss–Newton in the parameters themselves (not their logarithms, so a host cost can
+    go from nothing to milliseconds in one step), with forward-difference Jacobians, the non-negative solve
+    of :func:`_linear_solve` and a halving line search on the objective."""
+    loss = objective(_to_x(_values(theta)))
+    for _ in range(iterations):
+        y = time_like(objective.predict(_values(theta))).ravel()
+        cols = []
+        for i, k in enumerate(PARAMS):
+            d = max(0.05 * theta[i], 0.01 * UNIT[k])
+            moved = theta.copy()
+            moved[i] += d
+            cols.append((time_like(objective.predict(_values(moved))).ravel() - y) / d)
+        target = _linear_solve(objective, theta, y, np.stack(cols, axis=1))
+        for t in (1.0, 0.5, 0.25, 0.125):
+            trial = theta + t * (target - theta)
+            trial_loss = objective(_to_x(_values(trial)))
+            if trial_loss < loss:
+                break
+        else:
+            return theta
+        change = float(np.max(np.abs(trial - theta) / np.maximum(theta, 1e-12)))
+        theta, loss = trial, trial_loss
+        if change < 1e-3:
+            break
+    return theta
+
+
+def _values(theta: np.ndarray) -> dict[str, float]:
+    return {k: float(min(max(v, BOUNDS[k][0]), BOUNDS[k][1])) for k, v in zip(PARAMS, theta)}
+
+
+def starts(objective: Objective, theta: np.ndarray) -> list[np.ndarray]:
+    """Where the local searches begin: the linear start, the priors, and the linear start with one parameter
+    at a third or three times its value.
+
+    Why several: in a closed loop the engine's schedule changes in steps (a prompt that arrives just after a
+    step began waits a whole step), so the predicted TTFT at high concurrency jumps where the request delay or
+    the step time crosses such an edge, and a local search stops at the first jump it meets.
+    """
+    out = [theta, np.array([prior_values(objective.prior)[k] for k in PARAMS])]
+    for i in range(len(PARAMS)):
+        for f in (1.0 / 3.0, 3.0):
+            moved = theta.copy()
+            moved[i] = max(moved[i], 0.01 * UNIT[PARAMS[i]]) * f
+            out.append(moved)
+    return [np.array([_values(t)[k] for k in PARAMS]) for t in out]
+
+
+def fit(objective: Objective, max_evals: int = 400, local_searches: int = 3) -> tuple[np.ndarray, float]:
+    """The linear start and its variants (:func:`starts`), Gauss–Newton from the ``local_searches`` best of
+    them, then a short Nelder–Mead polish in log space from the best answer (the engine's predictions move in
+    small steps where the batch schedule changes, which finite differences can miss); (x, loss)."""
+    candidates = starts(objective, linear_start(objective))
+    ranked = sorted(candidates, key=lambda t: objective(_to_x(_values(t))))
+    answers = [gauss_newton(objective, t) for t in ranked[:local_searches]]
+    best = min(answers, key=lambda t: objective(_to_x(_values(t))))
+    budget = max(max_evals - objective.evaluations, 16)
+    x, fx, _ = nelder_mead(objective, _to_x(_values(best)), math.log(1.1), _LO, _HI, max_evals=budget)
+    return x, fx
+
+
+def parameter_spread(objective: Objective, x: np.ndarray, sigma: float) -> dict[str, float]:
+    """Log-space standard deviation of each fitted parameter: ``sigma² (JᵀJ + λI)⁻¹`` with ``J`` the Jacobian
+    of the fit points' log errors with respect to the log parameters (forward differences of 5 %) and ``λ``
+    the prior's weight. A parameter the points cannot see gets a spread of decades (the prior alone holds it);
+    one the points pin gets a few percent. Why report it: two load points of one workload can be matched
+    exactly by several combinations (per-sequence host time and per-sequence attention kernel time both grow
+    with the batch), and which one was picked decides how well another ISL/OSL is predicted.
+    """
+    h = math.log(1.05)
+    e0 = objective.residuals(x)
+    cols = []
+    for i in range(len(PARAMS)):
+        step = h if x[i] + h <= _HI[i] else -h
+        xd = x.copy()
+        xd[i] += step
+        cols.append((objective.residuals(xd) - e0) / step)
+    jac = np.stack(cols, axis=1)
+    lam = PRIOR_WEIGHT / PRIOR_SD ** 2
+    cov = sigma ** 2 * np.linalg.inv(jac.T @ jac + lam * np.eye(len(PARAMS)))
+    return {k: float(min(math.sqrt(max(cov[i, i], 0.0)), PRIOR_SD * 10)) for i, k in enumerate(PARAMS)}
+
+
+def residual_sigma(errors: np.ndarray, free: int) -> float:
+    """Residual spread of the fit in log space, degrees of freedom counted (never below SIGMA_FLOOR)."""
+    n = int(errors.size)
+    dof = max(n - free, 1)
+    return max(math.sqrt(float(np.sum(errors ** 2)) / dof), SIGMA_FLOOR)
+
+
+# ---- the whole calibration --------------------------------------------------------------------------
+
+@dataclass
+class CalibrationReport:
+    """Every point before and after, and the summary a user judges the profile by."""
+
+    points: list[PointError]
+    fit: FitInfo
+    prior: dict[str, float]
+    fitted: dict[str, float]
+    sigma: float
+
+    def errors(self, stage: str, role: Role | None = None) -> list[float]:
+        """Every relative error of ``stage`` (all metrics), optionally of one role only."""
+        return [e for p in self.points if role is None or p.role == role
+                for name, _ in METRICS if (e := p.error(stage, name)) is not None]
+
+    def max_abs_error(self, stage: str, role: Role | None = None) -> float | None:
+        errs = self.errors(stage, role)
+        return max(abs(e) for e in errs) if errs else None
+
+    def within(self, tolerance: float, role: Role | None = None) -> bool:
+        worst = self.max_abs_error("after", role)
+        return worst is not None and worst <= tolerance
+
+    def notes(self) -> list[str]:
+        """What a user must know about this fit: parameters the points did not determine or that hit a bound."""
+        out = []
+        if self.fit.undetermined:
+            out.append(f"the fit points do not pin {', '.join(self.fit.undetermined)} within a factor of 2; add points "
+                       "that exercise them (another concurrency or ISL/OSL) before trusting other workloads")
+        if self.fit.at_bound:
+            out.append(f"{', '.join(self.fit.at_bound)} ended on a bound ({', '.join(f'{k} {BOUNDS[k]}' for k in self.fit.at_bound)}): "
+                       "the cost model's structure does not match these runs there")
+        return out
+
+
+def base_config(hardware: str, model: str, framework: str, config: SimConfig | None) -> SimConfig:
+    """The deployment the runs measured: ``config`` (max_num_seqs, token budget, KV capacity...) with the
+    hardware, model and framework given, and no profile (a calibration starts from the priors)."""
+    update = {"hardware": hardware, "model": model, "framework": framework, "profile": None}
+    if config is None:
+        return SimConfig.parse({k: v for k, v in update.items() if v is not None})
+    return SimConfig.parse({**config.model_dump(), **update})
+
+
+def resolve_model(runs: list[RunData], model: str | None) -> str:
+    """The catalog model (or config.json) the runs measured; runs of different models are an error."""
+    from scoville.sim.models import load_model
+
+    names = sorted({r.model for r in runs})
+    if len(names) > 1:
+        raise CalibrationError(f"the runs measured different models ({', '.join(n or '?' for n in names)}); "
+                               "calibrate one model at a time")
+    if model is not None:
+        load_model(model)           # unknown name or missing file: its own one-line error
+        return model
+    name = names[0] if names else ""
+    try:
+        load_model(name)
+    except UserError:
+        raise CalibrationError(f"the runs served model {name!r}, which is not in the catalog; pass --model with "
+                               "its config.json (a path) or a catalog name") from None
+    return name
+
+
+def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, framework: str = "vllm",
+              fit_points: list[str] | None = None, *, config: SimConfig | None = None, max_evals: int = 400,
+              progress: Callable[[int, float], None] | None = None) -> tuple[Profile, CalibrationReport]:
+    """Fit kernel_factor and the host costs of ``framework`` on the runs' fit points; predict every point.
+
+    ``fit_points``: labels (``c=4``) or ``RUN:LABEL``; None fits on every point. ``config``: the measured
+    deployment's serving settings (hardware/model/framework here win). Returns the profile and a report of
+    every point's error before and after.
+    """
+    from scoville.sim.hardware import load_hardware
+
+    if not run_dirs:
+        raise CalibrationError("give at least one run directory (or run id) to calibrate on; `scoville ls` lists them")
+    hw = load_hardware(hardware)
+    prior = load_framework(framework)
+    runs = [read_run(Path(d)) for d in run_dirs]
+    if len({r.run_id for r in runs}) < len(runs):
+        raise CalibrationError("the same run is given twice; give each run once")
+    model_ref = resolve_model(runs, model)
+    for r in runs:
+        if r.hardware is not None and r.hardware != hw.name:
+            raise CalibrationError(f"run {r.run_id} was measured on {r.hardware} (its manifest), not {hw.name}; pass "
+                                   f"--hardware {r.hardware} or leave the run out")
+    cfg = base_config(hardware, model_ref, prior.name, config)
+    targets = [t for r in runs for t in r.targets]
+    select_fit_points(targets, fit_points)
+    fitset = [t for t in targets if t.role == "fit"]
+
+    start = prior_values(prior)
+    objective = Objective(cfg, prior, fitset, _to_x(start), progress=progress)
+    loss_before = objective(objective.x_prior)
+    x, loss = fit(objective, max_evals=max_evals)
+    fitted = _from_x(x)
+    at_bound = [k for k in PARAMS if fitted[k] <= BOUNDS[k][0] * 1.001 or fitted[k] >= BOUNDS[k][1] / 1.001]
+
+    before = predict_with(cfg, prior, start, targets)
+    after = predict_with(cfg, prior, fitted, targets)
+    fit_err = log_errors([t.measured for t in fitset], [after[targets.index(t)] for t in fitset])
+    observed = int(sum(1 for t in fitset for name, _ in METRICS if t.measured.get(name) is not None))
+    sigma = residual_sigma(fit_err[np.isfinite(fit_err)], len(PARAMS))
+    spread = parameter_spread(objective, x, sigma)
+    weak = [k for k in PARAMS if spread[k] > math.log(2.0)]
+    points = [PointError(run_id=t.run_id, label=t.label, workload=t.workload_name, role=t.role, measured=t.measured,
+                         before=b, after=a) for t, b, a in zip(targets, before, after)]
+    info = FitInfo(method="squared log errors of mean TTFT, mean TPOT and total throughput, each point replayed in "
+                          "the discrete-event engine; linear start, Gauss-Newton from the best starts, bounded "
+                          "Nelder-Mead polish in log space; decade-wide prior of weight 1e-5 at the framework priors",
+                   metrics=[name for name, _ in METRICS], evaluations=objective.evaluations,
+                   loss_before=float(loss_before), loss_after=float(loss), observations=observed,
+                   spread=spread, undetermined=weak, at_bound=at_bound)
+    profile = Profile(
+        schema_version=SCHEMA_VERSION, hardware=hw.name, model=_model_name(model_ref), framework=prior.name,
+        sigma=sigma, prior=start,
+        deployment=cfg.model_dump(exclude={"profile"}),
+        fitted_on=[FitPoint(run_id=t.run_id, label=t.label) for t in fitset], points=points, fit=info,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"), scoville_version=scoville.__version__,
+        **fitted,
+    )
+    report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma)
+    return profile, report
+
+
+def _model_name(model: str) -> str:
+    from scoville.sim.models import load_model
+
+    return load_model(model).name

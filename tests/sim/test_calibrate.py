@@ -1,0 +1,192 @@
+"""scoville calibrate: the fit recovers parameters it can know, predicts points it never saw, and every bad input
+is one line.
+
+The "measured" runs are written by the simulator itself under a known profile (the truth), so the test knows
+what the fit should find. Lengths are drawn (range ratio 0.8) so lanes do not move in lock-step, as in a real
+benchmark; the model is a small Llama written into the test folder, on the catalog's CPU entry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from scoville.cli import main as cli_main
+from scoville.load import LoadPoint
+from scoville.sim.calibrate import (
+    PARAMS,
+    SCHEMA_VERSION,
+    CalibrationError,
+    Profile,
+    ProfileError,
+    calibrate,
+    load_profile,
+    nelder_mead,
+    nnls_small,
+)
+from scoville.sim.config import SimConfig
+from scoville.sim.driver import simulate_run
+from scoville.sim.engine import step_cost
+from scoville.workload.synthetic import SyntheticWorkload
+
+HW = "xeon-icx-2vcpu"
+SERVING = dict(max_num_seqs=64, max_num_batched_tokens=1024, kv_capacity_tokens=200_000)
+TRUTH = dict(kernel_factor=2.5, step_overhead_us=8000.0, seq_overhead_us=900.0, request_overhead_ms=30.0)
+TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 704,
+        "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+        "vocab_size": 8000, "max_position_embeddings": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+
+
+def profile(**values: float) -> Profile:
+    return Profile(schema_version=SCHEMA_VERSION, hardware=HW, model="tiny", framework="vllm", sigma=0.02,
+                   **{**TRUTH, **values})
+
+
+def points(levels: list[int]) -> list[LoadPoint]:
+    return [LoadPoint(index=i, concurrency=c, num_requests=4 * c, warmup_requests=c) for i, c in enumerate(levels)]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Two 'measured' runs simulated under the TRUTH profile: 512/64 at 1,2,4,8 and 1024/32 at 1,4."""
+    root = tmp_path_factory.mktemp("calibrate")
+    model_dir = root / "tiny"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps(TINY))
+    truth = profile().write(root / "truth.yaml")
+    model = str(model_dir / "config.json")
+    cfg = SimConfig(hardware=HW, model=model, profile=str(truth), **SERVING)
+    run_a = simulate_run(cfg, SyntheticWorkload(isl=512, osl=64, seed=3, name="512/64"), points([1, 2, 4, 8]),
+                         root / "runs", seed=1)
+    run_b = simulate_run(cfg, SyntheticWorkload(isl=1024, osl=32, seed=4, name="1024/32"), points([1, 4]),
+                         root / "runs", seed=1)
+    base = SimConfig(hardware=HW, model=model, **SERVING)
+    return {"root": root, "model": model, "a": run_a, "b": run_b, "base": base}
+
+
+def test_the_profile_drives_the_cost_model_through_the_engine(world: dict):
+    cost = step_cost(SimConfig(hardware=HW, model=world["model"], profile=str(world["root"] / "truth.yaml"),
+                               **SERVING), SimConfig(hardware=HW, model=world["model"]).parallel)
+    assert cost.kernel_factor == TRUTH["kernel_factor"] and cost.framework.kernel_scale == 1.0
+    assert cost.framework.step_overhead_us == TRUTH["step_overhead_us"]
+    assert cost.framework.request_overhead_ms == TRUTH["request_overhead_ms"]
+
+
+def test_fit_recovers_known_parameters_and_predicts_held_out_points(world: dict):
+    a, b = world["a"].name, world["b"].name
+    prof, rep = calibrate([world["a"], world["b"]], HW, model=world["model"], config=world["base"],
+                          fit_points=[f"{a}:c=1", f"{a}:c=8", f"{b}:c=4"])
+    for k in PARAMS:
+        assert math.isclose(rep.fitted[k], TRUTH[k], rel_tol=0.15), (k, rep.fitted[k], TRUTH[k])
+    assert rep.max_abs_error("before", "held-out") > 0.5          # the priors are far off on this CPU ...
+    assert rep.max_abs_error("after", "held-out") < 0.05          # ... the calibrated profile is not
+    assert rep.max_abs_error("after", "fit") < 0.03
+    roles = {(p.run_id, p.label): p.role for p in rep.points}
+    assert roles[(a, "c=2")] == "held-out" and roles[(b, "c=4")] == "fit"
+    assert sorted((f.run_id, f.label) for f in prof.fitted_on) == sorted([(a, "c=1"), (a, "c=8"), (b, "c=4")])
+    assert prof.hardware == HW and prof.model == "tiny" and prof.framework == "vllm"
+    assert 0.02 <= prof.sigma < 0.05 and prof.fit is not None and prof.fit.loss_after < prof.fit.loss_before
+
+
+def test_two_load_points_of_one_sweep_predict_the_rest_of_it(world: dict):
+    _, rep = calibrate([world["a"]], HW, model=world["model"], config=world["base"], fit_points=["c=1", "c=8"])
+    assert [p.label for p in rep.points if p.role == "held-out"] == ["c=2", "c=4"]
+    assert rep.max_abs_error("after", "held-out") < 0.10
+    assert rep.within(0.10, "held-out") and rep.max_abs_error("before", "held-out") > 0.5
+
+
+def test_profile_round_trip_and_its_framework_costs(tmp_path: Path, world: dict):
+    prof, _ = calibrate([world["b"]], HW, model=world["model"], config=world["base"], max_evals=60)
+    path = prof.write(tmp_path / "sub" / "p.yaml")
+    back = load_profile(path)
+    assert back == prof
+    costs = back.framework_costs()
+    assert (costs.step_overhead_us, costs.seq_overhead_us, costs.request_overhead_ms, costs.sigma) == (
+        prof.step_overhead_us, prof.seq_overhead_us, prof.request_overhead_ms, prof.sigma)
+    assert costs.kernel_scale == 1.0 and costs.name == "vllm" and world["b"].name in costs.source
+    assert back.deployment["max_num_batched_tokens"] == SERVING["max_num_batched_tokens"]
+    assert all(p.role == "fit" for p in back.points)          # no --fit-points: every point is fitted
+    back.check_applies(HW, world["model"], "vllm")
+    with pytest.raises(ProfileError, match="calibrated for hardware 'xeon-icx-2vcpu', not 'h200'"):
+        back.check_applies("h200", world["model"], "vllm")
+
+
+@pytest.mark.parametrize("text, match", [
+    (None, "does not exist; write one with `scoville calibrate"),
+    ("kernel_factor: [1, 2\n", "is not valid YAML"),
+    ("- a\n- b\n", "not a calibration profile"),
+    ("schema_version: 99\nkernel_factor: 1\n", "schema_version 99, this scoville .* reads 1; recalibrate"),
+    ("schema_version: 1\nhardware: x\n", r"malformed profile \(Object missing required field `model`\)"),
+    (("schema_version: 1\nhardware: x\nmodel: m\nframework: vllm\nkernel_factor: -1\nstep_overhead_us: 1\n"
+      "seq_overhead_us: 1\nrequest_overhead_ms: 1\nsigma: 0.1\n"), "kernel_factor must be a finite number > 0"),
+    (("schema_version: 1\nhardware: x\nmodel: m\nframework: vllm\nkernel_factor: 1\nstep_overhead_us: 1\n"
+      "seq_overhead_us: 1\nrequest_overhead_ms: 1\nsigma: 0.1\ncolour: red\n"), "unknown field `colour`"),
+])
+def test_malformed_profiles_are_one_line_errors(tmp_path: Path, text: str | None, match: str):
+    path = tmp_path / "p.yaml"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ProfileError, match=match) as e:
+        load_profile(path)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_calibration_input_is_one_line_naming_the_fix(world: dict, tmp_path: Path):
+    with pytest.raises(CalibrationError, match="at least one run"):
+        calibrate([], HW)
+    with pytest.raises(Exception, match="unknown hardware 'h900'"):
+        calibrate([world["a"]], "h900", model=world["model"])
+    with pytest.raises(CalibrationError, match="not in the catalog; pass --model"):
+        calibrate([world["a"]], HW)                        # the runs' model "tiny" is only a config.json
+    with pytest.raises(CalibrationError, match="no point 'c=64' in the runs; use LABEL or RUN:LABEL"):
+        calibrate([world["a"]], HW, model=world["model"], fit_points=["c=64"])
+    other = simulate_run(SimConfig(hardware="h200", model="llama-3.1-8b"), SyntheticWorkload(isl=64, osl=8),
+                         points([1]), tmp_path / "runs")
+    with pytest.raises(CalibrationError, match="different models .* calibrate one model at a time"):
+        calibrate([world["a"], other], HW, model=world["model"])
+    with pytest.raises(CalibrationError, match="was measured on h200 .*, not xeon-icx-2vcpu; pass --hardware h200"):
+        calibrate([other], HW)
+    empty = tmp_path / "runs" / "empty"
+    empty.mkdir(parents=True)
+    manifest = json.loads((other / "manifest.json").read_text())
+    (empty / "manifest.json").write_text(json.dumps(dict(manifest, run_id="empty")))
+    with pytest.raises(CalibrationError, match="run empty has no measured point .* or leave it out"):
+        calibrate([empty], HW, model="llama-3.1-8b")
+
+
+def test_cli_prints_the_table_and_where_the_profile_went(world: dict, tmp_path: Path, capsys: pytest.CaptureFixture):
+    serving = tmp_path / "serving.yaml"
+    serving.write_text(yaml.safe_dump(SERVING))
+    out = tmp_path / "cpu.yaml"
+    cli_main(["calibrate", str(world["b"]), "--hardware", HW, "--model", world["model"], "--config", str(serving),
+              "--fit-points", "c=1", "-o", str(out), "--max-evals", "40"])
+    text = " ".join(capsys.readouterr().out.split())          # Rich wraps at the captured terminal's width
+    assert "held-out" in text and "fit" in text and "kernel_factor" in text
+    assert f"profile written to {out}" in text
+    assert load_profile(out).deployment["max_num_seqs"] == SERVING["max_num_seqs"]
+
+
+def test_cli_bad_input_is_one_red_line(world: dict, capsys: pytest.CaptureFixture, tmp_path: Path):
+    with pytest.raises(SystemExit) as e:
+        cli_main(["calibrate", str(world["a"]), "--hardware", "h900", "-o", str(tmp_path / "x.yaml")])
+    assert e.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())           # one message, however Rich wraps it
+    assert err.startswith("error: unknown hardware 'h900'; choose one of") and err.count("error:") == 1
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_nelder_mead_respects_its_box_and_finds_a_minimum():
+    lo, hi = np.array([-1.0, -1.0]), np.array([1.0, 0.5])
+    x, _, n = nelder_mead(lambda v: float((v[0] - 0.3) ** 2 + (v[1] - 2.0) ** 2), np.zeros(2), 0.5, lo, hi)
+    assert np.allclose(x, [0.3, 0.5], atol=1e-2) and n < 400         # the unconstrained minimum is outside
+
+
+def test_nnls_small_keeps_coefficients_non_negative():
+    a = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    z = nnls_small(a, np.array([2.0, -1.0, 1.0]))
+    assert z[1] == 0.0 and math.isclose(z[0], 1.5)
