@@ -190,3 +190,17 @@ def test_nnls_small_keeps_coefficients_non_negative():
     a = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     z = nnls_small(a, np.array([2.0, -1.0, 1.0]))
     assert z[1] == 0.0 and math.isclose(z[0], 1.5)
+
+
+def test_a_profile_sets_the_bands_and_refuses_other_hardware(world: dict):
+    """A calibrated profile's residual spread is the prediction's uncertainty; a profile of another system is
+    refused in one line."""
+    from scoville.errors import UserError
+
+    truth = str(world["root"] / "truth.yaml")
+    cost = step_cost(SimConfig(hardware=HW, model=world["model"], profile=truth, **SERVING),
+                     SimConfig(hardware=HW, model=world["model"]).parallel)
+    assert cost.sigma(8, 8, 8000.0, 8000.0) == pytest.approx(0.02)
+    with pytest.raises(UserError, match="calibrated for hardware"):
+        step_cost(SimConfig(hardware="h200", model=world["model"], profile=truth),
+                  SimConfig(hardware="h200", model=world["model"]).parallel)

@@ -74,7 +74,9 @@ class StepCost:
     measured tables and the host-overhead priors; ``backend`` forces ``transfer`` (datasheet only) or
     ``measured``/``auto`` (tables where they hold the shape). ``drafts`` > 0 adds the draft passes of
     speculative decoding (MTP / EAGLE: one decoder layer and the LM head per draft token).
-    ``framework_costs`` and ``kernel_factor`` are what a calibration profile replaces.
+    ``framework_costs`` and ``kernel_factor`` are what a calibration profile replaces; ``calibrated_sigma``
+    (the profile's residual spread on measured runs) then stands for the step's uncertainty in place of the
+    operators' priors.
     """
 
     def __init__(
@@ -90,6 +92,7 @@ class StepCost:
         drafts: int = 0,
         framework_costs: FrameworkCosts | None = None,
         kernel_factor: float = 1.0,
+        calibrated_sigma: float | None = None,
     ) -> None:
         self.model = load_model(model) if isinstance(model, str) else model
         self.hw = load_hardware(hardware) if isinstance(hardware, str) else hardware
@@ -112,6 +115,7 @@ class StepCost:
         self.framework = framework_costs or load_framework(framework)
         self.drafts = drafts
         self.kernel_factor = kernel_factor
+        self.calibrated_sigma = calibrated_sigma
         self.accelerators = p.accelerators
         self.ops: OpSet = build_ops(m, self.hw, Layout(tp=p.tp, dp=p.dp, ep=p.ep), self.precision, self.kv_dtype,
                                     framework=self.framework.name, backend=backend)
@@ -286,6 +290,8 @@ class StepCost:
             "overhead": self.framework.sigma,
         }
         total = sum(b[k] for k in COMPONENTS)
+        if self.calibrated_sigma is not None:
+            return total, self.calibrated_sigma + 0.0 * total
         return total, sum(b[k] * comp_sigma[k] for k in COMPONENTS) / total
 
     def utilization(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> tuple[Any, Any]:

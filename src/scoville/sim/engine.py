@@ -89,9 +89,11 @@ def _step_cost(model: str, hardware: str, tp: int, ep: int, dp: int, precision: 
         from scoville.sim.calibrate import load_profile
 
         prof = load_profile(profile)
+        prof.check_applies(hardware, model, framework)
         costs, factor = prof.framework_costs(), prof.kernel_factor
     return StepCost(model, hardware, Parallel(tp=tp, ep=ep, dp=dp), precision, kv_dtype, framework=framework,
-                    backend=backend, drafts=drafts, framework_costs=costs, kernel_factor=factor)
+                    backend=backend, drafts=drafts, framework_costs=costs, kernel_factor=factor,
+                    calibrated_sigma=prof.sigma if profile is not None else None)
 
 
 def clear_cost_caches() -> None:
