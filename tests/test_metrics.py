@@ -1,6 +1,5 @@
 """Metric arithmetic against hand-computed cases (DESIGN.md definitions)."""
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
