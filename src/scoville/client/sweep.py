@@ -42,7 +42,7 @@ from scoville.power.sources import PowerError, PowerPlan
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import PointOutcome, RequestRecord
 from scoville.results.store import POWER, RunError, RunLock, RunWriter, measured_points, read_journal, read_manifest
-from scoville.workload.scenarios import fit_context
+from scoville.workload.scenarios import Workload, fit_context
 
 EXECUTORS = ("local", "ray")
 
@@ -137,7 +137,7 @@ def _workload_dict(workload: Any) -> dict[str, Any]:
     return to_dict() if to_dict is not None else msgspec.to_builtins(workload)
 
 
-def workload_from_dict(d: dict[str, Any]) -> Any:
+def workload_from_dict(d: dict[str, Any]) -> Workload:
     """Rebuild the workload a manifest recorded (for --resume)."""
     if d.get("kind", "synthetic") == "synthetic":
         from scoville.workload.synthetic import SyntheticWorkload

@@ -55,6 +55,7 @@ from scoville.errors import UserError
 from scoville.load import LoadPoint
 from scoville.sim.config import SimConfig
 from scoville.sim.frameworks import FrameworkCosts, load_framework, overridden
+from scoville.workload.scenarios import Workload
 
 SCHEMA_VERSION = 1
 PROFILE_KIND = "scoville-calibration-profile"
@@ -259,7 +260,7 @@ class Target:
 
     run_id: str
     label: str
-    workload: Any
+    workload: Workload
     workload_name: str
     point: LoadPoint
     compat: str
