@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -294,3 +297,30 @@ def served():
 @pytest.fixture
 def server(served):
     return served.server
+
+
+# --- `scoville` as a user runs it: a real subprocess --------------------------------------------------------------
+
+CLI = [sys.executable, "-c", "from scoville.cli import main; main()"]
+CLI_ENV = dict(os.environ, COLUMNS="1000")  # Rich wraps long lines at the terminal width when not on a terminal
+
+
+def run_cli(*args: str, timeout: float, preexec: Callable[[], None] | None = None,
+            cli: list[str] = CLI) -> subprocess.CompletedProcess:
+    """Run ``scoville ARGS`` to completion, capturing its output as text."""
+    return subprocess.run([*cli, *args], capture_output=True, text=True, timeout=timeout, env=CLI_ENV,
+                          preexec_fn=preexec)
+
+
+def start_cli(*args: str) -> subprocess.Popen:
+    """Start ``scoville ARGS`` in the background (to signal or kill it mid-run)."""
+    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CLI_ENV)
+
+
+def wait_until(pred: Callable[[], object], timeout: float) -> None:
+    """Poll ``pred`` until it holds; an AssertionError after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached")
+        time.sleep(0.02)

@@ -5,34 +5,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
-from client_support import Behaviour
+from client_support import Behaviour, run_cli, start_cli, wait_until
 
 from scoville.results.store import finished_points, read_journal, read_manifest, read_requests
 
-CLI = [sys.executable, "-c", "from scoville.cli import main; main()"]
-ENV = dict(os.environ, COLUMNS="300")  # Rich wraps at 80 columns when not on a terminal
 
-
-def scoville(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=ENV)
-
-
-def start(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-
-
-def wait_for(pred, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > end:
-            raise AssertionError("condition not reached")
-        time.sleep(0.02)
+scoville = partial(run_cli, timeout=60)
+start = start_cli
+wait_for = partial(wait_until, timeout=30.0)
 
 
 def only_run(runs: Path) -> Path:

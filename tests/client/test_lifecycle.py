@@ -10,34 +10,19 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from client_support import Behaviour
+from client_support import Behaviour, run_cli, start_cli, wait_until
 
 from scoville.results.store import read_journal, read_manifest, read_requests, writer_alive
 
-CLI = [sys.executable, "-c", "from scoville.cli import main; main()"]
-ENV = dict(os.environ, COLUMNS="1000")  # Rich wraps long paths at the terminal width
 TRACES = Path(str(files("scoville") / "data" / "traces"))
-
-
-def scoville(*args: str, timeout: float = 120, preexec=None, cli=CLI) -> subprocess.CompletedProcess:
-    return subprocess.run([*cli, *args], capture_output=True, text=True, timeout=timeout, env=ENV,
-                          preexec_fn=preexec)
-
-
-def start(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-
-
-def wait_for(pred, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > end:
-            raise AssertionError("condition not reached")
-        time.sleep(0.02)
+scoville = partial(run_cli, timeout=120)
+start = start_cli
+wait_for = partial(wait_until, timeout=60.0)
 
 
 def only_run(runs: Path) -> Path | None:
