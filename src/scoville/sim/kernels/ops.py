@@ -104,6 +104,11 @@ class _Builder:
                    math.hypot(c.sigma, self.hw.platform_sigma()))
         return np.asarray(c.time(flops / rate, nbytes / self.hw.hbm_bytes_per_s)) * self.platform
 
+    def _measured(self, op: str, table: str, grid: tables.Grid, detail: str) -> Surface:
+        """A measured attention grid as a surface, noted with the table it came from."""
+        self._note(op, f"measured ({self.kt.source(table)}, {detail})", MEASURED_SIGMA)
+        return Surface(grid.x, grid.y, grid.t)
+
     # -- GEMM --------------------------------------------------------------------------------------------
     def gemm(self, op: str, n: float, k: float, dtype: str) -> np.ndarray:
         """Seconds on the TOKENS grid for an m×k·k×n GEMM."""
@@ -161,9 +166,7 @@ class _Builder:
         if m.attention == "mla":
             grid = self.kt.mla_decode(int(heads), kv) if self.kt and heads.is_integer() else None
             if grid is not None:
-                self._note("attn_decode", f"measured ({self.kt.source('mla_decode')}, "
-                                          f"{int(heads)} heads, KV {kv})", MEASURED_SIGMA)
-                return Surface(grid.x, grid.y, grid.t)
+                return self._measured("attn_decode", "mla_decode", grid, f"{int(heads)} heads, KV {kv}")
             f, b = work.mla_decode(SEQS[:, None], CTX[None, :], heads, m.kv_lora_rank, m.qk_rope_head_dim, kv)
             return Surface(SEQS, CTX, self._transfer("attn_decode", f"mla_decode.{kv}", f, b,
                                                      self.hw.peak_flops(work.attention_rate_key(kv))))
@@ -171,9 +174,7 @@ class _Builder:
         grid = (self.kt.gqa_decode(int(heads), int(kvh), m.head_dim, kv)
                 if self.kt and heads.is_integer() and kvh.is_integer() else None)
         if grid is not None:
-            self._note("attn_decode", f"measured ({self.kt.source('gqa_decode')}, "
-                                      f"{int(heads)}/{int(kvh)} heads, KV {kv})", MEASURED_SIGMA)
-            return Surface(grid.x, grid.y, grid.t)
+            return self._measured("attn_decode", "gqa_decode", grid, f"{int(heads)}/{int(kvh)} heads, KV {kv}")
         f, b = work.gqa_decode(SEQS[:, None], CTX[None, :], heads, kvh, m.head_dim, kv)
         return Surface(SEQS, CTX, self._transfer("attn_decode", f"gqa_decode.{kv}", f, b,
                                                  self.hw.peak_flops(work.attention_rate_key(kv))))
@@ -184,9 +185,7 @@ class _Builder:
         if m.attention == "mla":
             grid = self.kt.mla_prefill(int(heads), kv) if self.kt and heads.is_integer() else None
             if grid is not None:
-                self._note("attn_prefill", f"measured ({self.kt.source('mla_prefill')}, "
-                                           f"{int(heads)} heads)", MEASURED_SIGMA)
-                return Surface(grid.x, grid.y, grid.t)
+                return self._measured("attn_prefill", "mla_prefill", grid, f"{int(heads)} heads")
             f, b = work.mla_prefill(SEQS[:, None], CTX[None, :], heads, m.qk_nope_head_dim + m.qk_rope_head_dim,
                                     m.v_head_dim)
             return Surface(SEQS, CTX, self._transfer("attn_prefill", "mla_prefill.bfloat16", f, b, bf16))
@@ -194,9 +193,7 @@ class _Builder:
         grid = (self.kt.gqa_prefill(int(heads), int(kvh), m.head_dim)
                 if self.kt and heads.is_integer() and kvh.is_integer() else None)
         if grid is not None:
-            self._note("attn_prefill", f"measured ({self.kt.source('gqa_prefill')}, "
-                                       f"{int(heads)}/{int(kvh)} heads)", MEASURED_SIGMA)
-            return Surface(grid.x, grid.y, grid.t)
+            return self._measured("attn_prefill", "gqa_prefill", grid, f"{int(heads)}/{int(kvh)} heads")
         f, b = work.gqa_prefill(SEQS[:, None], CTX[None, :], heads, kvh, m.head_dim)
         return Surface(SEQS, CTX, self._transfer("attn_prefill", "gqa_prefill.bfloat16", f, b, bf16))
 
