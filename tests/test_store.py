@@ -227,3 +227,18 @@ def test_a_count_beyond_the_schema_never_reaches_the_journal_reader(tmp_path):
     w.finish("interrupted")
     assert [r.request_id for r in read_journal(w.run_dir)] == ["0-0", "0-1"]
     assert read_requests(w.run_dir).num_rows == 2
+
+
+@pytest.mark.parametrize("damage", ["not-utf8", "directory"])
+def test_a_manifest_that_cannot_be_read_is_one_run_error_for_every_reader(tmp_path, damage):
+    """resume, simulate --from-run and recompute call read_manifest directly: a damaged file is one line there too."""
+    from scoville.results.store import MANIFEST, RunError
+
+    path = tmp_path / MANIFEST
+    if damage == "not-utf8":
+        path.write_bytes(b'{"status": "\xff\xfe"}')
+    else:
+        path.mkdir()
+    with pytest.raises(RunError, match="manifest") as e:
+        read_manifest(tmp_path)
+    assert "\n" not in str(e.value) and str(path) in str(e.value)

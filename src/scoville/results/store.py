@@ -333,6 +333,8 @@ class RunWriter:
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """The run's manifest as written; a missing, unreadable or non-JSON file is one RunError line, for every
+    command that opens a run (``catalog.load_manifest`` adds the shape check on top)."""
     path = run_dir / MANIFEST
     if not path.exists():
         raise RunError(f"{run_dir}: not a scoville run (no {MANIFEST}); pass a directory under runs/")
@@ -340,6 +342,12 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         return json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise RunError(f"{path}: manifest is not valid JSON ({e}); the run may be corrupt") from e
+    except UnicodeDecodeError as e:
+        raise RunError(f"{path}: manifest is not UTF-8 text ({e.reason} at byte {e.start}); "
+                       "the run may be corrupt") from e
+    except OSError as e:
+        raise RunError(f"{path}: cannot read the manifest ({e.strerror or e}); "
+                       "check the file's type and permissions") from e
 
 
 def read_journal(run_dir: Path) -> list[RequestRecord]:
