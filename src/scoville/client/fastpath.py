@@ -56,6 +56,12 @@ class HTTPStreamError(Exception):
 class ClientLimitError(Exception):
     """This machine, not the server, cannot go on (no file descriptor left for a socket): ends the point."""
 
+    @classmethod
+    def no_socket(cls, e: OSError) -> "ClientLimitError":
+        """EMFILE / ENFILE on opening a socket, with what to change."""
+        return cls(f"cannot open a socket: {e.strerror}; raise the open-file limit (ulimit -n) "
+                   "or cap the requests in flight (--concurrency, --max-concurrency)")
+
 
 def _still_open(sock: socket.socket) -> bool:
     """Whether an idle pooled socket can carry a request: no FIN, no reset, no stray bytes waiting."""
@@ -228,8 +234,7 @@ class FastHTTP:
         try:
             sock = socket.socket(family, socket.SOCK_STREAM)
         except OSError as e:  # EMFILE / ENFILE: out of file descriptors here, whatever the server does
-            raise ClientLimitError(f"cannot open a socket: {e.strerror}; raise the open-file limit (ulimit -n) "
-                                   "or cap the requests in flight (--concurrency, --max-concurrency)") from None
+            raise ClientLimitError.no_socket(e) from None
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)

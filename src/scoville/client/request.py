@@ -147,8 +147,7 @@ async def _post_aiohttp(http: aiohttp.ClientSession, cfg: ClientConfig, body: by
 def _connect_error(cfg: ClientConfig, e: aiohttp.ClientConnectorError) -> str:
     err = e.os_error
     if isinstance(err, OSError) and err.errno in (errno.EMFILE, errno.ENFILE):
-        raise ClientLimitError(f"cannot open a socket: {err.strerror}; raise the open-file limit (ulimit -n) "
-                               "or cap the requests in flight (--concurrency, --max-concurrency)") from None
+        raise ClientLimitError.no_socket(err) from None
     return f"cannot connect to {cfg.base_url}: {err or e}"
 
 
