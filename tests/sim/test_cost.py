@@ -178,6 +178,21 @@ def test_measured_backend_refuses_a_chip_without_tables():
         StepCost("llama-3.1-8b", "mi355x", backend="measured")
 
 
+def test_scoville_measured_cpu_tables_price_the_cpu_entry_without_the_silicon_extra(tmp_path):
+    # the real-vLLM check's model (hidden 512, 8/4 heads of 64, FFN 1408, vocab 32000) on this machine's CPU entry
+    p = tmp_path / "vllm-cpu-check.json"
+    p.write_text(json.dumps({**TINY, "hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 6,
+                             "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000}))
+    c = StepCost(load_model(str(p)), "xeon-icx-2vcpu", backend="measured")
+    for op in ("attn_decode", "attn_prefill"):
+        assert "scoville/data/kernels/xeon_icx_2vcpu/attention/vllm" in c.ops.provenance[op], c.ops.provenance[op]
+    for op in ("attn_proj", "dense_ffn", "lm_head"):
+        assert c.ops.provenance[op].startswith("measured (xeon_icx_2vcpu/gemm"), c.ops.provenance[op]
+    assert tables.tables_version("xeon_icx_2vcpu").startswith("scoville-")
+    # what a roofline cannot know and the tables do: oneDNN serves one token on a GEMV path, two on a GEMM path
+    assert c.ops.lm_head(2.0) > 2.5 * c.ops.lm_head(1.0)
+
+
 def test_kv_capacity_is_capacity_minus_weights_activations_reserve():
     c = StepCost("llama-3.1-8b", "h100")
     assert c.weight_bytes_per_accelerator == pytest.approx(2 * 8.03e9, rel=0.003)

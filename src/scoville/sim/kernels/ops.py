@@ -85,7 +85,7 @@ class _Builder:
     def __init__(self, hw: Hardware, framework: str, backend: str, transfer: TransferModel) -> None:
         self.hw, self.framework, self.transfer = hw, framework, transfer
         system = hw.kernel_tables if backend != "transfer" else None
-        self.kt = tables.KernelTables(system, framework) if system and tables.data_dir() else None
+        self.kt = tables.KernelTables(system, framework) if system and tables.root_for(system) else None
         self.platform = hw.platform_factor()
         self.provenance: dict[str, str] = {}
         self.sigma: dict[str, float] = {}

@@ -1,9 +1,14 @@
-"""Measured kernel tables, read in place from NVIDIA's ``aiconfigurator-core`` package.
+"""Measured kernel tables: NVIDIA's ``aiconfigurator-core`` package, and scoville's own for other chips.
 
 ``pip install 'scoville[silicon]'`` brings the package; its ``systems/data/<system>/<op>/<framework>/
 <version>/*.parquet`` files hold kernel times measured on H100, H200, B200, B300, GB200, GB300, A100,
 L40S and more, per serving framework. Nothing is copied: this module finds the installed folder,
 picks the newest version of each table for the requested framework, and hands back numpy arrays.
+
+Chips the package does not cover but that scoville has measured itself (the CPU the real-vLLM check
+runs on, ``bench/measure_cpu_kernels.py``) keep their tables in ``scoville/data/kernels/<system>/`` in
+the same layout and columns, as CSV: small, diffable, and readable without the extra. A system lives in
+one place: scoville's own folder when it has one, else the package.
 
 Times in the tables are milliseconds; everything leaving this module is seconds. Where several
 kernels were measured for one shape (CUTLASS, DeepGEMM, Triton ...), the fastest is kept: serving
@@ -12,6 +17,7 @@ frameworks autotune or pick per shape, and the slow alternatives are not what a 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,6 +31,7 @@ import pyarrow.compute as pc
 from scoville.sim.kernels.cache import cached
 
 FRAMEWORKS = ("vllm", "sglang", "trtllm")
+OWN_ROOT = Path(__file__).resolve().parents[2] / "data" / "kernels"   # scoville's own measured systems
 
 
 @lru_cache(maxsize=1)
@@ -49,9 +56,34 @@ def package_version() -> str | None:
 
 
 def systems() -> list[str]:
-    """Systems with measured tables (``h100_sxm``, ``gb300`` ...); empty without the package."""
+    """Systems with measured tables (``h100_sxm``, ``gb300`` ..., and scoville's own)."""
+    roots = [r for r in (OWN_ROOT, data_dir()) if r is not None and r.is_dir()]
+    return sorted({p.name for r in roots for p in r.iterdir() if p.is_dir()})
+
+
+@lru_cache(maxsize=64)
+def root_for(system: str) -> Path | None:
+    """The folder holding ``system``'s tables: scoville's own when it measured the system, else the package's."""
+    if (OWN_ROOT / system).is_dir():
+        return OWN_ROOT
     root = data_dir()
-    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root else []
+    return root if root is not None and (root / system).is_dir() else None
+
+
+@lru_cache(maxsize=64)
+def tables_version(system: str) -> str | None:
+    """What keys ``system``'s slices in the disk cache: the package version, or for scoville's own tables a
+    digest of their files (a re-measured table is a new version)."""
+    root = root_for(system)
+    if root is None:
+        return None
+    if root != OWN_ROOT:
+        return package_version()
+    digest = hashlib.sha256()
+    for path in sorted((OWN_ROOT / system).rglob("*.csv")):
+        digest.update(str(path.relative_to(OWN_ROOT)).encode())
+        digest.update(path.read_bytes())
+    return "scoville-" + digest.hexdigest()[:16]
 
 
 def _version_key(v: str) -> tuple:
@@ -68,14 +100,17 @@ def table_paths(system: str, op: str, framework: str, filename: str) -> tuple[Pa
     """Every ``<op>/<framework>/<version>/<filename>`` measured on ``system``, newest version first.
 
     Newer collections are sometimes partial (one format re-measured, the rest reused from an older
-    version), so lookups walk this list until a version holds the slice they need.
+    version), so lookups walk this list until a version holds the slice they need. ``filename`` names the
+    Parquet file; scoville's own tables hold the same columns as ``.csv``.
     """
-    root = data_dir()
+    root = root_for(system)
     if root is None:
         return ()
     base = root / system / op / framework
     if not base.is_dir():
         return ()
+    if root == OWN_ROOT:
+        filename = Path(filename).with_suffix(".csv").name
     versions = sorted((p for p in base.iterdir() if (p / filename).is_file()), key=lambda p: _version_key(p.name))
     return tuple(v / filename for v in reversed(versions))
 
@@ -88,10 +123,22 @@ def table_path(system: str, op: str, framework: str, filename: str) -> Path | No
 
 @lru_cache(maxsize=64)
 def read(path: Path) -> pa.Table:
-    """One parquet table (cached: the cost models of a search share them)."""
-    import pyarrow.parquet as pq   # imported on first use: a warm disk cache never needs it
+    """One table, Parquet or CSV (cached: the cost models of a search share them)."""
+    if path.suffix == ".csv":
+        import pyarrow.csv as pcsv   # imported on first use: a warm disk cache never needs it
+
+        return pcsv.read_csv(path)
+    import pyarrow.parquet as pq
 
     return pq.read_table(path)
+
+
+def _relative(path: Path) -> str:
+    """A table's path as provenance: relative to the package data, or marked as scoville's own."""
+    if path.is_relative_to(OWN_ROOT):
+        return "scoville/data/kernels/" + str(path.relative_to(OWN_ROOT))
+    root = data_dir()
+    return str(path.relative_to(root)) if root is not None and path.is_relative_to(root) else str(path)
 
 
 def _where(t: pa.Table, **eq: object) -> pa.Table:
@@ -293,17 +340,17 @@ class _Query:
 @lru_cache(maxsize=4096)
 def _first_slice(system: str, op: str, framework: str, filename: str, query: _Query) -> tuple[object, str | None]:
     key = f"slice|{system}|{op}|{framework}|{filename}|{query.kind}|{query.key}"
-    packed = cached(package_version(), key, lambda: _pack(*_first_slice_uncached(system, op, framework, filename, query)))
+    packed = cached(tables_version(system), key,
+                    lambda: _pack(*_first_slice_uncached(system, op, framework, filename, query)))
     return _unpack(packed)
 
 
 def _first_slice_uncached(system: str, op: str, framework: str, filename: str,
                           query: _Query) -> tuple[object, str | None]:
-    root = data_dir()
     for path in table_paths(system, op, framework, filename):
         result = query(read(path))
         if result is not None:
-            return result, str(path.relative_to(root)) if root else None
+            return result, _relative(path)
     return None, None
 
 
@@ -328,18 +375,16 @@ def _unpack(packed: tuple[np.ndarray, ...] | None) -> tuple[object, str | None]:
 
 @lru_cache(maxsize=32)
 def _gemm_cube(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    packed = cached(package_version(), f"gemm|{system}|{dtype}",
+    packed = cached(tables_version(system), f"gemm|{system}|{dtype}",
                     lambda: _gemm_cube_uncached(system, dtype) or (np.array("none"),))
     return None if len(packed) == 1 else packed  # type: ignore[return-value, arg-type]
 
 
 def _gemm_cube_uncached(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    import pyarrow.parquet as pq
-
     parts = []
     for fw in FRAMEWORKS:
         for path in table_paths(system, "gemm", fw, "gemm_perf.parquet"):
-            t = pq.read_table(path, columns=["m", "n", "k", "latency"], filters=[("gemm_dtype", "=", dtype)])
+            t = _read_gemm(path, dtype)
             if t.num_rows:
                 parts.append(t)
                 break
@@ -354,3 +399,12 @@ def _gemm_cube_uncached(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray
     for j in range(nu.size):
         _fill_gaps(cube[:, j, :], mu, ku)
     return mu, nu, ku, cube
+
+
+def _read_gemm(path: Path, dtype: str) -> pa.Table:
+    """The (m, n, k, latency) rows of one GEMM format; Parquet tables are large, so filtered while read."""
+    if path.suffix == ".csv":
+        return _where(read(path), gemm_dtype=dtype).select(["m", "n", "k", "latency"])
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=["m", "n", "k", "latency"], filters=[("gemm_dtype", "=", dtype)])
