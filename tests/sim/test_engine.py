@@ -10,6 +10,7 @@ import pytest
 
 from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.engine import SimEngine, block_keys, step_cost
+from scoville.sim.frameworks import load_framework
 from scoville.workload.spec import RequestSpec
 
 BASE = dict(hardware="h200", model="llama-3.1-8b")
@@ -30,6 +31,15 @@ def run_events(engine: SimEngine, specs: list[RequestSpec], t: float = 0.0, watc
         if watch:
             watch(engine)
     return events
+
+
+def burst(engine: SimEngine, cfg: SimConfig, specs: list[RequestSpec]) -> None:
+    """Submit ``specs`` together at t=0 and run until the last has reached the scheduler, plus one step: the
+    front end hands a burst over one request time apart."""
+    for s in specs:
+        engine.submit(s, 0.0)
+    engine.advance(len(specs) * load_framework(cfg.framework).request_overhead_ms * 1e-3)
+    engine.advance(engine.next_event_time())
 
 
 def per_request(events) -> dict[str, list]:
@@ -92,14 +102,22 @@ def test_max_num_seqs_and_token_budget_bound_each_step():
     assert first > 3.5 * one_step
 
 
+def test_a_burst_reaches_the_scheduler_one_request_time_apart():
+    # vLLM's API server hands simultaneous requests to the engine one by one (docs/calibrate.md): the k-th of a
+    # burst cannot start before k request times, while one request alone pays a single request time
+    cfg = SimConfig(**BASE, max_num_seqs=64)
+    request_s = load_framework(cfg.framework).request_overhead_ms * 1e-3
+    firsts = sorted(e[0].t for e in per_request(run_events(SimEngine(cfg), [spec(i, isl=16, osl=2) for i in range(6)])).values())
+    assert all(t >= (k + 1) * request_s for k, t in enumerate(firsts))
+    alone = per_request(run_events(SimEngine(cfg), [spec(0, isl=16, osl=2)], t=1.0))["r0"][0].t - 1.0
+    assert request_s <= alone < 2 * request_s
+
+
 def test_admission_stops_when_kv_blocks_run_out():
     # 4 prompts of 1000 tokens fit in 4096 tokens of KV (16-token blocks: 63 blocks each), the 5th does not.
     cfg = SimConfig(**BASE, kv_capacity_tokens=4096, max_num_seqs=64)
     eng = SimEngine(cfg)
-    for i in range(10):
-        eng.submit(spec(i, isl=1000, osl=50), 0.0)
-    eng.advance(1e-6)  # start the first step
-    eng.advance(eng.next_event_time())
+    burst(eng, cfg, [spec(i, isl=1000, osl=50) for i in range(10)])
     st = eng.stats()
     assert st.running == 4 and st.waiting == 6
     assert st.kv_usage > 0.9
@@ -122,10 +140,7 @@ def test_sliding_window_kv_is_reserved_per_admitted_sequence():
     running = {}
     for name, cost_for in (("window", None), ("control", _without_window_kv(cfg))):
         eng = SimEngine(cfg, cost_for=cost_for)
-        for i in range(20):
-            eng.submit(spec(i, isl=1000, osl=50), 0.0)
-        eng.advance(1e-6)
-        eng.advance(eng.next_event_time())
+        burst(eng, cfg, [spec(i, isl=1000, osl=50) for i in range(20)])
         running[name] = eng.stats().running
     assert running == {"window": 1024 // 71, "control": 1024 // 63}
     eng = SimEngine(cfg)

@@ -156,8 +156,11 @@ class SimEngine:
             self.instances = self.prefill_pool + self.decode_pool
             self._xfer_cost = self._cost_for(d.prefill.parallel)
         # The framework's per-request host time (HTTP, tokenisation) before a request reaches a scheduler.
+        # Each instance's front end serves requests one at a time (vLLM's API server hands a burst to the
+        # engine one by one): a burst reaches the scheduler one request time apart, not all together.
         fw = getattr(self._cost_for(config.parallel if d is None else d.prefill.parallel), "framework", None)
         self._request_delay = fw.request_overhead_ms * 1e-3 if fw is not None else 0.0
+        self._frontend_free: dict[str, float] = {}   # instance -> when its front end is next free
         self._reqs: dict[str, Req] = {}
         self._outbox: list[TokenEvent] = []
         self._traces: dict[str, RequestTrace] = {}
@@ -213,7 +216,9 @@ class SimEngine:
             self._fail(req, now, why)
             return
         self._reqs[req.rid] = req
-        inst.push(req, now + self._request_delay)
+        ready = max(now, self._frontend_free.get(inst.name, now)) + self._request_delay
+        self._frontend_free[inst.name] = ready
+        inst.push(req, ready)
 
     def cancel(self, request_id: str, now: float) -> None:
         """Drop a request and free its KV blocks; its unsent events are discarded."""
