@@ -6,6 +6,7 @@ Commands parse options, call the library and print. Errors a user can cause
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
@@ -23,16 +24,31 @@ app = typer.Typer(
 err_console = Console(stderr=True)
 
 
-def _register() -> None:
-    # Imported here so `scoville --help` stays fast and each group owns its module.
-    from scoville.cli import calibrate_cmd, compare_cmd, measure_cmd, runs_cmd, serve_cmd, simulate_cmd, workload_cmd
+# Every command and the module that defines it, in the order `scoville --help` lists them. A command line
+# imports only its command's module: `scoville simulate` never pays for the HTTP client, pandas or the
+# catalog (tests/cli/test_cli_registry.py keeps this table equal to what the modules register).
+COMMANDS = {
+    "sweep": "measure_cmd", "run": "measure_cmd", "simulate": "simulate_cmd", "serve": "serve_cmd",
+    "compare": "compare_cmd", "report": "compare_cmd", "scenarios": "workload_cmd", "trace-info": "workload_cmd",
+    "export-trace": "workload_cmd", "sessions": "workload_cmd", "ls": "runs_cmd", "show": "runs_cmd",
+    "sql": "runs_cmd", "recompute": "runs_cmd", "calibrate": "calibrate_cmd",
+}
 
-    for module in (measure_cmd, simulate_cmd, serve_cmd, compare_cmd, workload_cmd, runs_cmd, calibrate_cmd):
-        module.register(app)
+
+@app.callback()
+def _group() -> None:
+    """Keeps the app a group of commands even when only the invoked command's module is registered."""
+
+
+def _register(argv: list[str]) -> None:
+    first = next((a for a in argv if not a.startswith("-")), None)
+    modules = [COMMANDS[first]] if first in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for name in modules:
+        importlib.import_module(f"scoville.cli.{name}").register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
-    _register()
+    _register(sys.argv[1:] if argv is None else argv)
     try:
         code = app(args=argv, standalone_mode=False)
     except UserError as e:

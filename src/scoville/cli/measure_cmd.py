@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scoville.cli.runs_cmd import POINT_COLUMNS, points_table
+from scoville.cli.point_table import POINT_COLUMNS, points_table
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress

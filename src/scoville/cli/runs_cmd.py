@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, points_table
 from scoville.metrics import recompute
 from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
                                       run_status)
@@ -22,44 +23,6 @@ from scoville.results.store import RunError
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 RunsRoot = Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")]
-
-
-def _fmt(v: object, scale: float = 1.0) -> str:
-    """Compact cells that fit an 80-column terminal: 3 significant digits, k/M above 10,000."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        x = float(v) * scale
-        if abs(x) >= 1e6:
-            return f"{x / 1e6:.3g}M"
-        if abs(x) >= 1e4:
-            return f"{x / 1e3:.3g}k"
-        if x == 0 or abs(x) >= 100:
-            return f"{x:,.0f}"
-        return f"{x:.3g}"
-    return "" if v is None else str(v)
-
-
-def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, float]]) -> Table:
-    """One row per load point; each column is (metric key, header, scale)."""
-    table = Table(title=title, header_style="bold")
-    for _, header, _ in columns:
-        table.add_column(header, justify="right")
-    for r in rows:
-        table.add_row(*[escape(_fmt(r.get(key), scale)) for key, _, scale in columns])
-    return table
-
-
-POINT_COLUMNS = [
-    ("label", "point", 1.0),
-    ("num_ok", "ok", 1.0),
-    ("num_errors", "err", 1.0),
-    ("ttft_s_median", "TTFT p50\nms", 1e3),
-    ("tpot_s_median", "TPOT p50\nms", 1e3),
-    ("interactivity", "tok/s\n/user", 1.0),
-    ("e2e_s_median", "E2E p50\ns", 1.0),
-    ("output_throughput", "out\ntok/s", 1.0),
-    ("total_throughput_per_accelerator", "total tok/s\n/accel", 1.0),
-    ("total_throughput_per_kw", "total tok/s\n/kW", 1.0),
-]
 
 
 @contextmanager
@@ -92,7 +55,7 @@ def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
         # the first column (usually the run id) stays whole; the others wrap rather than get cut
         table.add_column(escape(c), no_wrap=i == 0, overflow="fold")
     for r in rows:  # cells are data (labels, JSON, SQL strings), never Rich markup
-        table.add_row(*[escape(_fmt(v)) for v in r])
+        table.add_row(*[escape(fmt_cell(v)) for v in r])
     console.print(table)
 
 

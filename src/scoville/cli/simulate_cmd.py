@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from scoville.cli.runs_cmd import POINT_COLUMNS, points_table
+from scoville.cli.point_table import POINT_COLUMNS, points_table
 from scoville.cli.workload_options import (
     IdleGapCapOption,
     MaxSessionsOption,

@@ -1,0 +1,47 @@
+"""The load-point table every command prints (sweep, simulate, show, recompute), and its cell format.
+
+Its own module so that a command printing points does not import the run catalog (DuckDB, pandas).
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+
+def fmt_cell(v: object, scale: float = 1.0) -> str:
+    """Compact cells that fit an 80-column terminal: 3 significant digits, k/M above 10,000."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        x = float(v) * scale
+        if abs(x) >= 1e6:
+            return f"{x / 1e6:.3g}M"
+        if abs(x) >= 1e4:
+            return f"{x / 1e3:.3g}k"
+        if x == 0 or abs(x) >= 100:
+            return f"{x:,.0f}"
+        return f"{x:.3g}"
+    return "" if v is None else str(v)
+
+
+def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, float]]) -> Table:
+    """One row per load point; each column is (metric key, header, scale)."""
+    table = Table(title=title, header_style="bold")
+    for _, header, _ in columns:
+        table.add_column(header, justify="right")
+    for r in rows:
+        table.add_row(*[escape(fmt_cell(r.get(key), scale)) for key, _, scale in columns])
+    return table
+
+
+POINT_COLUMNS = [
+    ("label", "point", 1.0),
+    ("num_ok", "ok", 1.0),
+    ("num_errors", "err", 1.0),
+    ("ttft_s_median", "TTFT p50\nms", 1e3),
+    ("tpot_s_median", "TPOT p50\nms", 1e3),
+    ("interactivity", "tok/s\n/user", 1.0),
+    ("e2e_s_median", "E2E p50\ns", 1.0),
+    ("output_throughput", "out\ntok/s", 1.0),
+    ("total_throughput_per_accelerator", "total tok/s\n/accel", 1.0),
+    ("total_throughput_per_kw", "total tok/s\n/kW", 1.0),
+]
