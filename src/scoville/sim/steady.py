@@ -21,6 +21,10 @@ into a steady state that a handful of equations describe, using the same step-co
 batch whole prompts up to their token budget, with an M/D/1 wait at utilisation ``λ / capacity``; time to
 first token adds the KV copy. The same bisection on ``N`` (users decoding) closes the loop.
 
+Both add the front end's time per request (``request_overhead_ms``, HTTP and tokenisation), served one request at
+a time as in the engine: its service time plus an M/D/1 wait at the request rate, inside the loop (a saturated
+front end caps throughput); the opening burst's ``C`` prompts leave it one service time apart.
+
 Limits hold as in the engine: ``max_num_seqs`` and the KV capacity bound ``n``; beyond them users wait.
 
 **What a benchmark measures is not only the steady state.** InferenceX (``vllm bench serve``-style) runs
@@ -122,6 +126,18 @@ def _mdl_wait(service: np.ndarray, rho: np.ndarray) -> np.ndarray:
     return service * r / (2.0 * (1.0 - r))
 
 
+def _front_end(request_s: float, arrivals_per_s: np.ndarray) -> np.ndarray:
+    """Time a request spends in its instance's front end (HTTP, tokenisation), served one request at a time as
+    in the engine: its own service time plus the M/D/1 wait behind the others arriving at ``arrivals_per_s``."""
+    return request_s + _mdl_wait(np.full_like(arrivals_per_s, request_s), arrivals_per_s * request_s)
+
+
+def _burst_front_end(request_s: float, c: np.ndarray) -> np.ndarray:
+    """Mean time the ``c`` simultaneous prompts of a burst spend in one front end: the i-th leaves it after i
+    service times."""
+    return request_s * (c + 1.0) / 2.0
+
+
 def _measured(c: np.ndarray, ttft_ss: np.ndarray, e2e_ss: np.ndarray, burst_ttft: np.ndarray, protocol: Protocol,
               osl_spread: float) -> tuple[np.ndarray, np.ndarray]:
     """(mean TTFT, window duration ÷ steady duration) over a window opening with a burst of ``c`` prompts.
@@ -188,6 +204,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     n_hi_f = float(feasible.max()) if feasible.size else 1.0
 
     c = c_all / config.replicas
+    request_s = cost.framework.request_overhead_ms * 1e-3
 
     lg, ltd, ltm = np.log(grid), np.log(t_d), np.log(t_m)
 
@@ -199,7 +216,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
         s = (1.0 - f) * td + f * tm
         lam = n * AL / ((O - 1.0) * s)
         service = np.ceil(P / np.clip(np.minimum(P, budget - n * q_dec), 1.0, None)) * tm
-        ttft_min = service + _mdl_wait(service, f)
+        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam)
         return s, lam, ttft_min
 
     def h(n: np.ndarray) -> np.ndarray:
@@ -210,13 +227,13 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     lo = np.minimum(np.full_like(c, 1e-6), hi)
     n = _bisect(h, lo, hi)
     s, lam, ttft_min = state(n)
-    overhead = cost.framework.request_overhead_ms * 1e-3
-    ttft = np.maximum((c - n) / lam, ttft_min) + overhead
+    ttft = np.maximum((c - n) / lam, ttft_min)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
     waves = np.minimum(c, n_max + 1)
     burst = _wave_steps(waves, _prompts_per_step(P, budget)) * _burst_step(cost, P, budget, waves)
-    ttft, stretch = _measured(c, ttft, e2e_ss, burst + overhead, protocol, osl_spread)
+    burst = np.maximum(burst, _burst_front_end(request_s, c)) + request_s
+    ttft, stretch = _measured(c, ttft, e2e_ss, burst, protocol, osl_spread)
     rate = c / e2e_ss * config.replicas / stretch
     e2e = ttft + (O - 1.0) * tpot
     sigma = np.interp(n, grid, sig_d)
@@ -258,11 +275,13 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     dec_t = grid * q_dec
     t_d, sig_d = dc.time_and_sigma(dec_t, grid, dec_t * ctx, grid * ctx, grid, grid * ctx)
     reps = float(d.decode.replicas)
+    request_s = pc.framework.request_overhead_ms * 1e-3
+    fronts = float(d.prefill.replicas)                                  # one front end per prefill instance
 
     def state(N: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = _interp(grid, t_d, N / reps)
         lam = N * AL / ((O - 1.0) * s)
-        ttft_min = service + _mdl_wait(t_batch, lam / capacity)
+        ttft_min = service + _mdl_wait(t_batch, lam / capacity) + _front_end(request_s, lam / fronts)
         return s, lam, ttft_min
 
     def h(N: np.ndarray) -> np.ndarray:
@@ -274,12 +293,12 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     N = _bisect(h, lo, hi)
     s, lam, ttft_min = state(N)
     lam = np.minimum(lam, capacity * 0.999)
-    overhead = pc.framework.request_overhead_ms * 1e-3
-    ttft = np.maximum((c_all - N) / lam, ttft_min) + overhead
+    ttft = np.maximum((c_all - N) / lam, ttft_min)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
     burst = _wave_steps(c_all, d.prefill.replicas * per / steps) * t_batch / steps + xfer
-    ttft, stretch = _measured(c_all, ttft, e2e_ss, burst + overhead, protocol, osl_spread)
+    burst = np.maximum(burst, _burst_front_end(request_s, c_all / fronts)) + request_s
+    ttft, stretch = _measured(c_all, ttft, e2e_ss, burst, protocol, osl_spread)
     rate = c_all / e2e_ss / stretch
     e2e = ttft + (O - 1.0) * tpot
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
