@@ -50,3 +50,22 @@ def test_the_opening_burst_raises_ttft_with_concurrency_and_nothing_else():
     assert np.all(np.diff(burst.ttft / steady.ttft) > 0)                   # the burst grows with C
     assert burst.tpot == pytest.approx(steady.tpot)
     assert np.all(burst.request_rate <= steady.request_rate)               # the window is stretched, never shrunk
+
+
+def test_a_front_end_slower_than_the_chip_caps_the_request_rate_in_estimator_and_engine(tmp_path):
+    # 200 ms of front-end time per request, one request at a time: at most 5 requests/s, whatever the H200 could do
+    from scoville.sim.calibrate import SCHEMA_VERSION, Profile
+
+    slow = Profile(schema_version=SCHEMA_VERSION, hardware="h200", model="llama-3.1-8b", framework="vllm", sigma=0.02,
+                   kernel_factor=1.0, step_overhead_us=150.0, seq_overhead_us=2.0, request_overhead_ms=200.0)
+    config = SimConfig(hardware="h200", model="llama-3.1-8b", profile=str(slow.write(tmp_path / "slow.yaml")))
+    conc = [1, 32]
+    est = estimate(config, 128, 16, np.array(conc, dtype=float), Protocol.steady())
+    rows = point_rows(config, scenario(None, isl=128, osl=16, range_ratio=1.0), [
+        LoadPoint(index=i, concurrency=c, num_requests=400, warmup_requests=2 * c) for i, c in enumerate(conc)])
+    assert est.request_rate[1] == pytest.approx(5.0, rel=0.05)
+    assert rows[1]["request_throughput"] <= 5.0 * 1.01      # the engine's front end holds the same cap
+    assert est.request_rate[0] < 5.0                        # one user also waits for its tokens ...
+    assert est.ttft[0] == pytest.approx(0.2, rel=0.1)       # ... but never queues behind itself
+    for i, r in enumerate(rows):
+        assert r["request_throughput"] == pytest.approx(est.request_rate[i], rel=0.1)

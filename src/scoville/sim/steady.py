@@ -126,10 +126,12 @@ def _mdl_wait(service: np.ndarray, rho: np.ndarray) -> np.ndarray:
     return service * r / (2.0 * (1.0 - r))
 
 
-def _front_end(request_s: float, arrivals_per_s: np.ndarray) -> np.ndarray:
+def _front_end(request_s: float, arrivals_per_s: np.ndarray, users: np.ndarray) -> np.ndarray:
     """Time a request spends in its instance's front end (HTTP, tokenisation), served one request at a time as
-    in the engine: its own service time plus the M/D/1 wait behind the others arriving at ``arrivals_per_s``."""
-    return request_s + _mdl_wait(np.full_like(arrivals_per_s, request_s), arrivals_per_s * request_s)
+    in the engine: its own service time plus the M/D/1 wait behind the others arriving at ``arrivals_per_s``,
+    at most the other ``users - 1`` requests of a closed loop (one user never queues behind itself)."""
+    wait = _mdl_wait(np.full_like(arrivals_per_s, request_s), arrivals_per_s * request_s)
+    return request_s + np.minimum(wait, np.maximum(users - 1.0, 0.0) * request_s)
 
 
 def _burst_front_end(request_s: float, c: np.ndarray) -> np.ndarray:
@@ -216,7 +218,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
         s = (1.0 - f) * td + f * tm
         lam = n * AL / ((O - 1.0) * s)
         service = np.ceil(P / np.clip(np.minimum(P, budget - n * q_dec), 1.0, None)) * tm
-        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam)
+        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c)
         return s, lam, ttft_min
 
     def h(n: np.ndarray) -> np.ndarray:
@@ -281,7 +283,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     def state(N: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = _interp(grid, t_d, N / reps)
         lam = N * AL / ((O - 1.0) * s)
-        ttft_min = service + _mdl_wait(t_batch, lam / capacity) + _front_end(request_s, lam / fronts)
+        ttft_min = service + _mdl_wait(t_batch, lam / capacity) + _front_end(request_s, lam / fronts, c_all / fronts)
         return s, lam, ttft_min
 
     def h(N: np.ndarray) -> np.ndarray:
