@@ -24,14 +24,33 @@ app = typer.Typer(
 err_console = Console(stderr=True)
 
 
-# Every command and the module that defines it, in the order `scoville --help` lists them. A command line
-# imports only its command's module: `scoville simulate` never pays for the HTTP client, pandas or the
-# catalog (tests/cli/test_cli_registry.py keeps this table equal to what the modules register).
-COMMANDS = {
-    "sweep": "measure_cmd", "run": "measure_cmd", "simulate": "simulate_cmd", "serve": "serve_cmd",
-    "compare": "compare_cmd", "report": "compare_cmd", "scenarios": "workload_cmd", "trace-info": "workload_cmd",
-    "export-trace": "workload_cmd", "sessions": "workload_cmd", "ls": "runs_cmd", "show": "runs_cmd",
-    "sql": "runs_cmd", "recompute": "runs_cmd", "calibrate": "calibrate_cmd",
+# Every command: the module that defines it, and its one-line help as `scoville --help` lists it, in that order.
+# A command line imports only its command's module (`scoville simulate` never pays for the HTTP client, pandas or
+# the catalog), and `scoville --help` imports none: it lists this table. tests/test_cli_registry.py keeps the table
+# equal to what the modules register.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sweep": ("measure_cmd", "Measure a latency-throughput curve: closed-loop concurrency or open-loop rate points."),
+    "run": ("measure_cmd", "Measure one load point (one --concurrency or one --rate)."),
+    "simulate": ("simulate_cmd", "Predict the latency-throughput-energy frontier of a model on a system (searches "
+                                 "deployments unless --config)."),
+    "serve": ("serve_cmd", "Serve the simulated system on /v1/completions and /v1/chat/completions, paced in real "
+                           "time."),
+    "compare": ("compare_cmd", "Peak throughput, highest tok/s/user, lowest TTFT/E2E and iso-interactivity "
+                               "throughput, with ratios."),
+    "report": ("compare_cmd", "One self-contained HTML report (opens offline) with frontiers, comparison, "
+                              "latencies, power, manifests."),
+    "scenarios": ("workload_cmd", "List the named workloads (--scenario NAME), or one scenario's parameters."),
+    "trace-info": ("workload_cmd", "Validate a trace and summarise it (sessions, requests, lengths, span)."),
+    "export-trace": ("workload_cmd", "Freeze a session scenario into a scoville JSONL trace (to inspect, edit or "
+                                     "replay it)."),
+    "sessions": ("workload_cmd", "Session and prefix-cache metrics of a run: per point, and per turn (TTFT, hit "
+                                 "rate)."),
+    "ls": ("runs_cmd", "List the runs under --runs."),
+    "show": ("runs_cmd", "Show one run's manifest summary and per-point metrics."),
+    "sql": ("runs_cmd", "Plain SQL over the catalog (read-only): tables runs, points, requests, power."),
+    "recompute": ("runs_cmd", "Rebuild every metric of a run from its raw request and power records."),
+    "calibrate": ("calibrate_cmd", "Fit kernel_factor and the serving stack's host costs on measured runs; write a "
+                                   "versioned profile."),
 }
 
 
@@ -40,11 +59,17 @@ def _group() -> None:
     """Keeps the app a group of commands even when only the invoked command's module is registered."""
 
 
+def _listed() -> None:
+    """Stands for a command in the listing; never runs (a command line that names it registers the real one)."""
+
+
 def _register(argv: list[str]) -> None:
     first = next((a for a in argv if not a.startswith("-")), None)
-    modules = [COMMANDS[first]] if first in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
-    for name in modules:
-        importlib.import_module(f"scoville.cli.{name}").register(app)
+    if first in COMMANDS:
+        importlib.import_module(f"scoville.cli.{COMMANDS[first][0]}").register(app)
+        return
+    for name, (_, text) in COMMANDS.items():   # the listing, or click's "No such command" with the names
+        app.command(name, help=text)(_listed)
 
 
 def main(argv: list[str] | None = None) -> None:
