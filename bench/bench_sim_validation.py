@@ -15,6 +15,8 @@ ourselves; every figure here is validation. Four views:
    frontier point's interactivity, and the throughput per GPU compared (the published curve is the best
    of the published deployments; the search may find better ones, which shows as a positive error).
    Public points of ``data/reference/validation_public.yaml`` (AMD MI300X/MI325X/MI355X among them) join.
+   **2b** reads the same silicon frontier points off the envelope of their groups' own deployments, each
+   predicted on its row (no search): what 2)'s error owes to the cost model, and what to the search.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted.
 4. **Published trends** (InferenceX blog statements, with their sources).
 
@@ -51,12 +53,13 @@ RANGE = 0.9          # InferenceX draws lengths uniformly from [0.8 L, L]: mean 
 
 @dataclass
 class Cmp:
-    """One measured figure beside its prediction."""
+    """One measured figure beside its prediction (``layout``: the deployment the search chose, view 2)."""
 
     group: str
     split: str
     measured: float
     predicted: float
+    layout: tuple[int, int, int] | None = None
 
     @property
     def err(self) -> float:
@@ -80,12 +83,18 @@ def _kv(hw: str) -> str:
 
 
 # -- 1. pinned ----------------------------------------------------------------------------------------
-def pinned(rows: list[SiliconRow]) -> dict[str, list[Cmp]]:
+Envelopes = dict[tuple, list[tuple[float, float]]]   # frontier group -> predicted (tok/s/user, tok/s/GPU) per row
+
+
+def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
+    """Each aggregated row predicted on its own deployment; also every prediction of a frontier group's rows
+    (the points whose upper envelope view 2b compares with the measured frontier)."""
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
         if r.mode == "agg":
             groups[(r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, "gap" in r.source)].append(r)
     out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": []}
+    envelopes: Envelopes = defaultdict(list)
     skipped = 0
     for key, rs in groups.items():
         model, hw, fw, prec, tp, dp, ep = key[:7]
@@ -103,9 +112,12 @@ def pinned(rows: list[SiliconRow]) -> dict[str, list[Cmp]]:
             out["tpot"].append(Cmp(name, r.split, r.tpot_ms, est.tpot[i] * 1e3))
             out["ttft"].append(Cmp(name, r.split, r.ttft_ms, est.ttft[i] * 1e3))
             out["tput"].append(Cmp(name, r.split, measured_tput(r), float(est.total_tput_per_accelerator[i])))
+            if not key[-1]:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
+                envelopes[(model, hw, prec, fw, r.isl, r.osl)].append(
+                    (1.0 / float(est.tpot[i]), float(est.total_tput_per_accelerator[i])))
     if skipped:
         print(f"  ({skipped} rows skipped: deployment does not fit or is not expressible)")
-    return out
+    return out, envelopes
 
 
 def _short(model: str) -> str:
@@ -279,9 +291,25 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
             curves.setdefault(g, (xs, ys))
         name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}{'' if key[6] else ' [public]'}"
         for p in pts:
-            pred = float(np.exp(np.interp(np.log(p.interactivity), np.log(xs), np.log(ys), right=-np.inf)))
-            out.append(Cmp(name, p.split, p.tput, pred))
+            pred = _achievable(xs, ys, p.interactivity)
+            out.append(Cmp(name, p.split, p.tput, pred, _chosen_layout(res.frontier, p.interactivity)))
     return out, curves, t_total
+
+
+def _achievable(xs: np.ndarray, ys: np.ndarray, interactivity: float) -> float:
+    """The frontier read as the measured one is: the best throughput of a predicted point at least this fast
+    (0 when none is). Interpolating between predicted points instead credits a deployment nobody evaluated."""
+    fast = ys[xs >= interactivity]
+    return float(fast.max()) if fast.size else 0.0
+
+
+def _chosen_layout(front: list, interactivity: float) -> tuple[int, int, int] | None:
+    """(tp, dp, ep) of the frontier point that serves ``interactivity`` (the slowest one at least that fast)."""
+    fast_enough = [f for f in front if f.interactivity >= interactivity and f.config.disaggregation is None]
+    if not fast_enough:
+        return None
+    par = min(fast_enough, key=lambda f: f.interactivity).config.parallel
+    return (par.tp, par.dp, par.ep)
 
 
 def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
@@ -299,6 +327,56 @@ def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
             print(f"   ALL {split:8s} n={errs.size:4d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
                   f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}")
     print(f"   ({searches} default searches, {seconds:.1f} s in all)")
+
+
+def measured_deployments(points: list[MeasuredPoint], envelopes: Envelopes) -> tuple[list[Cmp], int]:
+    """Each silicon frontier point against the upper envelope of its group's own deployments, each predicted on
+    its row (no search): the best predicted throughput per GPU at no less than the point's interactivity.
+    Beside view 2 it splits that view's error into the cost model's (here) and the search's (the rest);
+    (comparisons, points whose interactivity no predicted deployment of the group reaches)."""
+    out, unreached = [], 0
+    for p in points:
+        env = envelopes.get(p.group)
+        if p.max_gpus is None or not env:
+            continue
+        ys = [y for x, y in env if x >= p.interactivity]
+        if not ys:
+            unreached += 1
+            continue
+        model, hw, prec, fw, isl, osl = p.group
+        out.append(Cmp(f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}", p.split, p.tput, max(ys)))
+    return out, unreached
+
+
+def measured_layouts(rows: list[SiliconRow]) -> dict[str, set[tuple[int, int, int]]]:
+    """The (tp, dp, ep) layouts each silicon frontier group was measured with, by view 2's group name."""
+    out: dict[str, set[tuple[int, int, int]]] = defaultdict(set)
+    for r in rows:
+        if r.mode == "agg" and "gap" not in r.source:
+            out[f"{_short(r.model)} {r.hardware} {r.precision or 'native'} {r.framework} {r.isl}/{r.osl}"].add(
+                (r.tp, r.dp, r.ep))
+    return out
+
+
+def report_search_layouts(res: list[Cmp], layouts: dict[str, set[tuple[int, int, int]]]) -> None:
+    """View 2's silicon points split by whether the search served them with a layout the group was measured with."""
+    for label, keep in (("a measured layout", True), ("a layout never measured", False)):
+        errs = np.array([c.err for c in res if c.split != "public" and c.layout is not None
+                         and (c.layout in layouts.get(c.group, set())) == keep])
+        if errs.size:
+            print(f"   search chose {label:24s} n={errs.size:4d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
+                  f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}")
+
+
+def report_measured_deployments(res: list[Cmp], unreached: int) -> None:
+    print("\n2b) the same silicon frontier points against the envelope of the measured deployments, each predicted\n"
+          "   on its own row (no search): 2) minus this is what the search adds by choosing other deployments")
+    for split in ("dev", "holdout"):
+        errs = np.array([c.err for c in res if c.split == split])
+        if errs.size:
+            print(f"   ALL {split:8s} n={errs.size:4d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
+                  f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}")
+    print(f"   ({unreached} points at an interactivity no predicted deployment of their group reaches)")
 
 
 # -- 3. GPU-vs-GPU ratios ---------------------------------------------------------------------------------
@@ -395,13 +473,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"validation set: {len(rows)} distinct measurements from silicon_sample.csv "
           f"({sum(r.split == 'dev' for r in rows)} dev, {sum(r.split == 'holdout' for r in rows)} holdout)")
-    report_pinned(pinned(rows))
+    by_row, envelopes = pinned(rows)
+    report_pinned(by_row)
     report_pinned_public(pinned_public())
     if args.quick:
         return 0
     pts = silicon_frontier_points(rows) + public_points()
     res, curves, secs = frontier(pts)
     report_frontier(res, secs, len(curves))
+    report_measured_deployments(*measured_deployments(pts, envelopes))
+    report_search_layouts(res, measured_layouts(rows))
     report_ratios(ratios(pts, curves))
     print("\n4) published trends (InferenceX blog; sources in data/reference/validation_public.yaml)")
     for statement, want, got, holds in trends():
