@@ -26,7 +26,7 @@ OUT_TOKENS = 64
 def make_run(root: Path, name: str, points: list[tuple[float, float]], *, hardware: str = "H200",
              accelerators: int = 8, watts: float = 1000.0, source: str = "measured", requests_per_point: int = 4,
              cost: float | None = 2.0, jitter: float = 0.0, measured_power: bool = False, seed: int = 0,
-             precision: str = "fp8", store_metrics: bool = True) -> Path:
+             precision: str | None = "fp8", store_metrics: bool = True) -> Path:
     """A complete run with one load point per (interactivity, total tok/s/kW) pair."""
     # as in a concurrency sweep: index 0 is the lightest load (highest interactivity), then concurrency doubles
     points = sorted(points, key=lambda p: -p[0])

@@ -109,6 +109,12 @@ def test_duplicate_labels_are_disambiguated(tmp_path):
     assert compare(systems).warnings() == ["different precisions: fp8 vs fp4"]
 
 
+def test_a_run_without_a_recorded_precision_is_named_as_the_checkpoint_not_none(tmp_path):
+    a = make_run(tmp_path, "20261202T1-aaaaaa", [(20.0, 5000.0)], precision=None)
+    b = make_run(tmp_path, "20261202T1-bbbbbb", [(20.0, 5000.0)], precision="fp8")
+    assert compare(load_systems([[a], [b]])).warnings() == ["different precisions: checkpoint precision vs fp8"]
+
+
 def test_like_for_like_systems_carry_no_warnings(seed_runs):
     _, base, cont = seed_runs
     assert compare(load_systems([[base], [cont]])).warnings() == []

@@ -155,8 +155,10 @@ class Comparison:
         checks = (("model", "models"), ("precision", "precisions"), ("workload", "workloads"),
                   ("compat", "metric modes (compat)"))
         described = [s.system.describe() for s in self.systems]
+        unrecorded = {"precision": "checkpoint precision"}
         for key, what in checks:
-            values = list(dict.fromkeys(str(d.get(key)) for d in described))
+            values = list(dict.fromkeys(str(d[key]) if d.get(key) is not None else unrecorded.get(key, "not recorded")
+                                        for d in described))
             if len(values) > 1:
                 out.append(f"different {what}: " + " vs ".join(values))
         if self.per == "kW":

@@ -16,6 +16,7 @@ from typing import Any
 
 from scoville.analysis.cost import add_cost_columns
 from scoville.metrics import run_metrics
+from scoville.power.sources import power_basis_text
 from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest, read_point_rows, skip
 
 
@@ -60,7 +61,7 @@ class System:
     @property
     def power_basis(self) -> str:
         """What a per-kW figure of this system means, e.g. "rated, chip boundary"."""
-        return f"{self.power_source}, {self.power_boundary} boundary"
+        return power_basis_text(self.power_source, self.power_boundary)
 
     def describe(self) -> dict[str, Any]:
         """The variables a reader needs to judge a comparison, flat."""

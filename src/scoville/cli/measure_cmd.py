@@ -26,7 +26,7 @@ from scoville.client.progress import LiveProgress
 from scoville.client.sweep import (Sweep, SweepInterrupted, SweepResult, check_options, emulator_target,
                                    resume_hint, resume_sweep, run_sweep)
 from scoville.load import concurrency_sweep, parse_float_list, parse_int_list, rate_sweep, replay_point
-from scoville.power.sources import cost_per_hour, plan_power, system_info
+from scoville.power.sources import NO_POWER_BASIS, cost_per_hour, plan_power, power_basis_text, system_info
 from scoville.results.catalog import resolve_run
 from scoville.results.store import read_journal, read_manifest
 from scoville.cli.workload_options import (
@@ -85,9 +85,11 @@ def redacted_argv(argv: list[str]) -> list[str]:
 
 def power_note(manifest_power: dict[str, Any]) -> str:
     """The power source and boundary, printed beside every per-kW figure."""
+    basis = power_basis_text(manifest_power.get("source"), manifest_power.get("boundary"))
+    if basis == NO_POWER_BASIS:
+        return f"{basis} (the per-kW columns stay empty)"
     w = manifest_power.get("watts_per_accelerator")
-    per = f" {w:g} W/accelerator" if w else ""
-    return f"power: {manifest_power.get('source')}{per} ({manifest_power.get('boundary')} boundary)"
+    return f"power: {basis}" + (f", {w:g} W/accelerator" if w else "") + " — per-kW figures above use it"
 
 
 def _points(concurrency: str | None, rate: str | None, *, single: bool, num_requests: int | None,
@@ -158,7 +160,7 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
     else:
         out = Console()
         out.print(points_table(f"{result.run_dir.name} ({result.status})", result.rows, POINT_COLUMNS))
-        out.print(power_note(manifest_power) + " — per-kW figures above use it")
+        out.print(power_note(manifest_power))
         seed = manifest.get("load_plan", {}).get("seed")
         out.print(f"run: {result.run_dir}" + (f"  report: {report}" if report else "")
                   + (f"  seed: {seed}" if seed is not None else ""))

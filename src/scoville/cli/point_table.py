@@ -1,4 +1,5 @@
-"""The load-point table every command prints (sweep, simulate, show, recompute), and its cell format.
+"""The load-point table every command prints (sweep, simulate, show, recompute), its cell format, and the
+model line above it.
 
 Its own module so that a command printing points does not import the run catalog (DuckDB, pandas).
 """
@@ -45,3 +46,9 @@ POINT_COLUMNS = [
     ("total_throughput_per_accelerator", "total tok/s\n/accel", 1.0),
     ("total_throughput_per_kw", "total tok/s\n/kW", 1.0),
 ]
+
+
+def model_text(model: dict) -> str:
+    """"llama-3.1-8b (fp8)": a run's model and the precision it was served in; a run that recorded none
+    served the checkpoint as it is."""
+    return f"{model.get('name')} ({model.get('precision') or 'checkpoint precision'})"

@@ -14,8 +14,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, points_table
+from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, model_text, points_table
 from scoville.metrics import recompute
+from scoville.power.sources import NO_POWER_BASIS, power_basis_text
 from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
                                       run_status)
 from scoville.results.store import RunError
@@ -84,10 +85,11 @@ def register(app: typer.Typer) -> None:
             return
         system, model, power = manifest.get("system") or {}, manifest.get("model") or {}, manifest.get("power") or {}
         summary = (f"{manifest.get('source')} · {run_status(run_dir, manifest)} · {system.get('hardware')} "
-                   f"×{system.get('accelerators')} · {model.get('name')} ({model.get('precision')}) · "
+                   f"×{system.get('accelerators')} · {model_text(model)} · "
                    f"workload {(manifest.get('workload') or {}).get('name')}")
         console.print(f"[bold]{escape(str(manifest.get('run_id')))}[/] {escape(summary)}")
-        console.print(escape(f"power: {power.get('source')} ({power.get('boundary')} boundary)"))
+        basis = power_basis_text(power.get("source"), power.get("boundary") or system.get("power_boundary"))
+        console.print(escape(basis if basis == NO_POWER_BASIS else f"power: {basis}"))
         console.print(points_table("load points", rows, POINT_COLUMNS))
 
     @app.command("sql")

@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from scoville.cli.point_table import POINT_COLUMNS, points_table
+from scoville.cli.point_table import POINT_COLUMNS, model_text, points_table
 from scoville.cli.workload_options import (
     IdleGapCapOption,
     MaxSessionsOption,
@@ -235,7 +235,7 @@ def _summary(run_dir: Path, json_out: bool) -> None:
         print(json.dumps({"run_dir": str(run_dir), "points": rows}, indent=2, default=str))
         return
     fidelity = manifest.get("target", {}).get("fidelity", "discrete-event")
-    title = (f"{manifest['system']['hardware']} · {manifest['model']['name']} ({manifest['model'].get('precision')}) · "
+    title = (f"{manifest['system']['hardware']} · {model_text(manifest['model'])} · "
              f"{(manifest.get('workload') or {}).get('name')} (simulated, {fidelity})")
     out = Console()
     out.print(points_table(escape(title), rows, POINT_COLUMNS))

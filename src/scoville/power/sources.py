@@ -26,6 +26,17 @@ BOUNDARIES = ("chip", "board", "node", "rack")
 _DEFAULT_BOUNDARY = {"rated": "chip", "all-in": "rack", "nvml": "board", "csv": "node", "none": "chip"}
 
 
+NO_POWER_BASIS = "no power basis: pass --hardware or --rated-watts"
+
+
+def power_basis_text(source: str | None, boundary: str | None) -> str:
+    """What a per-kW figure means, as every output prints it: "rated, chip boundary"; a run recorded without
+    a power source says how to get one rather than "none (chip boundary)"."""
+    if not source or source == "none":
+        return NO_POWER_BASIS
+    return f"{source}, {boundary or 'unknown'} boundary"
+
+
 class PowerError(UserError):
     """A power source that cannot be used as asked; message says how to fix it."""
 

@@ -21,6 +21,7 @@ from scoville.analysis.compare import UNITS
 from scoville.analysis.frontier import frontier
 from scoville.analysis.runs import System
 from scoville.metrics import itl_gaps  # the one definition of ITL
+from scoville.power.sources import power_basis_text
 
 LOG_SPAN = 30.0
 # Okabe–Ito: distinguishable with every common colour-vision deficiency.
@@ -360,7 +361,7 @@ MAX_POWER_SAMPLES = 3000
 def power_basis(manifest: dict[str, Any]) -> str:
     """"nvml, board boundary": whose power a run recorded, as every per-kW figure must say."""
     power, system = manifest.get("power") or {}, manifest.get("system") or {}
-    return f"{power.get('source', 'none')}, {power.get('boundary') or system.get('power_boundary', 'unknown')} boundary"
+    return power_basis_text(power.get("source"), power.get("boundary") or system.get("power_boundary"))
 
 
 def power_chart(run_id: str, power: pa.Table, plan: list[dict[str, Any]],
