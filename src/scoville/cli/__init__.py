@@ -11,6 +11,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from scoville.errors import UserError
 
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = app(args=argv, standalone_mode=False)
     except UserError as e:
-        err_console.print(f"[bold red]error:[/] {e}")
+        err_console.print(f"[bold red]error:[/] {escape(str(e))}")   # messages quote extras: 'scoville[ray]'
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]: everything recorded so far is kept on disk")

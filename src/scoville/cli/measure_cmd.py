@@ -61,7 +61,7 @@ def _write_report(run_dir: Path) -> Path | None:
     try:
         return write_report([run_dir], run_dir / "report.html")
     except Exception as e:  # the measurement is on disk; a report failure must not hide its summary
-        console.print(f"[yellow]warning[/]: report not written ({type(e).__name__}: {e}); "
+        console.print(f"[yellow]warning[/]: report not written ({type(e).__name__}: {escape(str(e))}); "
                       f"the run is complete in {run_dir}")
         return None
 

@@ -46,6 +46,10 @@ ACTIVATION_TENSORS = 18    # live hidden-sized tensors per token in the peak-act
 COMPONENTS = ("attn_proj", "attn_core", "ffn", "lm_head", "comm", "draft", "overhead")
 
 
+class MissingKernelTables(UserError):
+    """``--cost-backend measured`` on a chip or shape without tables: a fact of the install, not of one layout."""
+
+
 class Parallel(msgspec.Struct, frozen=True, kw_only=True):
     """How one instance is split: ``tp`` x ``dp`` accelerators; MoE experts over ``ep`` of them.
 
@@ -121,7 +125,7 @@ class StepCost:
                                     framework=self.framework.name, backend=backend)
         missing = sorted(k for k, s in self.ops.provenance.items() if s.startswith("transfer"))
         if backend == "measured" and missing:
-            raise UserError(f"no measured kernel tables for {', '.join(missing)} of {m.name} on {self.hw.name} "
+            raise MissingKernelTables(f"no measured kernel tables for {', '.join(missing)} of {m.name} on {self.hw.name} "
                             f"({self.framework.name}); pip install 'scoville[silicon]' or use --cost-backend auto")
         self._precompute()
 

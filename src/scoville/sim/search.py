@@ -36,6 +36,7 @@ import numpy as np
 
 from scoville.errors import UserError
 from scoville.sim.config import DisaggregationConfig, ParallelConfig, PoolConfig, SimConfig, SimConfigError, SpeculativeConfig
+from scoville.sim.cost import MissingKernelTables
 from scoville.sim.engine import step_cost
 from scoville.sim.hardware import Hardware, load_hardware
 from scoville.sim.models import ModelArch, load_model
@@ -139,6 +140,8 @@ def _layouts_of(n: int, model: ModelArch, domain: int) -> list[ParallelConfig]:
 def _fits(base: SimConfig, par: ParallelConfig, min_requests: int, tokens_per_request: float = 0.0) -> bool:
     try:
         cost = step_cost(base, par)
+    except MissingKernelTables:
+        raise                      # no layout would have them: say so, not "does not fit"
     except UserError:
         return False
     cap = cost.kv_capacity_tokens(base.gpu_memory_utilization, base.max_num_batched_tokens)
