@@ -72,6 +72,10 @@ def test_read_timeout_bounds_a_silent_stream_and_is_recorded(server, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--url", "localhost:8000"], "--url 'localhost:8000' needs a scheme: http://HOST:PORT"),
+    (["--url", "http://127.0.0.1:9/v1/completions"],
+     "--url is the server, not an endpoint: drop '/v1/completions' (--url http://127.0.0.1:9)"),
+    (["--url", "http://127.0.0.1:9/v1/chat/completions/"],
+     "drop '/v1/chat/completions' (--url http://127.0.0.1:9 --api chat)"),
     (["--url", "http://127.0.0.1:9", "--timeout", "-1"], "--timeout must be a positive number"),
     (["--url", "http://127.0.0.1:9", "--read-timeout", "0"], "--read-timeout must be a positive number"),
 ])

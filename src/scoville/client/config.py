@@ -59,6 +59,10 @@ class ClientConfig(msgspec.Struct, kw_only=True):
             self.base_url = self.base_url[:-3]
         if not self.base_url.startswith(("http://", "https://")):
             raise ClientError(f"--url {self.base_url!r} needs a scheme: http://HOST:PORT or https://HOST:PORT")
+        for endpoint, api in (("/v1/chat/completions", "chat"), ("/v1/completions", "completions")):
+            if self.base_url.endswith(endpoint):
+                raise ClientError(f"--url is the server, not an endpoint: drop {endpoint!r} (--url "
+                                  f"{self.base_url[:-len(endpoint)]}{'' if api == 'completions' else ' --api chat'})")
         if self.api not in APIS:
             raise ClientError(f"unknown --api {self.api!r}; use completions or chat")
         if not self.timeout_s > 0:  # also refuses NaN
