@@ -40,7 +40,7 @@ def test_run_json_output_and_summary(server, tmp_path):
     p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "4", "--rate", "50",
                  "--num-requests", "3", "--runs", str(tmp_path))
     assert p.returncode == 0, p.stderr
-    assert "rate=50/s" in p.stdout and "power: none" in p.stdout
+    assert "rate=50/s" in p.stdout and "no power basis: pass --hardware or --rated-watts" in p.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -149,3 +149,14 @@ def test_ctrl_c_marks_interrupted_keeps_records_and_says_how_to_resume(server, t
     kept = read_journal(run)
     assert seen <= len(kept) < 200 and all(r.ok for r in kept)
     assert os.path.exists(run / "requests.jsonl") and 0 not in finished_points(run)
+
+
+def test_a_sweep_without_a_terminal_prints_a_line_as_each_point_starts_and_ends(server, tmp_path):
+    # piped or in CI there is no live status line; a long sweep must still show it is moving
+    p = scoville("sweep", "--url", server.base_url, "--isl", "16", "--osl", "4", "--concurrency", "1,2",
+                 "--num-requests", "2", "--warmup-requests", "0", "--runs", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.splitlines()
+    assert [line for line in lines if line.startswith("point ")] == ["point c=1 (1/2): 2 requests",
+                                                                     "point c=2 (2/2): 2 requests"]
+    assert sum(line.lstrip().startswith("✓") for line in lines) == 2

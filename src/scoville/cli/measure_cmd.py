@@ -232,7 +232,7 @@ def register(app: typer.Typer) -> None:
         single = ctx.info_name == "run"
         if seed is None:
             seed = secrets.randbelow(2**31)
-        progress = LiveProgress(console, enabled=not json_out and console.is_terminal)
+        progress = LiveProgress(console, enabled=not json_out, live=console.is_terminal)
         try:
             if resume:
                 _refuse_flags_beside_resume(ctx)

@@ -21,9 +21,13 @@ from scoville.results.schema import RequestRecord
 
 
 class LiveProgress:
-    def __init__(self, console: Console, *, window: int = 200, enabled: bool = True) -> None:
+    """``enabled``: a line per point (start and result), on a terminal or not, so a CI log shows a long sweep
+    moving; ``live``: the refreshing status line as well (a terminal only: a log would get every refresh)."""
+
+    def __init__(self, console: Console, *, window: int = 200, enabled: bool = True, live: bool = True) -> None:
         self.console = console
         self.enabled = enabled
+        self.live = live
         self._ttft: deque[float] = deque(maxlen=window)
         self._tpot: deque[float] = deque(maxlen=window)
         self._done = self._errors = self._total = 0
@@ -33,7 +37,7 @@ class LiveProgress:
         self._live: Live | None = None
 
     def __enter__(self) -> "LiveProgress":
-        if self.enabled:
+        if self.enabled and self.live:
             self._live = Live(self, console=self.console, refresh_per_second=4, transient=True)
             self._live.__enter__()
         return self
@@ -65,6 +69,8 @@ class LiveProgress:
         self._label = point.label()
         self._position = (position, total)
         self._last_error = ""
+        if self.enabled and not self.live:
+            self.console.print(f"point {escape(self._label)} ({position + 1}/{total}): {self._total} requests")
 
     def record(self, rec: RequestRecord) -> None:
         self._done += 1
