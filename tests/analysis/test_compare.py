@@ -28,7 +28,7 @@ def test_iso_interactivity_auto_gives_the_104x_figure(seed_runs):
     assert k.at[0].value == pytest.approx(12_258)
     assert k.at[0].ratio == pytest.approx(12_258 / 118)
     header, rows = c.table()
-    auto_row = next(r for r in rows if "(auto)" in r[0])
+    auto_row = next(r for r in rows if "(the baseline's highest)" in r[0])
     assert auto_row[1:] == ["118", "12,258", "103.9×"]
     assert "rated, chip boundary" in auto_row[0]  # a per-kW figure carries its power basis
 
@@ -171,3 +171,19 @@ def test_a_run_with_no_finished_request_says_so(tmp_path):
     empty = RunWriter.create(tmp_path, m).run_dir  # started, nothing recorded yet
     with pytest.raises(UserError, match="no load point with a successful request"):
         compare(load_systems([[empty]]))
+
+
+def test_the_default_point_is_one_every_system_reaches_and_auto_keeps_its_meaning(tmp_path):
+    # the contender's fastest point is a hair slower than the baseline's: 'auto' (the baseline's highest) is beyond
+    # its reach, the default 'common' (the highest every system reaches) is not, and the table says which it is
+    a = make_run(tmp_path, "20261202T1-aaaaaa", [(100.0, 5000.0), (50.0, 9000.0)])
+    b = make_run(tmp_path, "20261202T1-bbbbbb", [(99.997, 6000.0), (50.0, 10000.0)])
+    systems = load_systems([[a], [b]])
+    auto = compare(systems, ["auto"]).systems[1].at[0]
+    assert auto.interactivity == pytest.approx(100.0) and auto.value is None and auto.ratio is None
+    default = compare(systems)
+    base, cont = default.systems
+    assert cont.at[0].interactivity == pytest.approx(99.997) and cont.at[0].rule == "common"
+    assert base.at[0].value is not None and cont.at[0].ratio == pytest.approx(6000.0 / base.at[0].value)
+    _, rows = default.table()
+    assert any("(the highest all reach)" in row[0] for row in rows)

@@ -9,6 +9,8 @@ Two yardsticks, per system and as a ratio to the first (baseline) system:
    so a frontier that ends early reads "beyond reach", not a number.
    ``auto`` is the highest interactivity the baseline reaches: the point where
    the baseline is at its limit and the contender usually is not (the "104×").
+   ``common`` (the default) is the highest interactivity every system reaches, so
+   the default comparison is never "beyond reach" for a contender a hair slower.
 """
 
 from __future__ import annotations
@@ -38,22 +40,25 @@ def y_metric(per: str, metric: str = "total") -> str:
             "dollar": f"tokens_per_usd_{metric}"}[per]
 
 
+AUTO_RULES = {"auto": "the baseline's highest", "common": "the highest all reach"}
+
+
 def parse_interactivities(text: str) -> list[float | str]:
-    """``"100,169"``, ``"auto"`` or a mix such as ``"auto,100"``."""
+    """``"100,169"``, ``"auto"``, ``"common"`` or a mix such as ``"common,100"``."""
     out: list[float | str] = []
     for part in filter(None, (p.strip() for p in text.split(","))):
-        if part.lower() == "auto":
-            out.append("auto")
+        if part.lower() in AUTO_RULES:
+            out.append(part.lower())
             continue
         try:
             value = float(part)
         except ValueError:
-            raise UserError(f"--at-interactivity: {part!r} is not a number of tok/s/user or 'auto'") from None
+            raise UserError(f"--at-interactivity: {part!r} is not a number of tok/s/user, 'common' or 'auto'") from None
         if not math.isfinite(value) or value <= 0:
             raise UserError(f"--at-interactivity: {part!r} must be a positive tok/s/user")
         out.append(value)
     if not out:
-        raise UserError("--at-interactivity: give numbers like 100,169 or 'auto'")
+        raise UserError("--at-interactivity: give numbers like 100,169, 'common' or 'auto'")
     return out
 
 
@@ -74,13 +79,14 @@ class AtInteractivity:
     """
 
     interactivity: float
-    auto: bool
+    auto: bool                       # chosen by a rule (``rule``: AUTO_RULES), not given as a number
     value: float | None
     why_undefined: str | None
     ratio: float | None
     ratio_why_undefined: str | None
     bound: str | None = None
     ratio_bound: str | None = None
+    rule: str | None = None          # "auto" or "common" when ``auto``
 
 
 @dataclass
@@ -109,7 +115,7 @@ class SystemResult:
             "frontier": [{"interactivity": p.x, "value": p.y, "run_id": p.row.get("run_id"),
                           "point": p.row.get("point"), "concurrency": p.row.get("concurrency")}
                          for p in self.frontier.points],
-            "at_interactivity": [{"interactivity": a.interactivity, "auto": a.auto, "value": a.value,
+            "at_interactivity": [{"interactivity": a.interactivity, "auto": a.auto, "rule": a.rule, "value": a.value,
                                   "bound": a.bound, "why_undefined": a.why_undefined, "ratio": a.ratio,
                                   "ratio_bound": a.ratio_bound, "ratio_why_undefined": a.ratio_why_undefined}
                                  for a in self.at],
@@ -203,7 +209,8 @@ class Comparison:
                          *[fmt_usd(s.lowest_usd_per_mtok) for s in self.systems],
                          *[fmt_ratio(s.ratios.get("lowest_usd_per_mtok")) for s in contenders]])
         for i, a in enumerate(base.at):
-            label = f"{tput} at {fmt_value(a.interactivity)} tok/s/user" + (" (auto)" if a.auto else "")
+            label = (f"{tput} at {fmt_value(a.interactivity)} tok/s/user"
+                     + (f" ({AUTO_RULES[a.rule]})" if a.rule else ""))
             cells = [_bounded(s.at[i].bound, with_basis(s, s.at[i].value)) if s.at[i].value is not None
                      else (s.at[i].why_undefined or "—") for s in self.systems]
             ratios = [_bounded(s.at[i].ratio_bound, fmt_ratio(s.at[i].ratio)) if s.at[i].ratio is not None
@@ -279,7 +286,7 @@ def _check_normalisation(systems: Sequence[System], per: str, y: str) -> None:
         raise UserError(f"{s.label} ({runs}) has no {y} in any load point; nothing to compare")
 
 
-def compare(systems: Sequence[System], at: Sequence[float | str] = ("auto",), *, per: str = "kW",
+def compare(systems: Sequence[System], at: Sequence[float | str] = ("common",), *, per: str = "kW",
             metric: str = "total") -> Comparison:
     """Compare systems (the first is the baseline) on peaks and at the requested interactivities."""
     if not systems:
@@ -298,16 +305,20 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("auto",), *,
             lowest_usd_per_mtok=_extreme(s.rows, f"usd_per_mtok_{metric}", min),
         ))
     base = results[0]
-    targets: list[tuple[float, bool]] = []
+    targets: list[tuple[float, str | None]] = []
+    reaches = [r.frontier.reach for r in results]
     for a in at:
         if a == "auto":
             if base.frontier.reach is not None:
-                targets.append((base.frontier.reach, True))
+                targets.append((base.frontier.reach, "auto"))
+        elif a == "common":
+            if all(x is not None for x in reaches):
+                targets.append((min(reaches), "common"))  # type: ignore[type-var]
         else:
-            targets.append((float(a), False))
+            targets.append((float(a), None))
     for r in results:
-        for x, auto in targets:
-            r.at.append(_at(r.frontier, base.frontier, x, auto))
+        for x, rule in targets:
+            r.at.append(_at(r.frontier, base.frontier, x, rule))
         for key in ("peak", "highest_interactivity", "lowest_ttft_s", "lowest_e2e_s", "lowest_usd_per_mtok"):
             r.ratios[key] = ratio(getattr(r, key), getattr(base, key))
     return Comparison(per, metric, y, UNITS[per], list(at), results)
@@ -324,7 +335,7 @@ def _read(f: Frontier, x: float) -> tuple[float | None, str | None, str | None]:
     return None, None, f.why_undefined(x)
 
 
-def _at(f: Frontier, base: Frontier, x: float, auto: bool) -> AtInteractivity:
+def _at(f: Frontier, base: Frontier, x: float, rule: str | None) -> AtInteractivity:
     value, bound, why = _read(f, x)
     base_value, base_bound, base_why = _read(base, x)
     r, r_bound, r_why = ratio(value, base_value), None, None
@@ -338,4 +349,4 @@ def _at(f: Frontier, base: Frontier, x: float, auto: bool) -> AtInteractivity:
         r_bound = "at least"
     elif base_bound:
         r_bound = "at most"
-    return AtInteractivity(x, auto, value, why, r, r_why, bound, r_bound)
+    return AtInteractivity(x, rule is not None, value, why, r, r_why, bound, r_bound, rule)

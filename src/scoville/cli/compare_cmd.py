@@ -29,8 +29,9 @@ RunRefs = Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs to co
                                                     "system.", show_default=False)]
 RunsRoot = Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")]
 AtOption = Annotated[str, typer.Option("--at-interactivity",
-                                       help="tok/s/user to compare at, e.g. 100,169; 'auto' = the highest "
-                                            "interactivity the baseline reaches.")]
+                                       help="tok/s/user to compare at, e.g. 100,169; 'common' = the highest "
+                                            "interactivity every system reaches; 'auto' = the highest the "
+                                            "baseline reaches.")]
 
 
 def resolve_groups(runs_root: Path, refs: list[str]) -> list[list[Path]]:
@@ -57,7 +58,7 @@ def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare_cmd(
         run_refs: RunRefs,
-        at_interactivity: AtOption = "auto",
+        at_interactivity: AtOption = "common",
         per: Annotated[str, typer.Option("--per", help="Normalise throughput per kW, accelerator or dollar.")] = "kW",
         metric: Annotated[str, typer.Option("--metric", help="total (input+output, InferenceX's 'throughput per "
                                                              "GPU') or output tokens.")] = "total",
@@ -99,7 +100,7 @@ def register(app: typer.Typer) -> None:
         png: Annotated[Optional[Path], typer.Option("--png", help="Also write every chart as PNG here.")] = None,
         svg: Annotated[Optional[Path], typer.Option("--svg", help="Also write every chart as SVG here.")] = None,
         title: Annotated[Optional[str], typer.Option("--title", help="Report title.")] = None,
-        at_interactivity: AtOption = "auto",
+        at_interactivity: AtOption = "common",
         runs: RunsRoot = Path("runs"),
     ) -> None:
         """One self-contained HTML report (opens offline) with frontiers, comparison, latencies, power, manifests."""

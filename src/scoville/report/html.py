@@ -223,7 +223,7 @@ def _comparisons(systems: list[System], at: Sequence[float | str]) -> tuple[list
     return out, left_out
 
 
-def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[float | str] = ("auto",)) -> str:
+def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[float | str] = ("common",)) -> str:
     """The report's HTML for systems made of the given groups of run directories."""
     if not groups or not all(groups):
         raise UserError("report needs at least one run")
@@ -271,7 +271,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
 
 
 def write_report_groups(groups: list[list[Path]], out: Path, *, title: str | None = None,
-                        at: Sequence[float | str] = ("auto",)) -> Path:
+                        at: Sequence[float | str] = ("common",)) -> Path:
     """Write the report for systems that may pool several runs each; returns ``out``.
 
     The destination is checked before the (slow) rendering, and again when written (see report.output).
