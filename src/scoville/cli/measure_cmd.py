@@ -183,7 +183,7 @@ def register(app: typer.Typer) -> None:
         scenario_name: Annotated[Optional[str], typer.Option("--scenario", help="1k1k, 1k8k, 8k1k (InferenceX) or a session scenario (`scoville scenarios`).")] = None,
         isl: Annotated[Optional[int], typer.Option(help="Input tokens per request (max of the range).")] = None,
         osl: Annotated[Optional[int], typer.Option(help="Output tokens per request (max of the range).")] = None,
-        range_ratio: Annotated[Optional[float], typer.Option(help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed.")] = None,
+        range_ratio: Annotated[Optional[float], typer.Option(help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed. Not vLLM's --random-range-ratio r, which spreads (1-r)·L to (1+r)·L (r = 0 fixed).")] = None,
         concurrency: Annotated[Optional[str], typer.Option(help="Closed-loop levels: 1,2,4 or 1-64 (doubling).")] = None,
         rate: Annotated[Optional[str], typer.Option(help="Open-loop request rates per second: 1,2,4.")] = None,
         burstiness: Annotated[float, typer.Option(help="Gamma shape of arrivals (1 = Poisson).")] = 1.0,
