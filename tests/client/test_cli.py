@@ -160,3 +160,11 @@ def test_a_sweep_without_a_terminal_prints_a_line_as_each_point_starts_and_ends(
     assert [line for line in lines if line.startswith("point ")] == ["point c=1 (1/2): 2 requests",
                                                                      "point c=2 (2/2): 2 requests"]
     assert sum(line.lstrip().startswith("✓") for line in lines) == 2
+
+
+def test_eos_is_ignored_by_default_and_honoured_with_no_ignore_eos(server, tmp_path):
+    for flags, ignored in (([], True), (["--ignore-eos"], True), (["--no-ignore-eos"], False)):
+        p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "4", "--num-requests", "1",
+                     "--warmup-requests", "0", "--runs", str(tmp_path), *flags)
+        assert p.returncode == 0, p.stderr
+        assert server.bodies[-1].get("ignore_eos", False) is ignored, (flags, server.bodies[-1])

@@ -208,7 +208,8 @@ def register(app: typer.Typer) -> None:
         runs: Annotated[Path, typer.Option(help="Folder holding run directories.")] = Path("runs"),
         resume: Annotated[Optional[str], typer.Option(help="Continue an interrupted run (path or id).")] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")] = False,
-        ignore_eos: Annotated[bool, typer.Option("--ignore-eos/--no-ignore-eos", help="Ask for exactly max_tokens (vLLM ignore_eos/min_tokens).")] = True,
+        stop_at_eos: Annotated[bool, typer.Option("--no-ignore-eos", help="Let the model stop at EOS (default: ask for exactly max_tokens, vLLM ignore_eos/min_tokens).")] = False,
+        _ignore_eos: Annotated[bool, typer.Option("--ignore-eos", hidden=True, help="The default; accepted as vLLM bench spells it.")] = False,
         workers: Annotated[int, typer.Option(help="Client processes (0 = auto by concurrency).")] = 0,
         timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 600.0,
         read_timeout: Annotated[float, typer.Option(help="Seconds a request may go without data (raise it for "
@@ -284,7 +285,7 @@ def register(app: typer.Typer) -> None:
                 if ray_address and executor != "ray":
                     raise ClientError("--ray-address only applies with --executor ray")
                 cfg = ClientConfig(base_url=target_url, model=model_name, api=api, api_key=api_key,
-                                   ignore_eos=ignore_eos, timeout_s=timeout, read_timeout_s=read_timeout,
+                                   ignore_eos=not stop_at_eos, timeout_s=timeout, read_timeout_s=read_timeout,
                                    vocab_size=vocab_size,
                                    tokenizer=tokenizer)
                 sweep = Sweep(cfg=cfg, workload=workload, points=points, power=plan, system=system,
