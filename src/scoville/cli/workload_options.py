@@ -13,23 +13,23 @@ from typing import Annotated, Any, Optional
 import typer
 
 TraceOption = Annotated[Optional[Path], typer.Option(
-    "--trace", help="Replay a trace: AgentX session JSON(s)/folder, Mooncake JSONL, Azure CSV or scoville JSONL.")]
+    "--trace", rich_help_panel="Workload", help="Replay a trace: AgentX session JSON(s)/folder, Mooncake JSONL, Azure CSV or scoville JSONL.")]
 TraceFormatOption = Annotated[Optional[str], typer.Option(
-    "--trace-format", help="agentx | mooncake | azure | scoville (default: detected from the file).")]
+    "--trace-format", rich_help_panel="Workload", help="agentx | mooncake | azure | scoville (default: detected from the file).")]
 TimeScaleOption = Annotated[Optional[float], typer.Option(
-    "--time-scale", help="Multiply the trace's recorded times (0.5 = twice as fast).")]
+    "--time-scale", rich_help_panel="Workload", help="Multiply the trace's recorded times (0.5 = twice as fast).")]
 SampleOption = Annotated[Optional[float], typer.Option(
-    "--sample", help="Keep this fraction of the trace's sessions (seeded).")]
+    "--sample", rich_help_panel="Workload", help="Keep this fraction of the trace's sessions (seeded).")]
 MaxSessionsOption = Annotated[Optional[int], typer.Option(
-    "--max-sessions", help="Keep at most this many of the trace's sessions (earliest first).")]
+    "--max-sessions", rich_help_panel="Workload", help="Keep at most this many of the trace's sessions (earliest first).")]
 IdleGapCapOption = Annotated[Optional[float], typer.Option(
-    "--idle-gap-cap", help="Cap every idle gap of the trace (arrivals and think times), seconds.")]
+    "--idle-gap-cap", rich_help_panel="Workload", help="Cap every idle gap of the trace (arrivals and think times), seconds.")]
 ReplayOption = Annotated[Optional[str], typer.Option(
-    "--replay", help="timed (trace arrival times) | agentx (concurrency = live session trees, random start turn).")]
+    "--replay", rich_help_panel="Workload", help="timed (trace arrival times) | agentx (concurrency = live session trees, random start turn).")]
 TraceBlockSizeOption = Annotated[Optional[int], typer.Option(
-    "--trace-block-size", help="Override the trace's prefix-block size (tokens per hash id).")]
+    "--trace-block-size", rich_help_panel="Workload", help="Override the trace's prefix-block size (tokens per hash id).")]
 ThinkScaleOption = Annotated[Optional[float], typer.Option(
-    "--think-scale", help="Multiply a session scenario's think/tool times (0 = back to back).")]
+    "--think-scale", rich_help_panel="Workload", help="Multiply a session scenario's think/tool times (0 = back to back).")]
 
 
 def workload_kwargs(*, trace: Path | None, trace_format: str | None, time_scale: float | None,
