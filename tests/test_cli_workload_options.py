@@ -30,3 +30,18 @@ def test_session_flags_on_a_single_turn_scenario_are_refused_in_one_line(tmp_pat
         simulate(tmp_path, "--scenario", "1k1k", "--think-scale", "0", "--concurrency", "1")
     assert e.value.code == 2
     assert "--think-scale" in capsys.readouterr().err
+
+
+def test_simulate_builds_the_load_plan_sweep_builds_from_the_same_flags(tmp_path, capsys):
+    from scoville.load import load_plan
+
+    flags = dict(rate="2", burstiness=0.5, max_concurrency=8, duration=60.0)
+    simulate(tmp_path, "--isl", "64", "--osl", "8", "--rate", "2", "--burstiness", "0.5", "--max-concurrency", "8",
+             "--duration", "60")
+    out = json.loads(capsys.readouterr().out)
+    manifest = json.loads((Path(out["run_dir"]) / "manifest.json").read_text())
+    (planned,) = manifest["load_plan"]["points"]
+    (want,) = load_plan(None, **flags)       # what `scoville sweep` sends for the same flags
+    assert want.num_requests == 100          # the one default for a --rate point (simulate used 200)
+    for key in ("rate", "burstiness", "concurrency", "num_requests", "warmup_requests", "duration_s"):
+        assert planned[key] == getattr(want, key), key

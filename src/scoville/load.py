@@ -152,6 +152,39 @@ def replay_point(workload: Any) -> LoadPoint:
     return LoadPoint(index=0, rate=rate, num_requests=requests, sessions=sessions)
 
 
+DEFAULT_CONCURRENCY = "1,2,4,8,16,32,64"
+DEFAULT_RATE_REQUESTS = 100   # measured requests of a --rate point when --num-requests is not given
+
+
+def load_plan(concurrency: str | None, rate: str | None, *, num_requests: int | None = None,
+              warmup_requests: int | None = None, duration: float | None = None, burstiness: float = 1.0,
+              max_concurrency: int | None = None, default_concurrency: str = DEFAULT_CONCURRENCY,
+              workload: Any = None, single: bool = False) -> list[LoadPoint]:
+    """The load points of a command line, the same for ``sweep``, ``run`` and ``simulate``: closed-loop
+    ``concurrency`` levels or open-loop ``rate`` points with their defaults; a timed trace with neither replays
+    once at its own (scaled) times. ``single`` (``run``) allows one point only."""
+    if concurrency and rate:
+        raise LoadError("give --concurrency or --rate, not both")
+    if not (concurrency or rate) and getattr(workload, "has_arrivals", False):
+        point = replay_point(workload)
+        if num_requests is not None or warmup_requests or duration is not None:
+            point = msgspec.structs.replace(point, num_requests=point.num_requests if num_requests is None
+                                            else num_requests, warmup_requests=warmup_requests or 0,
+                                            duration_s=duration)
+        return [point]
+    if rate:
+        rates = parse_float_list(rate)
+        if single and len(rates) != 1:
+            raise LoadError("`scoville run` measures one point: give one --rate (use `scoville sweep` for several)")
+        return rate_sweep(rates, num_requests=DEFAULT_RATE_REQUESTS if num_requests is None else num_requests,
+                          warmup_requests=warmup_requests or 0, burstiness=burstiness, duration_s=duration,
+                          max_concurrency=max_concurrency)
+    levels = parse_int_list(concurrency or ("1" if single else default_concurrency))
+    if single and len(levels) != 1:
+        raise LoadError("`scoville run` measures one point: give one --concurrency (use `scoville sweep` for several)")
+    return concurrency_sweep(levels, num_requests=num_requests, warmup_requests=warmup_requests, duration_s=duration)
+
+
 def arrival_offsets(point: LoadPoint, count: int, seed: int) -> np.ndarray:
     """Send times (s from point start) for an open-loop point.
 

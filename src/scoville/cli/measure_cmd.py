@@ -25,7 +25,7 @@ from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress
 from scoville.client.sweep import (Sweep, SweepInterrupted, SweepResult, check_options, emulator_target,
                                    resume_hint, resume_sweep, run_sweep)
-from scoville.load import concurrency_sweep, parse_float_list, parse_int_list, rate_sweep, replay_point
+from scoville.load import DEFAULT_CONCURRENCY, load_plan
 from scoville.power.sources import NO_POWER_BASIS, cost_per_hour, plan_power, power_basis_text, system_info
 from scoville.results.catalog import resolve_run
 from scoville.results.store import read_journal, read_manifest
@@ -48,8 +48,6 @@ console = Console(stderr=True)
 
 EMULATOR_DEFAULTS = {"hardware": "h200", "model": "llama-3.1-8b", "isl": 1024, "osl": 128,
                      "concurrency": "1,2,4,8,16,32,64"}
-DEFAULT_CONCURRENCY = "1,2,4,8,16,32,64"
-DEFAULT_RATE_REQUESTS = 100
 
 
 def _write_report(run_dir: Path) -> Path | None:
@@ -90,32 +88,6 @@ def power_note(manifest_power: dict[str, Any]) -> str:
         return f"{basis} (the per-kW columns stay empty)"
     w = manifest_power.get("watts_per_accelerator")
     return f"power: {basis}" + (f", {w:g} W/accelerator" if w else "") + " — per-kW figures above use it"
-
-
-def _points(concurrency: str | None, rate: str | None, *, single: bool, num_requests: int | None,
-            warmup_requests: int | None, duration: float | None, burstiness: float, max_concurrency: int | None,
-            default_concurrency: str, workload: Any = None):
-    """The load plan; a timed trace with neither --concurrency nor --rate replays once at its own (scaled) times."""
-    if concurrency and rate:
-        raise ClientError("give --concurrency or --rate, not both")
-    if not (concurrency or rate) and getattr(workload, "has_arrivals", False):
-        point = replay_point(workload)
-        if num_requests is not None or warmup_requests or duration is not None:
-            point = msgspec.structs.replace(point, num_requests=point.num_requests if num_requests is None
-                                            else num_requests, warmup_requests=warmup_requests or 0,
-                                            duration_s=duration)
-        return [point]
-    if rate:
-        rates = parse_float_list(rate)
-        if single and len(rates) != 1:
-            raise ClientError("`scoville run` measures one point: give one --rate (use `scoville sweep` for several)")
-        return rate_sweep(rates, num_requests=DEFAULT_RATE_REQUESTS if num_requests is None else num_requests,
-                          warmup_requests=warmup_requests or 0, burstiness=burstiness, duration_s=duration,
-                          max_concurrency=max_concurrency)
-    levels = parse_int_list(concurrency or ("1" if single else default_concurrency))
-    if single and len(levels) != 1:
-        raise ClientError("`scoville run` measures one point: give one --concurrency (use `scoville sweep` for several)")
-    return concurrency_sweep(levels, num_requests=num_requests, warmup_requests=warmup_requests, duration_s=duration)
 
 
 # What --resume may be given besides the run: where the server is now, its key, where runs live, the output form.
@@ -269,9 +241,9 @@ def register(app: typer.Typer) -> None:
                                                               max_sessions=max_sessions, idle_gap_cap=idle_gap_cap,
                                                               replay=replay, trace_block_size=trace_block_size,
                                                               think_scale=think_scale))
-                points = _points(concurrency, rate, single=single, num_requests=num_requests,
-                                 warmup_requests=warmup_requests, duration=duration, burstiness=burstiness,
-                                 max_concurrency=max_concurrency, default_concurrency=default_c, workload=workload)
+                points = load_plan(concurrency, rate, single=single, num_requests=num_requests,
+                                   warmup_requests=warmup_requests, duration=duration, burstiness=burstiness,
+                                   max_concurrency=max_concurrency, default_concurrency=default_c, workload=workload)
                 n_acc = accelerators or int(system_defaults.get("accelerators") or 1)
                 if rated_watts is None and system_defaults.get("rated_watts_per_accelerator") and power != "all-in":
                     rated_watts = system_defaults["rated_watts_per_accelerator"]

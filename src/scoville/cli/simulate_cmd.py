@@ -37,7 +37,7 @@ from scoville.cli.workload_options import (
     workload_kwargs,
 )
 from scoville.executor.options import ExecutorOption, RayAddressOption
-from scoville.load import LoadPoint, concurrency_sweep, parse_float_list, parse_int_list, rate_sweep
+from scoville.load import LoadPoint, load_plan
 from scoville.results.store import read_manifest, read_point_metrics
 from scoville.sim.config import SimConfig, SimConfigError, SpeculativeConfig
 
@@ -120,8 +120,12 @@ def register(app: typer.Typer) -> None:
         cost_backend: Annotated[str, typer.Option("--cost-backend", help="Operator times: auto (measured tables "
                                                   "where they exist) | measured | transfer (datasheet only).")] = "auto",
         profile: Annotated[Optional[Path], typer.Option(help="Calibration profile from `scoville calibrate`.")] = None,
-        num_requests: Annotated[Optional[int], typer.Option(help="Measured requests per point (default 10 x C).")] = None,
-        warmup_requests: Annotated[Optional[int], typer.Option(help="Warm-up requests per point (default 2 x C).")] = None,
+        range_ratio: Annotated[Optional[float], typer.Option(help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed.")] = None,
+        burstiness: Annotated[float, typer.Option(help="Gamma shape of --rate arrivals (1 = Poisson).")] = 1.0,
+        max_concurrency: Annotated[Optional[int], typer.Option(help="Cap on requests in flight for --rate points.")] = None,
+        num_requests: Annotated[Optional[int], typer.Option(help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
+        warmup_requests: Annotated[Optional[int], typer.Option(help="Warm-up requests per point (default 2·C).")] = None,
+        duration: Annotated[Optional[float], typer.Option(help="Stop sending after this many (simulated) seconds per point.")] = None,
         power: Annotated[str, typer.Option(help="Per-kW power: rated | all-in | model (utilisation; needs --fidelity des).")] = "rated",
         compat: Annotated[str, typer.Option(help="Metric method: inferencex | clean.")] = "inferencex",
         seed: Annotated[int, typer.Option(help="Seed for workload draws and speculative acceptance.")] = 0,
@@ -148,8 +152,6 @@ def register(app: typer.Typer) -> None:
             raise SimConfigError(f"unknown --compat {compat!r}; use one of {', '.join(COMPAT_MODES)}")
         if fidelity is not None and fidelity not in FIDELITIES:
             raise SimConfigError(f"unknown --fidelity {fidelity!r}; use analytic or des")
-        if concurrency and rate:
-            raise SimConfigError("give --concurrency or --rate, not both")
         mtp_mode, pinned_spec = parse_mtp(mtp)
         common = dict(framework=framework, cost_backend=cost_backend,
                       profile=str(profile) if profile is not None else None)
@@ -163,7 +165,7 @@ def register(app: typer.Typer) -> None:
                                     "speculative": pinned_spec.model_dump() if pinned_spec else None, **common},
                                    where="options")
         workload = resolve_workload(scenario if (scenario or isl or osl or trace) else "8k1k", isl=isl, osl=osl,
-                                    seed=seed, **workload_kwargs(
+                                    range_ratio=range_ratio, seed=seed, **workload_kwargs(
                                         trace=trace, trace_format=trace_format, time_scale=time_scale,
                                         sample=sample, max_sessions=max_sessions, idle_gap_cap=idle_gap_cap,
                                         replay=replay, trace_block_size=trace_block_size, think_scale=think_scale))
@@ -173,12 +175,11 @@ def register(app: typer.Typer) -> None:
             raise SimConfigError("--fidelity analytic covers single-turn workloads; sessions and traces need --fidelity des")
         if fid == "analytic" and config is not None:
             raise SimConfigError("--fidelity analytic writes a search's frontier; a pinned --config runs with --fidelity des")
-        if rate:
-            points = rate_sweep(parse_float_list(rate), num_requests=num_requests or 200,
-                                warmup_requests=warmup_requests or 0)
-        else:
-            points = concurrency_sweep(parse_int_list(concurrency or DEFAULT_CONCURRENCY),
-                                       num_requests=num_requests, warmup_requests=warmup_requests)
+        # the same plan `sweep` builds from the same flags; the search sweeps concurrency, so a timed trace
+        # replays at its own times only on a pinned --config
+        points = load_plan(concurrency, rate, num_requests=num_requests, warmup_requests=warmup_requests,
+                           duration=duration, burstiness=burstiness, max_concurrency=max_concurrency,
+                           default_concurrency=DEFAULT_CONCURRENCY, workload=workload if config is not None else None)
 
         search_info, configs, predictions = None, None, None
         if config is None:
@@ -212,7 +213,8 @@ def register(app: typer.Typer) -> None:
                 return
             configs = [p.config for p in result.frontier]
             points = [LoadPoint(index=i, concurrency=p.concurrency, num_requests=num_requests or 10 * p.concurrency,
-                                warmup_requests=2 * p.concurrency if warmup_requests is None else warmup_requests)
+                                warmup_requests=2 * p.concurrency if warmup_requests is None else warmup_requests,
+                                duration_s=duration)
                       for i, p in enumerate(result.frontier)]
         from scoville.executor import make_executor
         from scoville.sim.driver import simulate_run
