@@ -1,4 +1,5 @@
-"""`scoville sql` / `ls`: data printed as given (never read as Rich markup); the catalog is read-only."""
+"""`scoville sql` / `ls` / `recompute`: data printed as given (never read as Rich markup); the catalog is read-only;
+recompute never destroys what it cannot rebuild."""
 
 import hashlib
 import json
@@ -101,3 +102,18 @@ def test_a_run_left_running_by_a_dead_writer_is_shown_as_stopped(tmp_path):
     finally:
         lock.release()
     assert run_status(run, {"status": "complete"}) == "complete"
+
+
+def test_recompute_refuses_an_analytic_prediction_and_keeps_its_points(tmp_path, capsys):
+    # an analytic run has no request records: rebuilding "from records" used to write nothing and delete its points
+    from scoville.cli import main
+
+    runs = tmp_path / "runs"
+    main(["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--scenario", "1k1k", "--concurrency", "1-8",
+          "--no-disagg", "--runs", str(runs), "--json"])
+    run_dir = Path(json.loads(capsys.readouterr().out)["run_dir"])
+    before = (run_dir / "points.parquet").read_bytes()
+    with pytest.raises(SystemExit) as e:
+        main(["recompute", run_dir.name, "--runs", str(runs)])
+    assert e.value.code == 2 and "analytic prediction" in capsys.readouterr().err
+    assert (run_dir / "points.parquet").read_bytes() == before

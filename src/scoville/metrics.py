@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from scoville.results.store import read_manifest, read_power, read_requests, write_point_metrics
+from scoville.results.store import RunError, read_manifest, read_power, read_requests, write_point_metrics
 
 COMPAT_MODES = ("inferencex", "clean")
 PERCENTILES = {"median": 50, "p90": 90, "p99": 99}
@@ -282,7 +282,14 @@ def run_metrics(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def recompute(run_dir: Path) -> list[dict[str, Any]]:
-    """Rebuild points.parquet from raw records (``scoville recompute``)."""
+    """Rebuild points.parquet from raw records (``scoville recompute``).
+
+    A run predicted by the steady-state estimator (``fidelity: analytic``) has no request records: its points
+    *are* the record, so it is refused rather than rebuilt into nothing (which used to delete them).
+    """
+    if (read_manifest(run_dir).get("target") or {}).get("fidelity") == "analytic":
+        raise RunError(f"{run_dir.name} is an analytic prediction: its points were estimated, not built from request "
+                       "records, so there is nothing to recompute (simulate --fidelity des records requests)")
     rows = run_metrics(run_dir)
     write_point_metrics(run_dir, rows)
     return rows
