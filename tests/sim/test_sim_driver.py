@@ -208,3 +208,12 @@ def test_unknown_power_mode_and_bad_config_file_are_user_errors(tmp_path: Path):
     good.write_text(json.dumps({"parallel": {"tp": 2}, "max_num_seqs": 64}))
     cfg = SimConfig.from_file(good, hardware="h200", model="llama-3.1-8b")
     assert cfg.parallel.tp == 2 and cfg.accelerators == 2
+
+
+def test_a_simulated_runs_manifest_hashes_its_points_file(tmp_path: Path):
+    from scoville.results.store import file_sha256
+
+    cfg = SimConfig(hardware="h200", model="llama-3.1-8b")
+    run = simulate_run(cfg, scenario(None, isl=64, osl=8), concurrency_sweep([1, 2], num_requests=4), tmp_path)
+    files = read_manifest(run)["files"]
+    assert files["points.parquet"] == file_sha256(run / "points.parquet")

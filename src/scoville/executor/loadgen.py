@@ -455,6 +455,6 @@ def sweep_on_ray(cfg: ClientConfig, workload: Any, points: list[LoadPoint], runs
     finally:
         writer.manifest["executor"] = coordinator.describe()
         coordinator.close()
+        recompute(writer.run_dir)  # before finish: the manifest's file hashes cover points.parquet
         writer.finish(status)
-        recompute(writer.run_dir)
     return writer.run_dir
