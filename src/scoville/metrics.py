@@ -1,4 +1,4 @@
-"""Per-request records -> per-point metrics, exactly as DESIGN.md defines them.
+"""Per-request records -> per-point metrics, exactly as docs/architecture.md (section 5) defines them.
 
 This is the only place metrics are computed, for measured and simulated runs
 alike (so a simulated GB300 and a measured H200 can never disagree on what

@@ -6,7 +6,7 @@ measured and simulated runs alike. Warm-up requests (including a replay's
 cache-priming requests) are excluded; failed requests are excluded from
 latencies and make their session count as failed.
 
-Definitions (beyond DESIGN.md's per-request TTFT, TPOT, E2E):
+Definitions (beyond docs/architecture.md's per-request TTFT, TPOT, E2E):
 
 * per turn: TTFT/TPOT/E2E distributions of all requests with the same turn index;
 * per session: each session's mean TTFT/TPOT/E2E, then their distribution;

@@ -1,4 +1,4 @@
-"""The comparison the seed publication was judged by (DESIGN.md, "Comparisons").
+"""The comparison the seed publication was judged by (docs/architecture.md, "Reading runs").
 
 Two yardsticks, per system and as a ratio to the first (baseline) system:
 

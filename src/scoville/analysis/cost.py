@@ -1,4 +1,4 @@
-"""Cost per million tokens and tokens per dollar (DESIGN.md, "cost").
+"""Cost per million tokens and tokens per dollar (docs/architecture.md, section 5).
 
 Kept apart from metrics.py so a comparison can price a run that was recorded
 without a price (e.g. with a public $/GPU-hour preset) without rewriting it.

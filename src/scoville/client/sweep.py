@@ -1,6 +1,6 @@
 """A measured sweep end to end: probe, run directory, points, power, metrics, resume.
 
-``run_sweep`` writes the run directory of DESIGN.md as it goes: the manifest
+``run_sweep`` writes the run directory of docs/architecture.md as it goes: the manifest
 first (status "running"), every finished request journaled the moment it
 arrives, each point compacted to Parquet and the metrics recomputed when it
 ends, power samples flushed per point, the manifest completed last. Ctrl-C

@@ -59,7 +59,7 @@ def base_manifest(
     slo: dict[str, float] | None = None,
     command: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The manifest fields of DESIGN.md; ``source`` is "measured" or "simulated"."""
+    """The manifest fields of docs/architecture.md; ``source`` is "measured" or "simulated"."""
     if source not in ("measured", "simulated"):
         raise ValueError(f"source must be 'measured' or 'simulated', not {source!r}")
     return scrub(

@@ -33,7 +33,7 @@ class RequestRecord(msgspec.Struct, kw_only=True):
 
     ``token_times[i]`` is the arrival time of the i-th streamed chunk and
     ``token_counts[i]`` how many tokens it carried, so a chunk of k tokens counts as
-    k tokens at its arrival (DESIGN.md, ITL). ``warmup`` records are kept on disk
+    k tokens at its arrival (docs/architecture.md, ITL). ``warmup`` records are kept on disk
     but excluded from every metric.
     """
 

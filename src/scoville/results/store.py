@@ -1,4 +1,4 @@
-"""Run directories: crash-safe writing and reading (DESIGN.md, "Run directory").
+"""Run directories: crash-safe writing and reading (docs/architecture.md, "The run directory").
 
 Layout of ``runs/<run_id>/``::
 
