@@ -45,3 +45,16 @@ def test_simulate_builds_the_load_plan_sweep_builds_from_the_same_flags(tmp_path
     assert want.num_requests == 100          # the one default for a --rate point (simulate used 200)
     for key in ("rate", "burstiness", "concurrency", "num_requests", "warmup_requests", "duration_s"):
         assert planned[key] == getattr(want, key), key
+
+
+def test_simulate_workers_replay_points_in_parallel_with_the_sequential_result(tmp_path, capsys):
+    simulate(tmp_path, "--isl", "64", "--osl", "8", "--concurrency", "1,2", "--num-requests", "6")
+    sequential = json.loads(capsys.readouterr().out)["points"]
+    simulate(tmp_path, "--isl", "64", "--osl", "8", "--concurrency", "1,2", "--num-requests", "6", "--workers", "2")
+    out = json.loads(capsys.readouterr().out)
+    parallel = out["points"]
+    assert json.loads((Path(out["run_dir"]) / "manifest.json").read_text())["executor"] == {"kind": "local",
+                                                                                            "workers": 2}
+    for a, b in zip(sequential, parallel, strict=True):
+        assert a["num_ok"] == b["num_ok"] == 6
+        assert b["tpot_s_median"] == pytest.approx(a["tpot_s_median"], rel=1e-9)

@@ -131,7 +131,8 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="Seed for workload draws and speculative acceptance.")] = 0,
         executor: ExecutorOption = "local",
         ray_address: RayAddressOption = None,
-        workers: Annotated[Optional[int], typer.Option(help="Local worker processes for --fidelity des points.")] = None,
+        workers: Annotated[Optional[int], typer.Option(help="Local worker processes that replay --fidelity des "
+                                                          "points in parallel (default: one sequential loop).")] = None,
         runs: Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")] = Path("runs"),
         trace: TraceOption = None,
         trace_format: TraceFormatOption = None,
@@ -219,8 +220,9 @@ def register(app: typer.Typer) -> None:
         from scoville.executor import make_executor
         from scoville.sim.driver import simulate_run
 
-        # Points fan out only when asked for a cluster; locally the sequential loop is already fast.
-        fan_out = make_executor(executor, ray_address, max_workers=workers) if executor == "ray" else nullcontext()
+        # Points fan out when asked: to a cluster, or to --workers local processes; else one sequential loop
+        fan_out = (make_executor(executor, ray_address, max_workers=workers) if executor == "ray" or workers
+                   else nullcontext())
         with fan_out as point_executor, _progress() as bar:
             task = bar.add_task("simulating points", total=len(points))
             run_dir = simulate_run(base, workload, points, runs, seed=seed, compat=compat, power=power,

@@ -293,6 +293,8 @@ def simulate_run(
         from scoville.executor.sim import simulate_points  # the executor layer builds on this module
 
         fanned_out = simulate_points(executor, configs, workload, points, seed=seed, model_power=power == "model")
+        writer.manifest["executor"] = executor.describe()     # what replayed the points, as measured runs record
+        writer.save_manifest()
     for i, (p, c) in enumerate(zip(points, configs)):
         if progress is not None:
             progress(i, len(points), p)
