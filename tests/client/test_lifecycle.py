@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -35,10 +36,14 @@ def journaled(runs: Path, n: int) -> bool:
     return run is not None and len(read_journal(run)) >= n
 
 
+PROGRESS = re.compile(r"^(point \S+ \(\d+/\d+\): \d+ requests|\s*✓ .*)$")   # per-point lines without a terminal
+
+
 def one_line(stderr: str) -> str:
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    """The one error line of ``stderr`` (the per-point progress lines a piped sweep prints are not errors)."""
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip() and not PROGRESS.match(ln)]
     assert "Traceback" not in stderr and len(lines) == 1, stderr
-    return " ".join(stderr.split())
+    return " ".join(lines[0].split())
 
 
 def long_sweep(server, runs: Path, *extra: str) -> subprocess.Popen:
