@@ -70,7 +70,8 @@ class LiveProgress:
         self._position = (position, total)
         self._last_error = ""
         if self.enabled and not self.live:
-            self.console.print(f"point {escape(self._label)} ({position + 1}/{total}): {self._total} requests")
+            self.console.print(f"point {escape(self._label)} ({position + 1}/{total}): {self._total} requests",
+                               soft_wrap=True)
 
     def record(self, rec: RequestRecord) -> None:
         self._done += 1
@@ -87,11 +88,11 @@ class LiveProgress:
         if not self.enabled or row is None:
             return
         tpot = row.get("tpot_s_median")
-        self.console.print(
-            f"[green]✓[/] {point.label():>12}  {row.get('num_ok', 0)} ok, {row.get('num_errors', 0)} errors  "
+        self.console.print(   # one line per point in a log too: never wrapped at the console's width
+            f"[green]✓[/] {escape(point.label()):>9}  {row.get('num_ok', 0)} ok, {row.get('num_errors', 0)} errors  "
             f"TTFT p50 {(row.get('ttft_s_median') or 0) * 1e3:.1f} ms  "
             f"TPOT p50 {(tpot or 0) * 1e3:.2f} ms  "
-            f"{row.get('output_throughput') or 0:.0f} out tok/s")
+            f"{row.get('output_throughput') or 0:.0f} out tok/s", soft_wrap=True)
 
     def warn(self, message: str) -> None:
         """A finding about the measurement itself (cached prompts): said at once, on stderr, in or out of a terminal."""
