@@ -43,8 +43,8 @@ POINT_COLUMNS = [
     ("interactivity", "tok/s\n/user", 1.0),
     ("e2e_s_median", "E2E p50\ns", 1.0),
     ("output_throughput", "out\ntok/s", 1.0),
-    ("total_throughput_per_accelerator", "total tok/s\n/accel", 1.0),
-    ("total_throughput_per_kw", "total tok/s\n/kW", 1.0),
+    ("total_throughput_per_accelerator", "total\ntok/s\n/acc", 1.0),
+    ("total_throughput_per_kw", "total\ntok/s\n/kW", 1.0),
 ]
 
 
