@@ -117,3 +117,13 @@ def test_recompute_refuses_an_analytic_prediction_and_keeps_its_points(tmp_path,
         main(["recompute", run_dir.name, "--runs", str(runs)])
     assert e.value.code == 2 and "analytic prediction" in capsys.readouterr().err
     assert (run_dir / "points.parquet").read_bytes() == before
+
+
+def test_a_searched_run_is_listed_with_the_range_of_its_deployment_sizes():
+    from scoville.results.catalog import system_label
+
+    searched = {"system": {"hardware": "gb300", "accelerators": 66},
+                "load_plan": {"points": [{"accelerators": 4}, {"accelerators": 66}, {"accelerators": 16}]}}
+    measured = {"system": {"hardware": "h200", "accelerators": 8}, "load_plan": {"points": [{"concurrency": 1}]}}
+    assert system_label(searched) == "gb300 x4-66"
+    assert system_label(measured) == "h200 x8"

@@ -264,7 +264,8 @@ def resolve_run(runs_root: Path, ref: str) -> Path:
 
 
 _RUN_COLUMNS = {"run_id": "VARCHAR", "created_at": "VARCHAR", "source": "VARCHAR", "status": "VARCHAR",
-                "hardware": "VARCHAR", "accelerators": "INTEGER", "model": "VARCHAR", "precision": "VARCHAR",
+                "hardware": "VARCHAR", "accelerators": "INTEGER", "system": "VARCHAR", "model": "VARCHAR",
+                "precision": "VARCHAR",
                 "workload": "VARCHAR", "power_source": "VARCHAR", "points": "INTEGER", "path": "VARCHAR",
                 "manifest": "VARCHAR"}
 
@@ -278,6 +279,15 @@ def run_status(run_dir: Path, m: dict[str, Any]) -> str | None:
     return status
 
 
+def system_label(m: dict[str, Any]) -> str:
+    """"h200 x8"; a searched simulated run whose frontier points use different deployment sizes gives their
+    range ("gb300 x4-66"), not the largest alone."""
+    system = m.get("system") or {}
+    sizes = sorted({p["accelerators"] for p in (m.get("load_plan") or {}).get("points", []) if p.get("accelerators")})
+    count = f"{sizes[0]}-{sizes[-1]}" if len(sizes) > 1 else str(system.get("accelerators"))
+    return f"{system.get('hardware')} x{count}"
+
+
 def manifest_row(run_dir: Path, m: dict[str, Any]) -> dict[str, Any]:
     """The ``runs`` table's row of a run whose manifest passed ``load_manifest``."""
     system, model = m.get("system") or {}, m.get("model") or {}
@@ -288,6 +298,7 @@ def manifest_row(run_dir: Path, m: dict[str, Any]) -> dict[str, Any]:
         "status": run_status(run_dir, m),
         "hardware": system.get("hardware"),
         "accelerators": system.get("accelerators"),
+        "system": system_label(m),
         "model": model.get("name"),
         "precision": model.get("precision"),
         "workload": (m.get("workload") or {}).get("name"),
