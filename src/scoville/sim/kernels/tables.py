@@ -55,12 +55,6 @@ def package_version() -> str | None:
         return None
 
 
-def systems() -> list[str]:
-    """Systems with measured tables (``h100_sxm``, ``gb300`` ..., and scoville's own)."""
-    roots = [r for r in (OWN_ROOT, data_dir()) if r is not None and r.is_dir()]
-    return sorted({p.name for r in roots for p in r.iterdir() if p.is_dir()})
-
-
 @lru_cache(maxsize=64)
 def root_for(system: str) -> Path | None:
     """The folder holding ``system``'s tables: scoville's own when it measured the system, else the package's."""
