@@ -217,3 +217,16 @@ def test_a_simulated_runs_manifest_hashes_its_points_file(tmp_path: Path):
     run = simulate_run(cfg, scenario(None, isl=64, osl=8), concurrency_sweep([1, 2], num_requests=4), tmp_path)
     files = read_manifest(run)["files"]
     assert files["points.parquet"] == file_sha256(run / "points.parquet")
+
+
+def test_simulated_power_and_price_defaults_are_a_measured_runs():
+    from scoville.emulator.build import system_info
+    from scoville.power.sources import DEFAULT_COST_PRESET, plan_power
+    from scoville.sim.driver import system_and_power
+
+    cfg = SimConfig(hardware="h200", model="llama-3.1-8b")
+    system, power = system_and_power(cfg, "all-in")
+    assert power["boundary"] == system["power_boundary"] == plan_power("all-in", hardware="h200", accelerators=1).boundary
+    assert system_and_power(cfg, "rated")[1]["boundary"] == "chip"
+    price = load_hardware("h200").cost_per_hour[DEFAULT_COST_PRESET]
+    assert system["cost_per_accelerator_hour"] == system_info(cfg)["cost_per_accelerator_hour"] == price

@@ -13,12 +13,12 @@ from typing import Any
 
 from scoville.emulator.server import Emulator, EmulatorOptions
 from scoville.errors import UserError
+from scoville.power.sources import DEFAULT_COST_PRESET
 from scoville.sim.config import SimConfig
 
 DEFAULT_HARDWARE = "h200"
 DEFAULT_MODEL = "llama-3.1-8b"
 # The $/accelerator-hour preset recorded in the manifest (InferenceX's "Owning - Hyperscaler").
-COST_PRESET = "hyperscaler"
 
 
 def pinned_config(hardware: str | None = None, model: str | None = None,
@@ -49,7 +49,7 @@ def system_info(cfg: SimConfig) -> dict[str, Any]:
         "accelerators": cfg.accelerators,
         "rated_watts_per_accelerator": hw.rated_watts,
         "power_boundary": "chip",
-        "cost_per_accelerator_hour": hw.cost_per_hour.get(COST_PRESET),
+        "cost_per_accelerator_hour": hw.cost_per_hour.get(DEFAULT_COST_PRESET),
     }
 
 

@@ -24,6 +24,12 @@ from scoville.errors import UserError
 SOURCES = ("rated", "all-in", "nvml", "csv", "none")
 BOUNDARIES = ("chip", "board", "node", "rack")
 _DEFAULT_BOUNDARY = {"rated": "chip", "all-in": "rack", "nvml": "board", "csv": "node", "none": "chip"}
+DEFAULT_COST_PRESET = "neocloud"   # the catalog price a run is costed at when none is given: measured, emulated, simulated
+
+
+def default_boundary(source: str) -> str:
+    """Whose power a source covers unless told otherwise (the simulator's utilisation ``model``: the chip's)."""
+    return _DEFAULT_BOUNDARY.get(source, "chip")
 
 
 NO_POWER_BASIS = "no power basis: pass --hardware or --rated-watts"

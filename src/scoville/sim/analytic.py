@@ -19,6 +19,7 @@ from typing import Any
 
 from scoville.load import LoadPoint
 from scoville.metrics import PointContext, throughput_metrics
+from scoville.power.sources import DEFAULT_COST_PRESET
 from scoville.results.store import RunWriter, write_point_metrics
 from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.driver import simulated_manifest, system_and_power
@@ -78,7 +79,7 @@ def point_row(index: int, p: FrontierPoint, power: dict[str, Any], cost_preset: 
 
 def write_analytic_run(base: SimConfig, workload: Any, frontier: list[FrontierPoint], runs_root: Path, *,
                        compat: str = "inferencex", power: str = "rated", search: dict[str, Any] | None = None,
-                       cost_preset: str = "neocloud") -> Path:
+                       cost_preset: str = DEFAULT_COST_PRESET) -> Path:
     """Write the frontier as a run directory (manifest + points.parquet); returns its path."""
     if power == "model":
         raise SimConfigError("--power model needs request-level steps; add --fidelity des (or use rated / all-in)")

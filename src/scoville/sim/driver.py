@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from scoville.load import LoadPoint, session_start_offsets
 from scoville.metrics import PointContext, point_metrics, recompute
+from scoville.power.sources import DEFAULT_COST_PRESET, default_boundary
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
 from scoville.results.store import RunWriter
@@ -230,8 +231,9 @@ def _model_watts(config: SimConfig, engine: SimEngine, t_start: float, t_end: fl
     return energy / span / accs if accs else None
 
 
-def system_and_power(config: SimConfig, power: str, cost_preset: str = "neocloud") -> tuple[dict, dict]:
-    """The manifest's ``system`` and ``power`` sections for a simulated deployment."""
+def system_and_power(config: SimConfig, power: str, cost_preset: str = DEFAULT_COST_PRESET) -> tuple[dict, dict]:
+    """The manifest's ``system`` and ``power`` sections for a simulated deployment (boundaries as a measured
+    run's: ``all-in`` covers the rack)."""
     from scoville.sim.hardware import load_hardware
 
     if power not in POWER_MODES:
@@ -242,12 +244,11 @@ def system_and_power(config: SimConfig, power: str, cost_preset: str = "neocloud
         "hardware": hw.name,
         "accelerators": config.accelerators,
         "rated_watts_per_accelerator": hw.rated_watts,
-        "power_boundary": "chip",
+        "power_boundary": default_boundary(power),
         "cost_per_accelerator_hour": hw.cost_per_hour.get(cost_preset),
         "cost_preset": cost_preset if cost_preset in hw.cost_per_hour else None,
     }
-    boundary = "node" if power == "all-in" else "chip"
-    return system, {"source": power, "boundary": boundary, "watts_per_accelerator": watts}
+    return system, {"source": power, "boundary": default_boundary(power), "watts_per_accelerator": watts}
 
 
 def point_context(config: SimConfig, point: LoadPoint, power: dict, cost: float | None, compat: str,
@@ -364,7 +365,7 @@ def point_rows(config: SimConfig, workload: Any, points: list[LoadPoint], *, see
     _, power_info = system_and_power(config, power)
     from scoville.sim.hardware import load_hardware
 
-    cost = load_hardware(config.hardware).cost_per_hour.get("neocloud")
+    cost = load_hardware(config.hardware).cost_per_hour.get(DEFAULT_COST_PRESET)
     rows = []
     t = 0.0
     for p in points:
