@@ -51,6 +51,13 @@ def test_sweep_without_url_measures_the_built_in_emulator(tmp_path):
     assert [r["num_ok"] for r in rows] == [4, 4] and all(r["num_errors"] == 0 for r in rows)
     # a loaded host may send a request's 8 tokens in one chunk (TPOT 0); the timeline is still whole
     assert all(r["e2e_s_median"] >= r["ttft_s_median"] > 0 and r["tpot_s_median"] >= 0 for r in rows)
+    # it says what it measured: the emulator, not a real h200
+    from scoville.analysis.runs import load_system
+    from scoville.results.catalog import query
+
+    assert query(tmp_path, "SELECT origin, source FROM runs")[1] == [("emulated", "measured")]
+    system = load_system(runs)
+    assert system.source == "emulated" and system.label.endswith("(emulated)")
 
 
 def test_bad_inline_config_json_is_one_line_not_a_traceback(capsys):

@@ -17,6 +17,7 @@ from typing import Any
 from scoville.analysis.cost import add_cost_columns
 from scoville.metrics import run_metrics
 from scoville.power.sources import power_basis_text
+from scoville.results.manifest import source_label
 from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest, read_point_rows, skip
 
 
@@ -44,7 +45,7 @@ class System:
 
     @property
     def source(self) -> str:
-        return " + ".join(dict.fromkeys(str(m.get("source")) for m in self.manifests))
+        return " + ".join(dict.fromkeys(source_label(m) for m in self.manifests))
 
     @property
     def hardware(self) -> str | None:
@@ -115,6 +116,8 @@ def _base_label(manifests: list[dict[str, Any]], run_dirs: list[Path]) -> str:
     label = f"{name} ×{n}" if n and n > 1 and not named else str(name)
     if any(x.get("source") == "simulated" for x in manifests):
         label += " (sim)"
+    elif any(source_label(x) == "emulated" for x in manifests):
+        label += " (emulated)"
     return label
 
 

@@ -19,6 +19,7 @@ from scoville.metrics import recompute
 from scoville.power.sources import NO_POWER_BASIS, power_basis_text
 from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
                                       run_status, system_label)
+from scoville.results.manifest import source_label
 from scoville.results.store import RunError
 
 console = Console()
@@ -65,7 +66,7 @@ def register(app: typer.Typer) -> None:
     def ls_cmd(runs: RunsRoot = Path("runs"), json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
         """List the runs under --runs."""
         with warnings_as_lines():
-            cols, rows = query(runs, "SELECT run_id, source, status, system, model, workload, points FROM runs "
+            cols, rows = query(runs, "SELECT run_id, origin AS source, status, system, model, workload, points FROM runs "
                                      "ORDER BY run_id")
         if not rows and not json_out:
             console.print(f"no runs under {runs}/")
@@ -84,7 +85,7 @@ def register(app: typer.Typer) -> None:
             print(json.dumps({"manifest": manifest, "points": rows}, indent=2, default=str))
             return
         system, model, power = manifest.get("system") or {}, manifest.get("model") or {}, manifest.get("power") or {}
-        summary = (f"{manifest.get('source')} · {run_status(run_dir, manifest)} · {system_label(manifest)} · "
+        summary = (f"{source_label(manifest)} · {run_status(run_dir, manifest)} · {system_label(manifest)} · "
                    f"{model_text(model)} · "
                    f"workload {(manifest.get('workload') or {}).get('name')}")
         console.print(f"[bold]{escape(str(manifest.get('run_id')))}[/] {escape(summary)}")

@@ -38,6 +38,7 @@ from scoville.errors import UserError
 from scoville.metrics import COMPAT_MODES
 from scoville.results.store import (MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, read_manifest,
                                     read_point_metrics, read_power, read_requests, writer_alive)
+from scoville.results.manifest import source_label
 from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
 
 # The run directory's name is the run id; every Parquet file sits at most one folder below it.
@@ -263,11 +264,10 @@ def resolve_run(runs_root: Path, ref: str) -> Path:
     raise UserError(f"{ref!r} matches {len(matches)} runs; give more of the run id")
 
 
-_RUN_COLUMNS = {"run_id": "VARCHAR", "created_at": "VARCHAR", "source": "VARCHAR", "status": "VARCHAR",
-                "hardware": "VARCHAR", "accelerators": "INTEGER", "system": "VARCHAR", "model": "VARCHAR",
-                "precision": "VARCHAR",
-                "workload": "VARCHAR", "power_source": "VARCHAR", "points": "INTEGER", "path": "VARCHAR",
-                "manifest": "VARCHAR"}
+_RUN_COLUMNS = {"run_id": "VARCHAR", "created_at": "VARCHAR", "source": "VARCHAR", "origin": "VARCHAR",
+                "status": "VARCHAR", "hardware": "VARCHAR", "accelerators": "INTEGER", "system": "VARCHAR",
+                "model": "VARCHAR", "precision": "VARCHAR", "workload": "VARCHAR", "power_source": "VARCHAR",
+                "points": "INTEGER", "path": "VARCHAR", "manifest": "VARCHAR"}
 
 
 def run_status(run_dir: Path, m: dict[str, Any]) -> str | None:
@@ -295,6 +295,7 @@ def manifest_row(run_dir: Path, m: dict[str, Any]) -> dict[str, Any]:
         "run_id": m.get("run_id", run_dir.name),
         "created_at": m.get("created_at"),
         "source": m.get("source"),
+        "origin": source_label(m),
         "status": run_status(run_dir, m),
         "hardware": system.get("hardware"),
         "accelerators": system.get("accelerators"),

@@ -79,3 +79,12 @@ def base_manifest(
             "command": command or sys.argv,
         }
     )
+
+
+def source_label(manifest: dict[str, Any]) -> str:
+    """What a run is, as every listing names it: ``simulated``, ``emulated`` (measured against scoville's built-in
+    emulator: a real client over real HTTP, but the server's timing is the simulator's) or ``measured``."""
+    if manifest.get("source") == "simulated":
+        return "simulated"
+    return "emulated" if (manifest.get("target") or {}).get("emulator") else str(manifest.get("source"))
+
