@@ -230,3 +230,9 @@ def test_simulated_power_and_price_defaults_are_a_measured_runs():
     assert system_and_power(cfg, "rated")[1]["boundary"] == "chip"
     price = load_hardware("h200").cost_per_hour[DEFAULT_COST_PRESET]
     assert system["cost_per_accelerator_hour"] == system_info(cfg)["cost_per_accelerator_hour"] == price
+
+
+def test_a_replayed_simulated_run_records_its_seed_as_a_measured_run_does(tmp_path: Path):
+    cfg = SimConfig(hardware="h200", model="llama-3.1-8b")
+    run = simulate_run(cfg, scenario(None, isl=64, osl=8), concurrency_sweep([1], num_requests=2), tmp_path, seed=7)
+    assert read_manifest(run)["load_plan"]["seed"] == 7

@@ -285,7 +285,7 @@ def simulate_run(
     if len(configs) != len(points):
         raise ValueError("point_configs must have one configuration per point")
     manifest = simulated_manifest(config, workload, points, configs, power=power, compat=compat, search=search,
-                                  fidelity="discrete-event", predictions=predictions)
+                                  fidelity="discrete-event", predictions=predictions, seed=seed)
     writer = RunWriter.create(runs_root, manifest, journal=False)
     t = 0.0
     power_rows: list[tuple[float, float]] = []
@@ -319,7 +319,7 @@ def simulate_run(
 
 def simulated_manifest(config: SimConfig, workload: Any, points: list[LoadPoint], configs: list[SimConfig], *,
                        power: str, compat: str, search: dict[str, Any] | None, fidelity: str,
-                       predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                       predictions: list[dict[str, Any]] | None = None, seed: int | None = None) -> dict[str, Any]:
     """The manifest of a simulated run: the deployment(s), what each operator's time came from, the fidelity.
 
     ``fidelity`` is ``discrete-event`` (every request replayed in the engine, metrics from its records) or
@@ -337,6 +337,8 @@ def simulated_manifest(config: SimConfig, workload: Any, points: list[LoadPoint]
     decode_par = config.parallel if config.disaggregation is None else config.disaggregation.decode.parallel
     load_plan = {"points": [dict(p.to_dict(), label=p.label(), config=c.model_dump(), accelerators=c.accelerators)
                             for p, c in zip(points, configs)]}
+    if seed is not None:           # the replay's seed, as a measured run records its own
+        load_plan["seed"] = seed
     return base_manifest(
         source="simulated",
         target={"simulator": config.model_dump(), "fidelity": fidelity,
