@@ -1,4 +1,4 @@
-"""Metric arithmetic against hand-computed cases (DESIGN.md definitions)."""
+"""Metric arithmetic against hand-computed cases (docs/architecture.md definitions)."""
 
 import pyarrow as pa
 import pytest
@@ -108,3 +108,13 @@ def test_a_point_of_empty_replies_has_no_price_per_output_token():
     m = point_metrics(records_to_table(recs), PointContext(cost_per_accelerator_hour=2.0))
     assert m["output_throughput"] == 0.0 and m["usd_per_mtok_output"] is None
     assert m["usd_per_mtok_total"] == pytest.approx(2.0 / (200 / 2.0 * 3600 / 1e6))
+
+
+def test_a_point_cache_hit_rate_counts_only_requests_that_reported_cached_tokens():
+    # r0 reports 50 of its 100 input tokens cached, r1 says nothing: the point's rate is 50% (as per turn and
+    # per session), not 25% (an unreported count read as zero)
+    r0, r1, _ = two_requests()
+    r0.cached_tokens = 50
+    m = point_metrics(records_to_table([r0, r1]), PointContext(accelerators=1))
+    assert m["cached_tokens"] == 50 and m["cache_hit_rate"] == pytest.approx(0.5)
+    assert point_metrics(records_to_table(two_requests()[:2]), PointContext(accelerators=1))["cache_hit_rate"] is None

@@ -133,6 +133,12 @@ def _tokens_in_window(table: pa.Table, t_start: float, t_end: float) -> tuple[fl
     return out_tokens, float(inp[in_mask].sum())
 
 
+def cache_hit_rate(cached: np.ndarray, inputs: np.ndarray) -> float | None:
+    """Cached share of the input tokens of the requests that reported cached tokens (None when none did):
+    the one definition for points, turns and sessions."""
+    return float(cached.sum() / inputs.sum()) if inputs.size and inputs.sum() > 0 else None
+
+
 def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None = None) -> dict[str, Any]:
     """All metrics of one load point from its request records (warm-up excluded)."""
     if ctx.compat not in COMPAT_MODES:
@@ -172,10 +178,10 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
     median_tpot = row["tpot_s_median"]
     row["interactivity"] = 1.0 / median_tpot if median_tpot else None
     row["interactivity_estimator"] = "1/median(TPOT)"
-    cached = ok.column("cached_tokens").to_numpy(zero_copy_only=False)
-    cached = np.where(np.isnan(cached.astype(float)), 0.0, cached.astype(float))
-    row["cached_tokens"] = float(cached.sum())
-    row["cache_hit_rate"] = float(cached.sum() / in_tok.sum()) if in_tok.sum() else None
+    cached = ok.column("cached_tokens").to_numpy(zero_copy_only=False).astype(float)
+    known = ~np.isnan(cached)      # a server that does not report cached tokens says nothing about its cache
+    row["cached_tokens"] = float(cached[known].sum())
+    row["cache_hit_rate"] = cache_hit_rate(cached[known], in_tok[known])
 
     t_start, t_end = _window(t_sent, t_done, ctx.concurrency, ctx.compat)
     window = t_end - t_start

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from scoville.metrics import summarize
+from scoville.metrics import cache_hit_rate, summarize
 from scoville.results.store import read_manifest, read_requests
 
 
@@ -61,10 +61,6 @@ def with_latencies(ok: pa.Table) -> pa.Table:
         .append_column("cached_or_zero", pc.fill_null(cached, 0))
 
 
-def _hit_rate(cached: np.ndarray, inputs: np.ndarray) -> float | None:
-    return float(cached.sum() / inputs.sum()) if inputs.sum() > 0 else None
-
-
 def turn_metrics(requests: pa.Table) -> list[dict[str, Any]]:
     """One row per turn index: request count, TTFT/TPOT/E2E summaries, mean input, cache hit rate."""
     _, ok = measured_ok(requests)
@@ -84,7 +80,7 @@ def turn_metrics(requests: pa.Table) -> list[dict[str, Any]]:
             row.update(summarize(cols[name][lo:hi], name))
         row["input_tokens_mean"] = float(cols["input_tokens"][lo:hi].mean())
         k = known[lo:hi]
-        row["cache_hit_rate"] = _hit_rate(cols["cached_or_zero"][lo:hi][k], cols["input_tokens"][lo:hi][k]) \
+        row["cache_hit_rate"] = cache_hit_rate(cols["cached_or_zero"][lo:hi][k], cols["input_tokens"][lo:hi][k]) \
             if k.any() else None
         rows.append(row)
     return rows
@@ -157,7 +153,7 @@ def session_metrics(requests: pa.Table, *, accelerators: int = 1) -> dict[str, A
     cached = _col(t, "cached_or_zero")
     row["cached_tokens_reported_fraction"] = float(known.mean())
     row["cached_tokens"] = float(cached[known].sum())
-    row["cache_hit_rate"] = _hit_rate(cached[known], in_tok[known]) if known.any() else None
+    row["cache_hit_rate"] = cache_hit_rate(cached[known], in_tok[known]) if known.any() else None
     t_start, t_end = float(_col(t, "t_sent").min()), float(_col(t, "t_done").max())
     window = t_end - t_start
     row.update(window_start_s=t_start, window_end_s=t_end, window_s=window)
