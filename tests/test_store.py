@@ -242,3 +242,16 @@ def test_a_manifest_that_cannot_be_read_is_one_run_error_for_every_reader(tmp_pa
     with pytest.raises(RunError, match="manifest") as e:
         read_manifest(tmp_path)
     assert "\n" not in str(e.value) and str(path) in str(e.value)
+
+
+def test_sql_sees_the_records_an_interrupted_run_holds_only_in_its_journal(tmp_path):
+    # point 0 was compacted, point 1 was cut off mid-way: the metrics count both, so must `scoville sql`
+    w = RunWriter.create(tmp_path, manifest())
+    w.record(rec(0, 0, 0.0))
+    w.write_point(0, [rec(0, i, float(i)) for i in range(4)])
+    for i in range(3):
+        w.record(rec(1, i, 10.0 + i))
+    w.finish("interrupted")
+    _, rows = query(tmp_path, "SELECT run_id, point, count(*) FROM requests GROUP BY ALL ORDER BY point")
+    assert rows == [(w.run_dir.name, 0, 4), (w.run_dir.name, 1, 3)]
+    assert read_requests(w.run_dir).num_rows == 7

@@ -36,8 +36,8 @@ import pyarrow.parquet as pq
 
 from scoville.errors import UserError
 from scoville.metrics import COMPAT_MODES
-from scoville.results.store import (MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, read_manifest,
-                                    read_point_metrics, read_power, read_requests, writer_alive)
+from scoville.results.store import (JOURNAL, MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, journal_records,
+                                    read_manifest, read_point_metrics, read_power, read_requests, writer_alive)
 from scoville.results.manifest import source_label
 from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
 
@@ -210,6 +210,25 @@ def _request_files(run_dir: Path) -> list[Path]:
     return out
 
 
+def _journal_records(dirs: list[Path]) -> pa.Table | None:
+    """Records of running or interrupted runs' points that are only in their journal, with ``run_id`` and
+    ``filename`` as the Parquet rows carry them (so ``scoville sql`` sees what the metrics see)."""
+    tables = []
+    for d in dirs:
+        if not (d / JOURNAL).exists():
+            continue
+        try:
+            t = journal_records(d)
+        except READ_ERRORS as e:
+            skip(d / JOURNAL, describe_error(e))
+            continue
+        if t.num_rows:
+            n = t.num_rows
+            tables.append(t.append_column("filename", pa.array([str(d / JOURNAL)] * n))
+                           .add_column(0, "run_id", pa.array([d.name] * n)))
+    return pa.concat_tables(tables) if tables else None
+
+
 def read_point_rows(run_dir: Path) -> list[dict[str, Any]] | None:
     """The stored metrics rows (points.parquet); None when there is none or it is damaged (warned)."""
     path = run_dir / POINT_METRICS
@@ -335,15 +354,21 @@ def connect(runs_root: Path) -> duckdb.DuckDBPyConnection:
         "requests": [f for d in dirs for f in _request_files(d)],
         "power": [d / POWER for d in dirs if (d / POWER).exists() and _intact(d / POWER, _POWER_COLUMNS)],
     }
+    journal = _journal_records(dirs)
+    if journal is not None:
+        con.register("_journal_requests", journal)
     allowed: list[str] = []
     for name, paths in files.items():
+        parts = []
         if paths:
             listing = [str(p) for p in paths]
-            con.execute(
-                f"CREATE VIEW {name} AS SELECT regexp_extract(filename, '{_RUN_ID_RE}', 1) AS run_id, * "
-                f"FROM read_parquet({_sql_list(listing)}, filename=true, union_by_name=true)"
-            )
+            parts.append(f"SELECT regexp_extract(filename, '{_RUN_ID_RE}', 1) AS run_id, * "
+                         f"FROM read_parquet({_sql_list(listing)}, filename=true, union_by_name=true)")
             allowed += listing
+        if name == "requests" and journal is not None:
+            parts.append("SELECT * FROM _journal_requests")
+        if parts:
+            con.execute(f"CREATE VIEW {name} AS " + " UNION ALL BY NAME ".join(parts))
     if allowed:
         con.execute(f"SET allowed_paths = {_sql_list(allowed)}")
     con.execute("SET enable_external_access = false")

@@ -419,16 +419,27 @@ def read_requests(run_dir: Path) -> pa.Table:
     """
     done = finished_points(run_dir)
     tables = [_read_point(run_dir, p) for p in sorted(done)]
+    pending = journal_records(run_dir, done)
+    if pending.num_rows:
+        tables.append(pending)
+    if not tables:
+        return RECORD_SCHEMA.empty_table()
+    return pa.concat_tables(tables)
+
+
+def journal_records(run_dir: Path, done: set[int] | None = None) -> pa.Table:
+    """The records of the points not yet compacted (``done``: default, the run's finished points), each point's
+    latest attempt only: what a running or interrupted run holds outside its Parquet files."""
+    done = finished_points(run_dir) if done is None else done
     pending: dict[int, list[RequestRecord]] = defaultdict(list)
     for rec in read_journal(run_dir):
         if rec.point not in done:
             pending[rec.point].append(rec)
+    tables = []
     for _, recs in sorted(pending.items()):
         last = max(r.attempt for r in recs)
         tables.append(records_to_table([r for r in recs if r.attempt == last]))
-    if not tables:
-        return RECORD_SCHEMA.empty_table()
-    return pa.concat_tables(tables)
+    return pa.concat_tables(tables) if tables else RECORD_SCHEMA.empty_table()
 
 
 def read_power(run_dir: Path) -> pa.Table:
