@@ -306,14 +306,14 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("common",), 
         ))
     base = results[0]
     targets: list[tuple[float, str | None]] = []
-    reaches = [r.frontier.reach for r in results]
+    reaches = [r.frontier.reach for r in results if r.frontier.reach is not None]
     for a in at:
         if a == "auto":
             if base.frontier.reach is not None:
                 targets.append((base.frontier.reach, "auto"))
         elif a == "common":
-            if all(x is not None for x in reaches):
-                targets.append((min(reaches), "common"))  # type: ignore[type-var]
+            if len(reaches) == len(results):           # every system has a frontier to read
+                targets.append((min(reaches), "common"))
         else:
             targets.append((float(a), None))
     for r in results:
