@@ -12,7 +12,7 @@ import json
 import secrets
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import msgspec
 import typer
@@ -23,11 +23,8 @@ from scoville.cli.point_table import POINT_COLUMNS, points_table
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress
-from scoville.client.sweep import (Sweep, SweepInterrupted, SweepResult, check_options, emulator_target,
-                                   resume_hint, resume_sweep, run_sweep)
 from scoville.load import DEFAULT_CONCURRENCY, load_plan
 from scoville.power.sources import NO_POWER_BASIS, cost_per_hour, plan_power, power_basis_text, system_info
-from scoville.results.catalog import resolve_run
 from scoville.results.store import read_journal, read_manifest
 from scoville.cli.workload_options import (
     IdleGapCapOption,
@@ -43,6 +40,9 @@ from scoville.cli.workload_options import (
 )
 from scoville.executor.options import ClientWorkersOption, ExecutorOption, RayAddressOption
 from scoville.workload.scenarios import resolve_workload
+
+if TYPE_CHECKING:
+    from scoville.client.sweep import SweepResult
 
 console = Console(stderr=True)
 
@@ -120,6 +120,8 @@ def failure_lines(result: SweepResult, labels: dict[int, str]) -> list[str]:
 
 def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool) -> int:
     """The summary; the exit code is 1 when a point measured nothing (every request of it failed)."""
+    from scoville.client.sweep import resume_hint
+
     report = _write_report(result.run_dir)
     manifest_power = manifest.get("power", {})
     labels = {p["index"]: p.get("label") for p in manifest.get("load_plan", {}).get("points", [])}
@@ -202,6 +204,11 @@ def register(app: typer.Typer) -> None:
         ray_workers: ClientWorkersOption = 2,
     ) -> None:
         """Measure a latency-throughput curve: closed-loop concurrency or open-loop rate points."""
+        # the measuring stack (aiohttp, the catalog) loads only when a sweep runs: `sweep --help` stays fast
+        from scoville.client.sweep import (Sweep, SweepInterrupted, check_options, emulator_target, resume_hint,
+                                           resume_sweep, run_sweep)
+        from scoville.results.catalog import resolve_run
+
         single = ctx.info_name == "run"
         if seed is None:
             seed = secrets.randbelow(2**31)

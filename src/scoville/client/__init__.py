@@ -8,10 +8,19 @@ Library entry points (the CLI's ``sweep``/``run`` and other modules use these):
 * ``probe(cfg)`` — fail fast on an unreachable or unusable server.
 """
 
-from scoville.client.config import ClientConfig
-from scoville.client.errors import ClientError
-from scoville.client.probe import probe
-from scoville.client.sweep import Sweep, SweepInterrupted, SweepResult, resume_sweep, run_sweep
+from __future__ import annotations
 
-__all__ = ["ClientConfig", "ClientError", "probe", "Sweep", "SweepInterrupted", "SweepResult", "resume_sweep",
-           "run_sweep"]
+import importlib
+from typing import Any
+
+# name -> submodule; imported on first use, so ``scoville.client.errors`` or ``.config`` alone (the CLI's
+# option parsing, the simulator) does not load aiohttp and the whole measuring stack
+_EXPORTS = {"ClientConfig": "config", "ClientError": "errors", "probe": "probe", "Sweep": "sweep",
+            "SweepInterrupted": "sweep", "SweepResult": "sweep", "resume_sweep": "sweep", "run_sweep": "sweep"}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'scoville.client' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"scoville.client.{_EXPORTS[name]}"), name)
