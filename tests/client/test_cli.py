@@ -13,6 +13,8 @@ from client_support import Behaviour, run_cli, start_cli, wait_until
 
 from scoville.results.store import finished_points, read_journal, read_manifest, read_requests
 
+pytestmark = pytest.mark.slow   # whole-CLI subprocess runs (the fast lane skips them)
+
 
 scoville = partial(run_cli, timeout=60)
 start = start_cli

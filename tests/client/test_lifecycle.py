@@ -20,6 +20,8 @@ from client_support import Behaviour, run_cli, start_cli, wait_until
 
 from scoville.results.store import read_journal, read_manifest, read_requests, writer_alive
 
+pytestmark = pytest.mark.slow   # whole-CLI subprocess runs (the fast lane skips them)
+
 TRACES = Path(str(files("scoville") / "data" / "traces"))
 scoville = partial(run_cli, timeout=120)
 start = start_cli

@@ -13,6 +13,8 @@ import urllib.request
 
 import pytest
 
+pytestmark = pytest.mark.slow   # whole-CLI subprocess runs (the fast lane skips them)
+
 _APP = ("import sys, typer; from scoville.cli.serve_cmd import register; app = typer.Typer(); "
         "register(app); app.command('noop')(lambda: None); app(sys.argv[1:])")
 

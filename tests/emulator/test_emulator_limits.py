@@ -72,6 +72,7 @@ def test_detokenize_refuses_ids_outside_the_vocabulary(emu):
     assert answer.startswith(b"HTTP/1.1 400") and b"must lie in [0, " in answer
 
 
+@pytest.mark.slow   # waits out the emulator's header timeout
 def test_a_connection_that_never_completes_its_request_head_is_closed(emu):
     with socket.create_connection(("127.0.0.1", _port(emu.base_url)), timeout=KEEPALIVE_S + 30) as s:
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and nothing more: slowloris

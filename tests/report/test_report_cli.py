@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 from scoville.cli import compare_cmd
 from scoville.errors import UserError
 
+pytestmark = pytest.mark.slow   # writes whole reports, seconds each (the fast lane skips them)
+
 
 @pytest.fixture(scope="module")
 def app():

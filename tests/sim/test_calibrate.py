@@ -77,6 +77,7 @@ def test_the_profile_drives_the_cost_model_through_the_engine(world: dict):
     assert cost.framework.request_overhead_ms == TRUTH["request_overhead_ms"]
 
 
+@pytest.mark.slow   # a full fit: hundreds of simulations
 def test_fit_recovers_known_parameters_and_predicts_held_out_points(world: dict):
     a, b = world["a"].name, world["b"].name
     prof, rep = calibrate([world["a"], world["b"]], HW, model=world["model"], config=world["base"],
@@ -93,6 +94,7 @@ def test_fit_recovers_known_parameters_and_predicts_held_out_points(world: dict)
     assert 0.02 <= prof.sigma < 0.05 and prof.fit is not None and prof.fit.loss_after < prof.fit.loss_before
 
 
+@pytest.mark.slow   # a full fit
 def test_two_load_points_of_one_sweep_predict_the_rest_of_it(world: dict):
     _, rep = calibrate([world["a"]], HW, model=world["model"], config=world["base"], fit_points=["c=1", "c=8"])
     assert [p.label for p in rep.points if p.role == "held-out"] == ["c=2", "c=4"]
@@ -100,6 +102,7 @@ def test_two_load_points_of_one_sweep_predict_the_rest_of_it(world: dict):
     assert rep.within(0.10, "held-out") and rep.max_abs_error("before", "held-out") > 0.5
 
 
+@pytest.mark.slow   # a full fit
 def test_profile_round_trip_and_its_framework_costs(tmp_path: Path, world: dict):
     prof, _ = calibrate([world["b"]], HW, model=world["model"], config=world["base"], max_evals=60)
     path = prof.write(tmp_path / "sub" / "p.yaml")

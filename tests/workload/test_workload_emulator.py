@@ -1,11 +1,15 @@
 """End to end over loopback HTTP: the emulator's measured cache hits are exactly the workload's prefix structure."""
 
+import pytest
+
 from scoville.client.config import ClientConfig
 from scoville.client.sweep import Sweep, emulator_target, run_sweep
 from scoville.load import LoadPoint
 from scoville.power.sources import plan_power
 from scoville.results.store import read_requests
 from scoville.workload.sessions import chat_multiturn, fixed
+
+pytestmark = pytest.mark.slow   # starts the emulator in a child process (the fast lane skips it)
 
 
 def test_measured_hits_equal_the_previous_prompts_full_blocks(tmp_path):
