@@ -305,3 +305,13 @@ def test_spawn_reports_a_failed_start_in_one_line():
             pass
     msg = str(e.value)
     assert "did not start" in msg and "no-such-chip" in msg and "\n" not in msg
+
+
+def test_the_emulator_caches_prefixes_as_vllm_does_unless_told_not_to(tmp_path):
+    from scoville.emulator.build import pinned_config
+
+    assert pinned_config().enable_prefix_caching is True
+    assert pinned_config(config={"enable_prefix_caching": False}).enable_prefix_caching is False
+    off = tmp_path / "off.yaml"
+    off.write_text("enable_prefix_caching: false\n")
+    assert pinned_config("h200", "llama-3.1-8b", config=off).enable_prefix_caching is False

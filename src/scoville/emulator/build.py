@@ -25,9 +25,10 @@ def pinned_config(hardware: str | None = None, model: str | None = None,
                   config: dict[str, Any] | str | Path | None = None, *, framework: str | None = None,
                   profile: str | Path | None = None) -> SimConfig:
     """The configuration the emulator serves: a file or mapping, with hardware/model (and the serving
-    framework whose costs to use, a calibration profile) filled in where the file leaves them out."""
+    framework whose costs to use, a calibration profile) filled in where the file leaves them out. Prefix
+    caching is on unless the config says otherwise, as in the vLLM it stands in for (v1's default)."""
     overrides = {"hardware": hardware.lower() if hardware else None, "model": model, "framework": framework,
-                 "profile": str(profile) if profile is not None else None}
+                 "profile": str(profile) if profile is not None else None, "enable_prefix_caching": True}
     if isinstance(config, (str, Path)):
         return SimConfig.from_file(Path(config), **overrides)
     data = dict(config or {})
