@@ -161,6 +161,9 @@ def test_a_sweep_without_a_terminal_prints_a_line_as_each_point_starts_and_ends(
     lines = p.stderr.splitlines()
     assert [line for line in lines if line.startswith("point ")] == ["point c=1 (1/2): 2 requests",
                                                                      "point c=2 (2/2): 2 requests"]
+    p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "4", "--concurrency", "2",
+                 "--num-requests", "3", "--runs", str(tmp_path))
+    assert "point c=2 (1/1): 3 requests after 4 warm-up" in p.stderr.splitlines()
     assert sum(line.lstrip().startswith("✓") for line in lines) == 2
 
 

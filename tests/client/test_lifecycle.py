@@ -38,7 +38,7 @@ def journaled(runs: Path, n: int) -> bool:
     return run is not None and len(read_journal(run)) >= n
 
 
-PROGRESS = re.compile(r"^(point \S+ \(\d+/\d+\): \d+ requests|\s*✓ .*)$")   # per-point lines without a terminal
+PROGRESS = re.compile(r"^(point \S+ \(\d+/\d+\): \d+ requests( after \d+ warm-up)?|\s*✓ .*)$")   # per-point lines
 
 
 def one_line(stderr: str) -> str:

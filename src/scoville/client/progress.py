@@ -70,8 +70,9 @@ class LiveProgress:
         self._position = (position, total)
         self._last_error = ""
         if self.enabled and not self.live:
-            self.console.print(f"point {escape(self._label)} ({position + 1}/{total}): {self._total} requests",
-                               soft_wrap=True)
+            warm = f" after {point.warmup_requests} warm-up" if point.warmup_requests else ""
+            self.console.print(f"point {escape(self._label)} ({position + 1}/{total}): {point.num_requests} "
+                               f"requests{warm}", soft_wrap=True)
 
     def record(self, rec: RequestRecord) -> None:
         self._done += 1
