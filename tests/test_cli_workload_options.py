@@ -58,3 +58,10 @@ def test_simulate_workers_replay_points_in_parallel_with_the_sequential_result(t
     for a, b in zip(sequential, parallel, strict=True):
         assert a["num_ok"] == b["num_ok"] == 6
         assert b["tpot_s_median"] == pytest.approx(a["tpot_s_median"], rel=1e-9)
+
+
+def test_simulate_names_its_power_basis_and_how_to_get_a_report(tmp_path, capsys):
+    main(["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--scenario", "1k1k", "--concurrency", "1-4",
+          "--no-disagg", "--runs", str(tmp_path / "runs")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert "power: rated, chip boundary" in err and "report: scoville report " in err
