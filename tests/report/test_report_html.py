@@ -198,3 +198,14 @@ def test_predicted_points_carry_their_bands_beside_measured_ones(report_runs, tm
     assert banded and all(len(t["error_y"]["array"]) == len(t["y"]) for t in banded)
     assert all(lo >= 0 and hi >= 0 for t in banded for lo, hi in zip(t["error_y"]["arrayminus"], t["error_y"]["array"]))
     assert any("error_y" not in t for t in traces)          # the measured run's points stay plain
+
+
+def test_a_single_run_report_leads_with_its_frontier_and_says_what_it_shows(report_runs, tmp_path):
+    _, runs = report_runs
+    text = write_report([runs[0]], tmp_path / "one.html").read_text()
+    assert "<h2>Comparison</h2>" not in text                   # nothing to compare with one system
+    assert text.index("<h2>Pareto frontiers</h2>") < text.index("<h2>What this run shows</h2>")
+    assert "peak total throughput: 45,000 tok/s/kW [rated, chip boundary]" in text
+    assert "fastest per user: 169 tok/s/user" in text
+    two = write_report(runs[:2], tmp_path / "two.html").read_text()
+    assert "<h2>Comparison</h2>" in two and "What this run shows" not in two

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import scoville
-from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_value
+from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_usd, fmt_value
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
 from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
@@ -26,6 +26,7 @@ from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_
 from scoville.report.output import check_destination, write_file
 from scoville.report.plotly_fig import figure
 from scoville.results.catalog import read_power_samples, read_records
+from scoville.results.manifest import source_label
 
 CSS = """
 :root { --fg: #1d1d1f; --muted: #5f6368; --line: #dadce0; --bg-alt: #f6f8fa; }
@@ -89,6 +90,26 @@ def _chart_div(chart: Chart) -> str:
     return f'<div class="chart" id="{_e(chart.id)}" data-chart="{_e(chart.id)}"></div>'
 
 
+def run_summary(comparisons: list[Comparison], left_out: list[str]) -> str:
+    """What one system's run shows, in a sentence per yardstick (a one-column comparison table says less)."""
+    lines = []
+    for c in comparisons:
+        r = c.systems[0]
+        if c.per == "dollar":
+            if r.lowest_usd_per_mtok is not None:
+                lines.append(f"lowest cost: {fmt_usd(r.lowest_usd_per_mtok)} per million {_e(c.metric)} tokens")
+        elif r.peak is not None:
+            lines.append(f"peak {_e(c.metric)} throughput: {fmt_value(r.peak)} {_e(c.unit)}"
+                         + (f" [{_e(r.system.power_basis)}]" if c.per == "kW" else ""))
+    r = comparisons[0].systems[0] if comparisons else None
+    if r is not None:
+        lines += [f"fastest per user: {fmt_value(r.highest_interactivity)} tok/s/user",
+                  f"lowest TTFT p50: {fmt_seconds(r.lowest_ttft_s)} s, lowest E2E p50: {fmt_seconds(r.lowest_e2e_s)} s"]
+    items = "".join(f"<li>{line}</li>" for line in lines)
+    return ("<h2>What this run shows</h2>" + (f"<ul>{items}</ul>" if items else "")
+            + "".join(f'<p class="note">{_e(msg)}</p>' for msg in left_out))
+
+
 def comparison_section(comparisons: list[Comparison], left_out: list[str]) -> str:
     parts = ["<h2>Comparison</h2>",
              '<p class="note">Ratios are each system over the first (the baseline). Throughput at an interactivity '
@@ -96,7 +117,8 @@ def comparison_section(comparisons: list[Comparison], left_out: list[str]) -> st
              "extrapolated: \u201cbeyond reach\u201d means the frontier ends before that interactivity. "
              "\u2265 marks a lower bound: every load point the sweep measured already served users faster, so the "
              "highest-throughput one bounds the frontier from below. "
-             "<em>auto</em> is the highest interactivity the baseline reaches. Total throughput counts input + "
+             "By default the systems are compared at the highest interactivity every one of them reaches; "
+             "<em>auto</em> is the highest the baseline reaches. Total throughput counts input + "
              "output tokens (InferenceX's \u201cthroughput per GPU\u201d).</p>"]
     for c in comparisons:
         header, rows = c.table()
@@ -154,7 +176,7 @@ def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
 
     return [
         ("run id", js(manifest.get("run_id"))),
-        ("source", js(manifest.get("source"))),
+        ("source", js(source_label(manifest))),
         ("status", js(manifest.get("status"))),
         ("created", js(manifest.get("created_at"))),
         ("hardware", f"{js(system.get('hardware'))} × {js(system.get('accelerators'))} accelerators"),
@@ -243,7 +265,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
             f'<div class="meta">generated {datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} by scoville '
             f"{_e(scoville.__version__)}</div>",
             f'<div class="systems">{legend}</div>',
-            comparison_section(comparisons, left_out),
+            comparison_section(comparisons, left_out) if len(systems) > 1 else "",
             *(["<h3>Advantage at equal interactivity</h3>",
                 '<p class="note">Each contender\'s frontier divided by the baseline\'s at the same tok/s/user, '
                 "drawn only where both frontiers reach (the table's iso-interactivity ratios are points on these "
@@ -253,7 +275,8 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
             '<p class="note">Filled markers lie on a frontier, hollow ones are dominated by another load point or '
             "configuration of the same system; lines are the Steffen interpolation along each frontier. "
             "Hover a marker for its run, load point and configuration.</p>",
-            '<div class="grid2">' + "".join(_chart_div(c) for c in frontiers) + "</div>"]
+            '<div class="grid2">' + "".join(_chart_div(c) for c in frontiers) + "</div>",
+            run_summary(comparisons, left_out) if len(systems) == 1 else ""]
     for s in systems:
         for d, m in zip(s.run_dirs, s.manifests):
             body.append(run_section(s, d, m, colors[s.label], figures))
