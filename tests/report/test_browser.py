@@ -38,6 +38,7 @@ def test_report_renders_in_headless_chromium_without_errors_or_network(report_ru
                 drawn: el.querySelectorAll('.scatterlayer .trace').length,
                 xtitle: (el.querySelector('.xtitle') || {}).textContent || '',
                 ytitle: (el.querySelector('.ytitle') || {}).textContent || '',
+                tools: Array.from(el.querySelectorAll('.modebar-btn')).map(b => b.getAttribute('data-title')),
             }))""")
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "report-full.png"), full_page=True)
@@ -62,4 +63,6 @@ def test_report_renders_in_headless_chromium_without_errors_or_network(report_ru
     assert by_id["power-20261202T100002Z-meas00"]["drawn"] == 8
     assert by_id["ratio-kw-interactivity"]["drawn"] == 3  # parity + two contenders
     assert len(charts) == 2 + 6 + 9 + 1
+    # a short toolbar that clears the titles, and nothing that would send an offline report's data anywhere
+    assert all(c["tools"] == ["Download plot as a PNG", "Zoom", "Reset axes"] for c in charts)
     assert (ARTIFACTS / "report-full.png").stat().st_size > 10_000

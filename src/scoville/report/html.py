@@ -283,7 +283,10 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
     data = json.dumps(figures, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     script = ("const FIGS = " + data + ";\n"
               "const CONFIG = {displaylogo: false, responsive: true, "
-              "toImageButtonOptions: {format: 'png', scale: 2}};\n"
+              "toImageButtonOptions: {format: 'png', scale: 2}, "
+              # a short toolbar (save, zoom, reset) that clears the chart's title at 800 px
+              "modeBarButtonsToRemove: ['pan2d', 'select2d', 'lasso2d', 'zoomIn2d', 'zoomOut2d', 'autoScale2d', "
+              "'hoverClosestCartesian', 'hoverCompareCartesian', 'toggleSpikelines', 'sendChartToCloud']};\n"
               "Promise.all(Object.entries(FIGS).map(([id, f]) => Plotly.newPlot(id, f.data, f.layout, CONFIG)))"
               ".then(() => { document.body.dataset.chartsReady = 'yes'; });\n")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
