@@ -209,3 +209,18 @@ def test_a_single_run_report_leads_with_its_frontier_and_says_what_it_shows(repo
     assert "fastest per user: 169 tok/s/user" in text
     two = write_report(runs[:2], tmp_path / "two.html").read_text()
     assert "<h2>Comparison</h2>" in two and "What this run shows" not in two
+
+
+def test_a_one_point_chart_gets_a_range_a_reader_can_place_the_point_in():
+    # plotly zooms onto a lone point and ticks it "33.1195k"; the figure pins a range around it instead
+    from scoville.report.charts import Chart, Series
+    from scoville.report.plotly_fig import figure
+
+    one = Chart(id="c", title="t", x_label="x", y_label="y", y_log=True,
+                series=[Series("s", [61.8], [33_118.6], "points", "#000")])
+    layout = figure(one)["layout"]
+    assert layout["xaxis"]["range"] == [0, 2 * 61.8]
+    lo, hi = layout["yaxis"]["range"]
+    assert 10 ** lo < 33_118.6 < 10 ** hi
+    many = Chart(id="m", title="t", x_label="x", y_label="y", series=[Series("s", [10, 60], [1, 5], "points", "#000")])
+    assert "range" not in figure(many)["layout"]["xaxis"]     # a real spread keeps plotly's own range

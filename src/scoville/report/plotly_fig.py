@@ -20,6 +20,11 @@ def _axis(title: str, log: bool, values: list[float]) -> dict[str, Any]:
     if log and values:
         ticks = log_ticks(min(values), max(values))
         axis.update(tickvals=ticks, ticktext=[tick_label(t) for t in ticks])
+    if values and max(values) - min(values) <= 0.02 * max(values):
+        # one point, or all alike: plotly would zoom onto a sliver and tick it "33.1195k"; show the point
+        # against a range a reader can place it in
+        hi = max(values)
+        axis["range"] = [math.log10(hi) - 0.5, math.log10(hi) + 0.5] if log else [0, 2 * hi]
     return axis
 
 
