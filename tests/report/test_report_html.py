@@ -224,3 +224,30 @@ def test_a_one_point_chart_gets_a_range_a_reader_can_place_the_point_in():
     assert 10 ** lo < 33_118.6 < 10 ** hi
     many = Chart(id="m", title="t", x_label="x", y_label="y", series=[Series("s", [10, 60], [1, 5], "points", "#000")])
     assert "range" not in figure(many)["layout"]["xaxis"]     # a real spread keeps plotly's own range
+
+
+def test_a_multi_turn_run_reports_its_sessions_and_prefix_cache(tmp_path):
+    from scoville.load import concurrency_sweep
+    from scoville.sim.config import SimConfig
+    from scoville.sim.driver import simulate_run
+    from scoville.workload.scenarios import resolve_workload
+
+    cfg = SimConfig(hardware="h200", model="llama-3.1-8b", enable_prefix_caching=True)
+    chat = resolve_workload("chat-multiturn", think_scale=0.0)
+    run = simulate_run(cfg, chat, concurrency_sweep([2], num_requests=12), tmp_path / "runs")
+    text = write_report([run], tmp_path / "chat.html").read_text()
+    assert "<h3>Sessions and prefix cache</h3>" in text and "cache hit rate" in text
+    section = text[text.index("Sessions and prefix cache"):text.index("Full manifest")]
+    assert re.search(r"<td>[1-9]\d?%</td>", section)       # later turns find their conversation in the cache
+    single = write_report([write_single(tmp_path)], tmp_path / "single.html").read_text()
+    assert "Sessions and prefix cache" not in single
+
+
+def write_single(tmp_path):
+    from scoville.load import concurrency_sweep
+    from scoville.sim.config import SimConfig
+    from scoville.sim.driver import simulate_run
+    from scoville.workload.synthetic import scenario
+
+    return simulate_run(SimConfig(hardware="h200", model="llama-3.1-8b"), scenario(None, isl=64, osl=8),
+                        concurrency_sweep([1], num_requests=4), tmp_path / "single")

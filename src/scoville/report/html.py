@@ -17,6 +17,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 import scoville
 from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_usd, fmt_value
 from scoville.analysis.runs import System, load_systems
@@ -27,6 +30,7 @@ from scoville.report.output import check_destination, write_file
 from scoville.report.plotly_fig import figure
 from scoville.results.catalog import read_power_samples, read_records
 from scoville.results.manifest import source_label
+from scoville.session_metrics import run_session_metrics, turn_metrics
 
 CSS = """
 :root { --fg: #1d1d1f; --muted: #5f6368; --line: #dadce0; --bg-alt: #f6f8fa; }
@@ -223,6 +227,7 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     if charts:
         parts.append("<h3>Latency distributions</h3><div class=\"grid3\">" +
                      "".join(_chart_div(c) for c in charts) + "</div>")
+    parts.append(sessions_section(run_dir, requests, plan))
     pc = power_chart(chart_key, read_power_samples(run_dir), plan, samples, system.label, power_basis(manifest))
     if pc is not None:
         parts.append("<h3>Power over time</h3>" + _chart_div(pc))
@@ -232,6 +237,32 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     parts.append("<details><summary>Full manifest (manifest.json)</summary><pre>"
                  + _e(json.dumps(manifest, indent=2, default=str)) + "</pre></details>")
     return "\n".join(parts)
+
+
+SESSION_COLUMNS = [("num_sessions", "sessions"), ("turns_per_session_mean", "turns/session"),
+                   ("session_completion_s_median", "session p50 (s)"), ("ttft_s_median", "TTFT p50 (s)"),
+                   ("cache_hit_rate", "cache hit rate")]
+TURN_COLUMNS = [("turn", "turn"), ("requests", "requests"), ("input_tokens_mean", "mean input tokens"),
+                ("ttft_s_median", "TTFT p50 (s)"), ("cache_hit_rate", "cache hit rate")]
+
+
+def sessions_section(run_dir: Path, requests: pa.Table, plan: list[dict[str, Any]]) -> str:
+    """Sessions and the prefix cache of a multi-turn run (`scoville sessions` in the report); "" for single turns."""
+    if not requests.num_rows or "turn" not in requests.column_names or not (pc.max(requests.column("turn")).as_py() or 0):
+        return ""
+    labels = {p["index"]: p.get("label") for p in plan}
+    per_point = [[str(labels.get(r["point"], r["point"])), *[_rate(k, r.get(k)) for k, _ in SESSION_COLUMNS]]
+                 for r in run_session_metrics(run_dir)]
+    per_turn = [[_rate(k, r.get(k)) for k, _ in TURN_COLUMNS] for r in turn_metrics(requests)]
+    return ("<h3>Sessions and prefix cache</h3>"
+            + _table(["point", *[h for _, h in SESSION_COLUMNS]], per_point, "points")
+            + '<p class="note">Per turn, over every load point: later turns carry the conversation so far, so their '
+              "prompts grow and more of them should come from the cache.</p>"
+            + _table([h for _, h in TURN_COLUMNS], per_turn, "points"))
+
+
+def _rate(key: str, v: Any) -> str:
+    return "—" if v is None else (f"{v:.0%}" if key == "cache_hit_rate" else _cell(key, v))
 
 
 def _comparisons(systems: list[System], at: Sequence[float | str]) -> tuple[list[Comparison], list[str]]:
