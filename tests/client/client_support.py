@@ -306,10 +306,11 @@ CLI_ENV = dict(os.environ, COLUMNS="1000")  # Rich wraps long lines at the termi
 
 
 def run_cli(*args: str, timeout: float, preexec: Callable[[], None] | None = None,
-            cli: list[str] = CLI) -> subprocess.CompletedProcess:
-    """Run ``scoville ARGS`` to completion, capturing its output as text."""
-    return subprocess.run([*cli, *args], capture_output=True, text=True, timeout=timeout, env=CLI_ENV,
-                          preexec_fn=preexec)
+            cli: list[str] = CLI, columns: int = 1000) -> subprocess.CompletedProcess:
+    """Run ``scoville ARGS`` to completion, capturing its output as text (``columns``: the terminal width
+    Rich assumes; wide by default so assertions see whole lines)."""
+    return subprocess.run([*cli, *args], capture_output=True, text=True, timeout=timeout,
+                          env=dict(CLI_ENV, COLUMNS=str(columns)), preexec_fn=preexec)
 
 
 def start_cli(*args: str) -> subprocess.Popen:

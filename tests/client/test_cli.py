@@ -156,7 +156,7 @@ def test_ctrl_c_marks_interrupted_keeps_records_and_says_how_to_resume(server, t
 def test_a_sweep_without_a_terminal_prints_a_line_as_each_point_starts_and_ends(server, tmp_path):
     # piped or in CI there is no live status line; a long sweep must still show it is moving
     p = scoville("sweep", "--url", server.base_url, "--isl", "16", "--osl", "4", "--concurrency", "1,2",
-                 "--num-requests", "2", "--warmup-requests", "0", "--runs", str(tmp_path))
+                 "--num-requests", "2", "--warmup-requests", "0", "--runs", str(tmp_path), columns=80)
     assert p.returncode == 0, p.stderr
     lines = p.stderr.splitlines()
     assert [line for line in lines if line.startswith("point ")] == ["point c=1 (1/2): 2 requests",
@@ -165,6 +165,8 @@ def test_a_sweep_without_a_terminal_prints_a_line_as_each_point_starts_and_ends(
                  "--num-requests", "3", "--runs", str(tmp_path))
     assert "point c=2 (1/1): 3 requests after 4 warm-up" in p.stderr.splitlines()
     assert sum(line.lstrip().startswith("✓") for line in lines) == 2
+    run_line = [line for line in p.stdout.splitlines() if line.startswith("run: ")]
+    assert len(run_line) == 1 and "report: " in run_line[0] and "seed: " in run_line[0]   # paths never wrapped
 
 
 def test_eos_is_ignored_by_default_and_honoured_with_no_ignore_eos(server, tmp_path):

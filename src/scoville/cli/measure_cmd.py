@@ -136,8 +136,8 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
         out.print(points_table(f"{result.run_dir.name} ({result.status})", result.rows, POINT_COLUMNS))
         out.print(power_note(manifest_power))
         seed = manifest.get("load_plan", {}).get("seed")
-        out.print(f"run: {result.run_dir}" + (f"  report: {report}" if report else "")
-                  + (f"  seed: {seed}" if seed is not None else ""))
+        out.print(escape(f"run: {result.run_dir}" + (f"  report: {report}" if report else "")
+                         + (f"  seed: {seed}" if seed is not None else "")), soft_wrap=True)   # paths whole
     for line in failure_lines(result, labels):
         console.print(f"[yellow]failed[/]: {escape(line)}")
     if empty:
