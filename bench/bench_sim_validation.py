@@ -15,7 +15,8 @@ ourselves; every figure here is validation. Four views:
    frontier point's interactivity, and the throughput per GPU compared (the published curve is the best
    of the published deployments; the search may find better ones, which shows as a positive error).
    Public points of ``data/reference/validation_public.yaml`` (AMD MI300X/MI325X/MI355X among them) join.
-   **2b** reads the same silicon frontier points off the envelope of their groups' own deployments, each
+   **1c** gives TTFT at light load as a gap in ms by framework and prompt length (a constant gap is a
+   per-request cost the model lacks). **2b** reads the same silicon frontier points off the envelope of their groups' own deployments, each
    predicted on its row (no search): what 2)'s error owes to the cost model, and what to the search.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted.
 4. **Published trends** (InferenceX blog statements, with their sources).
@@ -93,7 +94,7 @@ def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
     for r in rows:
         if r.mode == "agg":
             groups[(r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, "gap" in r.source)].append(r)
-    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": []}
+    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_light_load": []}
     envelopes: Envelopes = defaultdict(list)
     skipped = 0
     for key, rs in groups.items():
@@ -112,12 +113,33 @@ def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
             out["tpot"].append(Cmp(name, r.split, r.tpot_ms, est.tpot[i] * 1e3))
             out["ttft"].append(Cmp(name, r.split, r.ttft_ms, est.ttft[i] * 1e3))
             out["tput"].append(Cmp(name, r.split, measured_tput(r), float(est.total_tput_per_accelerator[i])))
+            if r.concurrency <= LIGHT_LOAD:
+                out["ttft_light_load"].append(Cmp(f"{fw} {_prompt_bucket(r.isl)}", r.split, r.ttft_ms, est.ttft[i] * 1e3))
             if not key[-1]:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
                 envelopes[(model, hw, prec, fw, r.isl, r.osl)].append(
                     (1.0 / float(est.tpot[i]), float(est.total_tput_per_accelerator[i])))
     if skipped:
         print(f"  ({skipped} rows skipped: deployment does not fit or is not expressible)")
     return out, envelopes
+
+
+LIGHT_LOAD = 8   # users: where TTFT is the request's own path (front end, prefill), not queueing behind others
+
+
+def _prompt_bucket(isl: int) -> str:
+    return "prompt <= 2k" if isl <= 2100 else ("prompt 2k-5k" if isl < 5000 else "prompt 5k-9k")
+
+
+def report_light_load_ttft(res: dict[str, list[Cmp]]) -> None:
+    """TTFT at light load, as a gap in milliseconds: a constant gap across prompt lengths is a per-request cost
+    the model lacks (a front end), a gap growing with the prompt is prefill (kernels slower than their tables)."""
+    print(f"\n1c) TTFT at <= {LIGHT_LOAD} users, dev rows: median measured - predicted, by framework and prompt length")
+    for name in sorted({c.group for c in res["ttft_light_load"]}):
+        cs = [c for c in res["ttft_light_load"] if c.group == name and c.split == "dev"]
+        if len(cs) >= 3:
+            gap = np.median([c.measured - c.predicted for c in cs])
+            print(f"   {name:26s} n={len(cs):4d}  gap {gap:+7.0f} ms  (measured {np.median([c.measured for c in cs]):6.0f}, "
+                  f"predicted {np.median([c.predicted for c in cs]):6.0f} ms)")
 
 
 def _short(model: str) -> str:
@@ -475,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
           f"({sum(r.split == 'dev' for r in rows)} dev, {sum(r.split == 'holdout' for r in rows)} holdout)")
     by_row, envelopes = pinned(rows)
     report_pinned(by_row)
+    report_light_load_ttft(by_row)
     report_pinned_public(pinned_public())
     if args.quick:
         return 0
