@@ -36,8 +36,9 @@ import pyarrow.parquet as pq
 
 from scoville.errors import UserError
 from scoville.metrics import COMPAT_MODES
-from scoville.results.store import (JOURNAL, MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, journal_records,
-                                    read_manifest, read_point_metrics, read_power, read_requests, writer_alive)
+from scoville.results.store import (JOURNAL, MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, finished_points,
+                                    journal_records, read_manifest, read_point_metrics, read_power, read_requests,
+                                    writer_alive)
 from scoville.results.manifest import source_label
 from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
 
@@ -210,13 +211,18 @@ def _request_files(run_dir: Path) -> list[Path]:
     return out
 
 
+def _unfinished(run_dir: Path, m: dict[str, Any]) -> bool:
+    """Whether some planned point of the run has no Parquet file yet (so its records live in the journal only);
+    a finished run's journal is then never parsed, which keeps ``ls`` and ``sql`` fast on many runs."""
+    planned = {p.get("index") for p in (m.get("load_plan") or {}).get("points", [])}
+    return (run_dir / JOURNAL).exists() and bool(planned - finished_points(run_dir))
+
+
 def _journal_records(dirs: list[Path]) -> pa.Table | None:
     """Records of running or interrupted runs' points that are only in their journal, with ``run_id`` and
     ``filename`` as the Parquet rows carry them (so ``scoville sql`` sees what the metrics see)."""
     tables = []
     for d in dirs:
-        if not (d / JOURNAL).exists():
-            continue
         try:
             t = journal_records(d)
         except READ_ERRORS as e:
@@ -336,14 +342,17 @@ def _sql_list(files: list[str]) -> str:
 def connect(runs_root: Path) -> duckdb.DuckDBPyConnection:
     """In-memory DuckDB with views over the intact runs under ``runs_root``, locked to reading them."""
     con = duckdb.connect(":memory:")
-    rows, dirs = [], []
+    rows, dirs, unfinished = [], [], []
     for d in run_dirs(runs_root):
         try:
-            rows.append(manifest_row(d, load_manifest(d)))
+            m = load_manifest(d)
+            rows.append(manifest_row(d, m))
         except DamagedFile as e:  # one damaged run must not hide all the others
             skip(e.path, e.why)
             continue
         dirs.append(d)
+        if _unfinished(d, m):
+            unfinished.append(d)
     con.execute("CREATE TABLE runs (" + ", ".join(f"{c} {t}" for c, t in _RUN_COLUMNS.items()) + ")")
     if rows:
         con.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
@@ -354,7 +363,7 @@ def connect(runs_root: Path) -> duckdb.DuckDBPyConnection:
         "requests": [f for d in dirs for f in _request_files(d)],
         "power": [d / POWER for d in dirs if (d / POWER).exists() and _intact(d / POWER, _POWER_COLUMNS)],
     }
-    journal = _journal_records(dirs)
+    journal = _journal_records(unfinished)
     if journal is not None:
         con.register("_journal_requests", journal)
     allowed: list[str] = []
