@@ -168,15 +168,18 @@ def session_metrics(requests: pa.Table, *, accelerators: int = 1) -> dict[str, A
 
 
 def run_session_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """session_metrics of every load point of a run, with each point's accelerator count.
+    """session_metrics of every load point of a run (see :func:`points_session_metrics`)."""
+    return points_session_metrics(read_manifest(run_dir), read_requests(run_dir))
+
+
+def points_session_metrics(manifest: dict[str, Any], requests: pa.Table) -> list[dict[str, Any]]:
+    """session_metrics of every load point in ``requests``, with each point's accelerator count.
 
     As in ``scoville.metrics``: a point's own count (the simulator's per-point
     winning configuration) wins over the manifest's system size.
     """
-    manifest = read_manifest(run_dir)
     system_size = int((manifest.get("system") or {}).get("accelerators") or 1)
     per_point = {p.get("index"): p.get("accelerators") for p in (manifest.get("load_plan") or {}).get("points", [])}
-    requests = read_requests(run_dir)
     rows = []
     for point in sorted(set(requests.column("point").to_pylist())):
         subset = requests.filter(pc.equal(requests.column("point"), point))

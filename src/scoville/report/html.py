@@ -30,7 +30,7 @@ from scoville.report.output import check_destination, write_file
 from scoville.report.plotly_fig import figure
 from scoville.results.catalog import read_power_samples, read_records
 from scoville.results.manifest import source_label
-from scoville.session_metrics import run_session_metrics, turn_metrics
+from scoville.session_metrics import points_session_metrics, turn_metrics
 
 CSS = """
 :root { --fg: #1d1d1f; --muted: #5f6368; --line: #dadce0; --bg-alt: #f6f8fa; }
@@ -227,7 +227,7 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     if charts:
         parts.append("<h3>Latency distributions</h3><div class=\"grid3\">" +
                      "".join(_chart_div(c) for c in charts) + "</div>")
-    parts.append(sessions_section(run_dir, requests, plan))
+    parts.append(sessions_section(manifest, requests))
     pc = power_chart(chart_key, read_power_samples(run_dir), plan, samples, system.label, power_basis(manifest))
     if pc is not None:
         parts.append("<h3>Power over time</h3>" + _chart_div(pc))
@@ -246,13 +246,13 @@ TURN_COLUMNS = [("turn", "turn"), ("requests", "requests"), ("input_tokens_mean"
                 ("ttft_s_median", "TTFT p50 (s)"), ("cache_hit_rate", "cache hit rate")]
 
 
-def sessions_section(run_dir: Path, requests: pa.Table, plan: list[dict[str, Any]]) -> str:
+def sessions_section(manifest: dict[str, Any], requests: pa.Table) -> str:
     """Sessions and the prefix cache of a multi-turn run (`scoville sessions` in the report); "" for single turns."""
     if not requests.num_rows or "turn" not in requests.column_names or not (pc.max(requests.column("turn")).as_py() or 0):
         return ""
-    labels = {p["index"]: p.get("label") for p in plan}
+    labels = {p["index"]: p.get("label") for p in (manifest.get("load_plan") or {}).get("points", [])}
     per_point = [[str(labels.get(r["point"], r["point"])), *[_rate(k, r.get(k)) for k, _ in SESSION_COLUMNS]]
-                 for r in run_session_metrics(run_dir)]
+                 for r in points_session_metrics(manifest, requests)]
     per_turn = [[_rate(k, r.get(k)) for k, _ in TURN_COLUMNS] for r in turn_metrics(requests)]
     return ("<h3>Sessions and prefix cache</h3>"
             + _table(["point", *[h for _, h in SESSION_COLUMNS]], per_point, "points")
