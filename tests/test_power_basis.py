@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from scoville.cli.measure_cmd import power_note
 from scoville.cli.point_table import model_text
-from scoville.power.sources import NO_POWER_BASIS, power_basis_text
-from scoville.report.charts import power_basis
+from scoville.power.sources import NO_POWER_BASIS, manifest_power_basis, power_basis_text
 
 
 def test_a_run_without_a_power_source_says_how_to_get_one_everywhere():
@@ -13,14 +12,14 @@ def test_a_run_without_a_power_source_says_how_to_get_one_everywhere():
     assert power_basis_text(None, None) == NO_POWER_BASIS
     note = power_note({"source": "none", "boundary": "chip"})
     assert note.startswith(NO_POWER_BASIS) and "none" not in note.replace(NO_POWER_BASIS, "")
-    assert power_basis({"power": {"source": "none", "boundary": "chip"}, "system": {}}) == NO_POWER_BASIS
-    assert power_basis({}) == NO_POWER_BASIS
+    assert manifest_power_basis({"power": {"source": "none", "boundary": "chip"}, "system": {}}) == NO_POWER_BASIS
+    assert manifest_power_basis({}) == NO_POWER_BASIS
 
 
 def test_a_power_source_is_named_with_its_boundary_and_watts():
     note = power_note({"source": "rated", "boundary": "chip", "watts_per_accelerator": 700.0})
     assert note == "power: rated, chip boundary, 700 W/accelerator — per-kW figures above use it"
-    assert power_basis({"power": {"source": "nvml"}, "system": {"power_boundary": "board"}}) == "nvml, board boundary"
+    assert manifest_power_basis({"power": {"source": "nvml"}, "system": {"power_boundary": "board"}}) == "nvml, board boundary"
 
 
 def test_a_model_without_a_recorded_precision_is_served_as_its_checkpoint():

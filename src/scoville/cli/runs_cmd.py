@@ -16,7 +16,7 @@ from rich.table import Table
 
 from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, model_text, points_table
 from scoville.metrics import recompute
-from scoville.power.sources import NO_POWER_BASIS, power_basis_text
+from scoville.power.sources import NO_POWER_BASIS, manifest_power_basis
 from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
                                       run_status, system_label)
 from scoville.results.manifest import source_label
@@ -84,12 +84,11 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print(json.dumps({"manifest": manifest, "points": rows}, indent=2, default=str))
             return
-        system, model, power = manifest.get("system") or {}, manifest.get("model") or {}, manifest.get("power") or {}
         summary = (f"{source_label(manifest)} · {run_status(run_dir, manifest)} · {system_label(manifest)} · "
-                   f"{model_text(model)} · "
+                   f"{model_text(manifest.get('model') or {})} · "
                    f"workload {(manifest.get('workload') or {}).get('name')}")
         console.print(f"[bold]{escape(str(manifest.get('run_id')))}[/] {escape(summary)}")
-        basis = power_basis_text(power.get("source"), power.get("boundary") or system.get("power_boundary"))
+        basis = manifest_power_basis(manifest)
         console.print(escape(basis if basis == NO_POWER_BASIS else f"power: {basis}"))
         console.print(points_table("load points", rows, POINT_COLUMNS))
 

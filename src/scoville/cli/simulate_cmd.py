@@ -38,7 +38,7 @@ from scoville.cli.workload_options import (
 )
 from scoville.executor.options import ExecutorOption, RayAddressOption
 from scoville.load import LoadPoint, load_plan
-from scoville.power.sources import power_basis_text
+from scoville.power.sources import manifest_power_basis
 from scoville.results.store import read_manifest, read_point_metrics
 from scoville.sim.config import SimConfig, SimConfigError, SpeculativeConfig
 
@@ -258,8 +258,7 @@ def _summary(run_dir: Path, json_out: bool) -> None:
             table.add_row(str(p.get("label")), escape(cfg.label() + _drafts(cfg)), str(cfg.accelerators),
                           band("interactivity"), band("total_throughput_per_accelerator"))
         out.print(table)
-    pw = manifest.get("power", {})
-    console.print(f"power: {power_basis_text(pw.get('source'), pw.get('boundary'))}")
+    console.print(f"power: {manifest_power_basis(manifest)}")
     console.print(f"report: scoville report {escape(str(run_dir))}", soft_wrap=True)
     print(run_dir)
 

@@ -43,6 +43,12 @@ def power_basis_text(source: str | None, boundary: str | None) -> str:
     return f"{source}, {boundary or 'unknown'} boundary"
 
 
+def manifest_power_basis(manifest: dict[str, Any]) -> str:
+    """``power_basis_text`` of a run: its power source, and the boundary it recorded (or its system's)."""
+    power, system = manifest.get("power") or {}, manifest.get("system") or {}
+    return power_basis_text(power.get("source"), power.get("boundary") or system.get("power_boundary"))
+
+
 class PowerError(UserError):
     """A power source that cannot be used as asked; message says how to fix it."""
 

@@ -21,7 +21,6 @@ from scoville.analysis.compare import UNITS
 from scoville.analysis.frontier import frontier
 from scoville.analysis.runs import System
 from scoville.metrics import itl_gaps  # the one definition of ITL
-from scoville.power.sources import power_basis_text
 
 LOG_SPAN = 30.0
 # Okabe–Ito: distinguishable with every common colour-vision deficiency.
@@ -356,12 +355,6 @@ def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[
 
 
 MAX_POWER_SAMPLES = 3000
-
-
-def power_basis(manifest: dict[str, Any]) -> str:
-    """"nvml, board boundary": whose power a run recorded, as every per-kW figure must say."""
-    power, system = manifest.get("power") or {}, manifest.get("system") or {}
-    return power_basis_text(power.get("source"), power.get("boundary") or system.get("power_boundary"))
 
 
 def power_chart(run_id: str, power: pa.Table, plan: list[dict[str, Any]],

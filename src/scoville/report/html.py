@@ -24,8 +24,9 @@ import scoville
 from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_usd, fmt_value
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
-from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
+from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
                                     ratio_charts, safe_id, system_colors)
+from scoville.power.sources import manifest_power_basis
 from scoville.report.output import check_destination, write_file
 from scoville.report.plotly_fig import figure
 from scoville.results.catalog import read_power_samples, read_records
@@ -228,7 +229,7 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
         parts.append("<h3>Latency distributions</h3><div class=\"grid3\">" +
                      "".join(_chart_div(c) for c in charts) + "</div>")
     parts.append(sessions_section(manifest, requests))
-    pc = power_chart(chart_key, read_power_samples(run_dir), plan, samples, system.label, power_basis(manifest))
+    pc = power_chart(chart_key, read_power_samples(run_dir), plan, samples, system.label, manifest_power_basis(manifest))
     if pc is not None:
         parts.append("<h3>Power over time</h3>" + _chart_div(pc))
         charts.append(pc)

@@ -13,8 +13,9 @@ from typing import Any, Sequence
 
 from scoville.analysis.runs import load_systems
 from scoville.errors import UserError
-from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_basis, power_chart,
+from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
                                     ratio_charts, safe_id)
+from scoville.power.sources import manifest_power_basis
 from scoville.report.output import check_destination, write_file
 from scoville.report.plotly_fig import log_ticks, tick_label
 from scoville.results.catalog import read_power_samples, read_records
@@ -37,7 +38,7 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
             samples = latency_samples(requests, compat) if requests.num_rows else {}
             if samples:
                 charts.extend(cdf_charts(run_id, plan, samples, s.label, compat))
-            pc = power_chart(run_id, read_power_samples(d), plan, samples, s.label, power_basis(m))
+            pc = power_chart(run_id, read_power_samples(d), plan, samples, s.label, manifest_power_basis(m))
             if pc is not None:
                 charts.append(pc)
     return charts
