@@ -79,14 +79,17 @@ class AtInteractivity:
     """
 
     interactivity: float
-    auto: bool                       # chosen by a rule (``rule``: AUTO_RULES), not given as a number
     value: float | None
     why_undefined: str | None
     ratio: float | None
     ratio_why_undefined: str | None
     bound: str | None = None
     ratio_bound: str | None = None
-    rule: str | None = None          # "auto" or "common" when ``auto``
+    rule: str | None = None          # AUTO_RULES key when the interactivity was chosen by a rule, not given
+
+    @property
+    def auto(self) -> bool:
+        return self.rule is not None
 
 
 @dataclass
@@ -349,4 +352,4 @@ def _at(f: Frontier, base: Frontier, x: float, rule: str | None) -> AtInteractiv
         r_bound = "at least"
     elif base_bound:
         r_bound = "at most"
-    return AtInteractivity(x, rule is not None, value, why, r, r_why, bound, r_bound, rule)
+    return AtInteractivity(x, value, why, r, r_why, bound, r_bound, rule)

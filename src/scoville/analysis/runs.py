@@ -114,9 +114,10 @@ def _base_label(manifests: list[dict[str, Any]], run_dirs: list[Path]) -> str:
     n = system.get("accelerators")
     named = n and re.search(rf"(?<!\d){n}(?!\d)", str(name))  # "GB300 NVL72" already says 72
     label = f"{name} ×{n}" if n and n > 1 and not named else str(name)
-    if any(x.get("source") == "simulated" for x in manifests):
+    origins = {source_label(x) for x in manifests}
+    if "simulated" in origins:
         label += " (sim)"
-    elif any(source_label(x) == "emulated" for x in manifests):
+    elif "emulated" in origins:
         label += " (emulated)"
     return label
 

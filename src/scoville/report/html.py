@@ -229,10 +229,11 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
         parts.append("<h3>Latency distributions</h3><div class=\"grid3\">" +
                      "".join(_chart_div(c) for c in charts) + "</div>")
     parts.append(sessions_section(manifest, requests))
-    pc = power_chart(chart_key, read_power_samples(run_dir), plan, samples, system.label, manifest_power_basis(manifest))
-    if pc is not None:
-        parts.append("<h3>Power over time</h3>" + _chart_div(pc))
-        charts.append(pc)
+    watts = power_chart(chart_key, read_power_samples(run_dir), plan, samples, system.label,
+                        manifest_power_basis(manifest))
+    if watts is not None:        # (not "pc": that is pyarrow.compute in this module)
+        parts.append("<h3>Power over time</h3>" + _chart_div(watts))
+        charts.append(watts)
     for c in charts:
         figures[c.id] = figure(c)
     parts.append("<details><summary>Full manifest (manifest.json)</summary><pre>"
