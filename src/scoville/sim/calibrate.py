@@ -11,8 +11,8 @@ signature in what a benchmark measures:
   nothing;
 * ``seq_overhead_us`` is host time per sequence in a step (sampling, output processing): it sets how TPOT
   grows with the batch;
-* ``request_overhead_ms`` is time before a request reaches the scheduler (HTTP, tokenisation): it moves
-  TTFT alone.
+* ``request_overhead_ms`` is the front end's time per request (HTTP, tokenisation), served one request at a
+  time before the scheduler sees it: it moves TTFT alone, most in bursts.
 
 They are fitted by minimising the squared log errors of mean TTFT, mean TPOT and total throughput on the
 chosen load points (log errors: a 10 % miss counts the same at 5 ms and at 5 s), with each parameter kept
@@ -138,9 +138,9 @@ class FitInfo(msgspec.Struct, kw_only=True, frozen=True):
     at_bound: list[str] = []         # parameters that ended on one of their BOUNDS
 
 
-def _positive(name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+def _check_finite(name: str, value: float, *, zero_ok: bool) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and (value > 0 or zero_ok and value == 0)):
+        raise ValueError(f"{name} must be a finite number {'>=' if zero_ok else '>'} 0, got {value!r}")
 
 
 class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -172,11 +172,9 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         if self.kind != PROFILE_KIND:
             raise ValueError(f"kind is {self.kind!r}, not {PROFILE_KIND!r}")
-        _positive("kernel_factor", self.kernel_factor)
+        _check_finite("kernel_factor", self.kernel_factor, zero_ok=False)
         for name in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms", "sigma"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+            _check_finite(name, getattr(self, name), zero_ok=True)
 
     def framework_costs(self) -> FrameworkCosts:
         """The fitted host costs, in the form the cost model takes in place of the framework's priors."""
@@ -403,7 +401,9 @@ def _from_x(x: np.ndarray) -> dict[str, float]:
     return {k: float(min(max(math.exp(v), BOUNDS[k][0]), BOUNDS[k][1])) for k, v in zip(PARAMS, x)}
 
 
-_LO = np.array([math.log(BOUNDS[k][0]) for k in PARAMS])
+_FLOOR = np.array([BOUNDS[k][0] for k in PARAMS])     # the bounds (linear start, Gauss-Newton) ...
+_CEIL = np.array([BOUNDS[k][1] for k in PARAMS])
+_LO = np.array([math.log(BOUNDS[k][0]) for k in PARAMS])   # ... and in log space (Nelder-Mead)
 _HI = np.array([math.log(BOUNDS[k][1]) for k in PARAMS])
 
 
@@ -487,9 +487,8 @@ class Objective:
 
 def prior_values(prior: FrameworkCosts) -> dict[str, float]:
     """The uncalibrated values: the framework's priors, kernel_scale as the kernel factor."""
-    return {"kernel_factor": prior.kernel_scale, "step_overhead_us": max(prior.step_overhead_us, BOUNDS["step_overhead_us"][0]),
-            "seq_overhead_us": max(prior.seq_overhead_us, BOUNDS["seq_overhead_us"][0]),
-            "request_overhead_ms": max(prior.request_overhead_ms, BOUNDS["request_overhead_ms"][0])}
+    return {"kernel_factor": prior.kernel_scale,
+            **{k: max(getattr(prior, k), BOUNDS[k][0]) for k in PARAMS if k != "kernel_factor"}}
 
 
 # Each parameter's value when it is simulated alone for the linear start (typical magnitudes; the model is
@@ -525,8 +524,7 @@ def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: np.ndarray) -> np.ndarray:
     """The parameters (each >= its lower bound) that make the linearised times ``y + jac·(new - theta)`` match
     the measured ones best in relative terms."""
-    lo = np.array([BOUNDS[k][0] for k in PARAMS])
-    hi = np.array([BOUNDS[k][1] for k in PARAMS])
+    lo, hi = _FLOOR, _CEIL
     m = time_like([t.measured for t in objective.targets]).ravel()
     ok = np.isfinite(m) & (m > 0) & np.isfinite(y) & np.all(np.isfinite(jac), axis=1)
     if not ok.any():
@@ -544,7 +542,7 @@ def linear_start(objective: Objective) -> np.ndarray:
     Why not start from the priors: a host cost whose prior is 100× too small has no visible effect there, and
     a search in log space sees a flat valley and leaves it where it is.
     """
-    floor = np.array([BOUNDS[k][0] for k in PARAMS])
+    floor = _FLOOR
     base = time_like(objective.predict(_values(floor))).ravel()
     cols = []
     for i, k in enumerate(PARAMS):
