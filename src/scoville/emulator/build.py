@@ -18,7 +18,6 @@ from scoville.sim.config import SimConfig
 
 DEFAULT_HARDWARE = "h200"
 DEFAULT_MODEL = "llama-3.1-8b"
-# The $/accelerator-hour preset recorded in the manifest (InferenceX's "Owning - Hyperscaler").
 
 
 def pinned_config(hardware: str | None = None, model: str | None = None,

@@ -125,8 +125,9 @@ class StepCost:
                                     framework=self.framework.name, backend=backend)
         missing = sorted(k for k, s in self.ops.provenance.items() if s.startswith("transfer"))
         if backend == "measured" and missing:
-            raise MissingKernelTables(f"no measured kernel tables for {', '.join(missing)} of {m.name} on {self.hw.name} "
-                            f"({self.framework.name}); pip install 'scoville[silicon]' or use --cost-backend auto")
+            raise MissingKernelTables(f"no measured kernel tables for {', '.join(missing)} of {m.name} on "
+                                      f"{self.hw.name} ({self.framework.name}); pip install 'scoville[silicon]' or "
+                                      "use --cost-backend auto")
         self._precompute()
 
     # -- static quantities ------------------------------------------------------------------------

@@ -112,7 +112,7 @@ class Surface:
             return self._rows[0]._scalar(b) * (math.exp(la - las[0]) if n == 1 and la > las[0] else 1.0)
         if la >= las[-1]:
             return self._rows[-1]._scalar(b) * math.exp(la - las[-1])
-        i = bisect_right(self._la_list, la)
+        i = bisect_right(las, la)
         t0, t1 = math.log(self._rows[i - 1]._scalar(b)), math.log(self._rows[i]._scalar(b))
         w = (la - las[i - 1]) / (las[i] - las[i - 1])
         return math.exp(t0 + (t1 - t0) * w)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable, TextIO
 
 from scoville.workload.spec import Session
 from scoville.workload.traces.common import (
@@ -104,7 +104,7 @@ def write_scoville_trace(path: Path, sessions: Iterable[Session], arrivals: Iter
                                            "writable folder with space left") from None
 
 
-def _write_rows(f: Any, sessions: list[Session], starts: list[float | None], bs: int) -> int:
+def _write_rows(f: TextIO, sessions: list[Session], starts: list[float | None], bs: int) -> int:
     n = 0
     f.write(json.dumps({"format": FORMAT_TAG, "version": 1, "block_size": bs}) + "\n")
     for session, start in zip(sessions, starts):
