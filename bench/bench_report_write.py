@@ -5,6 +5,8 @@ target < 2 s for a 7-point run. Each point has 10·C measured requests of 1,024
 streamed tokens (C = 1..64: 1,270 requests, 1.3 M token timestamps per run).
 
     python bench/bench_report_write.py
+    python bench/bench_report_write.py --open   # also: time to all charts drawn in headless Chromium, for the
+                                                # report as written (plotly.js packed) and an inline copy, paired
 """
 
 from __future__ import annotations
@@ -64,6 +66,35 @@ def sweep_run(root: Path, hardware: str, watts: float, speed: float, seed: int) 
     return w.run_dir
 
 
+def open_times(packed: Path, rounds: int = 4) -> None:
+    """Seconds from navigation to every chart drawn, for ``packed`` and a copy with plotly.js inlined as text."""
+    from playwright.sync_api import sync_playwright
+
+    from scoville.report.html import plotly_js
+
+    text = packed.read_text()
+    start = text.index('<script id="plotly-gz"')
+    end = text.index("</script>", start) + len("</script>")
+    inline = (text[:start] + "<script>" + plotly_js().replace("</script", "<\\/script") + "</script>" + text[end:])
+    inline_path = packed.with_name("inline.html")
+    inline_path.write_text(inline.replace("loadPlotly().then(", "Promise.resolve().then("))
+    times: dict[str, list[float]] = {"packed": [], "inline": []}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"])
+        for _ in range(rounds):
+            for name, path in (("inline", inline_path), ("packed", packed)):
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                t = time.perf_counter()
+                page.goto(path.as_uri())
+                page.wait_for_selector("body[data-charts-ready=yes]", timeout=60_000)
+                times[name].append(time.perf_counter() - t)
+                page.close()
+        browser.close()
+    for name, path in (("packed", packed), ("inline", inline_path)):
+        print(f"open in Chromium, {name} ({path.stat().st_size / 1e6:.1f} MB): charts drawn after "
+              + ", ".join(f"{t:.2f}" for t in times[name]) + " s")
+
+
 def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="scoville-bench-"))
     a = sweep_run(root, "H200", 700, 1.0, 0)
@@ -85,6 +116,8 @@ def main() -> None:
             times.append(time.perf_counter() - t)
         print(f"write_report, {label} x 7 points, warm: best {min(times):.2f} s of 3; "
               f"{out.stat().st_size / 1e6:.1f} MB")
+    if "--open" in sys.argv[1:]:
+        open_times(write_report([a], root / "packed.html"))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """The HTML report file: self-contained, complete, and with the charts and figures a reader needs."""
 
+import base64
+import gzip
 import json
 import re
 
 import pytest
 
-from scoville.report.html import write_report
+from scoville.report.html import plotly_js, write_report
 
 
 def figures(html_text: str) -> dict:
@@ -23,10 +25,14 @@ def report(report_runs, tmp_path_factory):
 
 def test_report_is_self_contained(report):
     _, text = report
-    assert "plotly.js v" in text  # the bundle is inlined from the plotly package
-    # outside the bundle (whose own strings mention plot.ly), the page references nothing remote
-    page = re.sub(r"<script>/\*\*\n\* plotly\.js.*?</script>", "", text, count=1, flags=re.S)
-    assert len(page) < len(text) / 2
+    # the bundle is inlined from the plotly package, gzipped and base64-encoded
+    packed = re.search(r'<script id="plotly-gz" type="application/gzip;base64">([A-Za-z0-9+/=]+)</script>', text)
+    assert packed is not None
+    bundle = gzip.decompress(base64.b64decode(packed.group(1))).decode()
+    assert bundle == plotly_js() and "plotly.js v" in bundle
+    assert len(text) < len(bundle) / 2   # the whole page is under half the bundle's own size
+    # outside the bundle, the page references nothing remote
+    page = text.replace(packed.group(0), "")
     assert "<script src" not in page and "<link" not in page
     assert not re.search(r"""(src|href|url)\s*[=(]\s*["']?(https?:)?//""", page)
 
