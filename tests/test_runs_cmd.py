@@ -127,3 +127,23 @@ def test_a_searched_run_is_listed_with_the_range_of_its_deployment_sizes():
     measured = {"system": {"hardware": "h200", "accelerators": 8}, "load_plan": {"points": [{"concurrency": 1}]}}
     assert system_label(searched) == "gb300 x4-66"
     assert system_label(measured) == "h200 x8"
+
+
+def test_show_chart_draws_the_runs_frontier_in_the_terminal(tmp_path, capsys):
+    from scoville.analysis.frontier import frontier
+    from scoville.cli import main
+    from scoville.report.terminal import FRONTIER
+    from scoville.results.catalog import read_point_rows
+
+    runs = tmp_path / "runs"
+    main(["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--scenario", "1k1k", "--concurrency", "1-8",
+          "--no-disagg", "--runs", str(runs), "--json"])
+    run_dir = Path(json.loads(capsys.readouterr().out)["run_dir"])
+    main(["show", run_dir.name, "--runs", str(runs), "--chart"])
+    out = capsys.readouterr().out
+    assert "total tok/s per accelerator vs tok/s/user" in out and "total tok/s per kW vs tok/s/user" in out
+    rows = [r for r in read_point_rows(run_dir) if r.get("interactivity")]
+    # one filled marker per frontier point (markers may share a cell), the legend's one besides
+    on_front = len(frontier(rows, "interactivity", "total_throughput_per_accelerator").points)
+    per_acc = out.split("total tok/s per accelerator vs tok/s/user", 1)[1].split("per kW", 1)[0]
+    assert 1 <= per_acc.count(FRONTIER) - 1 <= on_front

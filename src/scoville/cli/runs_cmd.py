@@ -75,7 +75,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("show")
     def show_cmd(run: str, runs: RunsRoot = Path("runs"),
-                 json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+                 json_out: Annotated[bool, typer.Option("--json")] = False,
+                 chart: Annotated[bool, typer.Option("--chart", help="Draw the Pareto frontier in the terminal.")]
+                 = False) -> None:
         """Show one run's manifest summary and per-point metrics."""
         run_dir = resolve_run(runs, run)
         manifest = load_manifest(run_dir)
@@ -91,6 +93,12 @@ def register(app: typer.Typer) -> None:
         basis = manifest_power_basis(manifest)
         console.print(escape(basis if basis == NO_POWER_BASIS else f"power: {basis}"))
         console.print(points_table("load points", rows, POINT_COLUMNS))
+        if chart:
+            from scoville.report.terminal import run_charts
+
+            for text in run_charts(rows, width=min(console.width, 100)):
+                console.print()
+                console.print(escape(text), soft_wrap=True, highlight=False)
 
     @app.command("sql")
     def sql_cmd(statement: str, runs: RunsRoot = Path("runs"),
