@@ -66,3 +66,53 @@ def test_report_renders_in_headless_chromium_without_errors_or_network(report_ru
     # a short toolbar that clears the titles, and nothing that would send an offline report's data anywhere
     assert all(c["tools"] == ["Download plot as a PNG", "Zoom", "Reset axes"] for c in charts)
     assert (ARTIFACTS / "report-full.png").stat().st_size > 10_000
+
+
+def test_the_decision_control_reads_every_systems_frontier_where_it_is_dragged(report_runs, tmp_path):
+    """Two systems: drag the interactivity slider and read the table; every figure is what compare would read."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from scoville.analysis.frontier import frontier
+    from scoville.analysis.runs import load_systems
+    from scoville.report.decision import decision_grid
+
+    _, runs = report_runs
+    out = write_report(runs[:2], tmp_path / "two.html")
+    systems = load_systems([[runs[0]], [runs[1]]])
+    grid = decision_grid(systems)
+    index = grid.start // 2   # inside both frontiers: values, not bounds
+    x = grid.xs[index]
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            for width in (1400, 800):
+                page = browser.new_page(viewport={"width": width, "height": 1000})
+                page.goto(out.as_uri())
+                page.wait_for_selector("body[data-charts-ready=yes]", timeout=30_000)
+                page.eval_on_selector("#decide-x", "(el, i) => { el.value = String(i); "
+                                      "el.dispatchEvent(new Event('input')); }", index)
+                shown_x = float(page.get_attribute("body", "data-decide-x"))
+                table = page.eval_on_selector_all("#decide-body tr", "rows => rows.map(r => "
+                                                  "Array.from(r.cells).map(c => c.textContent))")
+                shapes = page.evaluate("() => document.getElementById('frontier-kw-interactivity').layout.shapes"
+                                       ".map(s => s.x0)")
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.locator("#decide").screenshot(path=str(ARTIFACTS / f"decide-{width}.png"))
+                page.close()
+        finally:
+            browser.close()
+    assert shown_x == pytest.approx(x)
+    assert x in shapes                      # the dotted line moved to the chosen interactivity
+    rows = {r[0]: r[1:] for r in table}
+    per_acc = rows["throughput per accelerator (tok/s)"]
+    expect = [frontier(s.rows, "interactivity", "total_throughput_per_accelerator").at(x) for s in systems]
+    for cell, value in zip(per_acc[:2], expect):
+        assert float(cell.replace(",", "")) == pytest.approx(value, rel=0.01)
+    assert float(per_acc[2].rstrip("×")) == pytest.approx(expect[1] / expect[0], rel=0.01)
+    # energy: lower is better, so the ratio is the baseline's over the other's; here the baseline's every point
+    # is faster than x and its most frugal one bounds it ("≤"), as decision_grid read it
+    energy = rows["energy per output token (J/tok)"]
+    j = [grid.readings["joules_per_output_token"][k][index] for k in range(2)]
+    for cell, reading in zip(energy[:2], j):
+        assert cell.startswith("≤ ") == (reading.bound == "at most")
+        assert float(cell.lstrip("≤ ").replace(",", "")) == pytest.approx(reading.value, rel=0.01)
+    assert float(energy[2].rstrip("×")) == pytest.approx(j[0].value / j[1].value, rel=0.01)

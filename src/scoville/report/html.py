@@ -27,6 +27,7 @@ import scoville
 from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_usd, fmt_value
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
+from scoville.report.decision import DECISION_SCRIPT, decision_grid, decision_html
 from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
                                     ratio_charts, safe_id, system_colors)
 from scoville.power.sources import manifest_power_basis
@@ -64,6 +65,10 @@ table.cmp td:first-child { font-weight: 600; white-space: normal; min-width: 260
 table.facts td { text-align: left; } table.facts td:first-child { color: var(--muted); width: 220px; }
 details { margin: 8px 0; } summary { cursor: pointer; color: var(--muted); }
 pre { background: var(--bg-alt); padding: 12px; border-radius: 6px; font-size: 12px; overflow-x: auto; }
+.decide-control { display: flex; align-items: center; gap: 10px; font-size: 15px; margin: 10px 0; flex-wrap: wrap; }
+.decide-control input { flex: 1 1 320px; max-width: 720px; } .decide-control output { font-weight: 600;
+min-width: 4em; text-align: right; font-variant-numeric: tabular-nums; }
+table.decide th { white-space: normal; vertical-align: bottom; }
 @media (max-width: 1000px) { .grid2, .grid3 { grid-template-columns: 1fr; } }
 """
 
@@ -314,6 +319,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
     for c in advantage + frontiers:
         figures[c.id] = figure(c)
     comparisons, left_out = _comparisons(systems, at)
+    decide = decision_grid(systems)
     title = title or "scoville report: " + " vs ".join(s.label for s in systems)
     legend = "".join(f'<span><span class="swatch" style="background:{colors[s.label]}"></span><b>{_e(s.label)}</b>'
                      f' <span class="meta">{_e(s.source)} · power {_e(s.power_basis)} · '
@@ -323,6 +329,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
             f"{_e(scoville.__version__)}</div>",
             f'<div class="systems">{legend}</div>',
             comparison_section(comparisons, left_out) if len(systems) > 1 else "",
+            decision_html(decide) if decide is not None and len(systems) > 1 else "",
             *(["<h3>Advantage at equal interactivity</h3>",
                 '<p class="note">Each contender\'s frontier divided by the baseline\'s at the same tok/s/user, '
                 "drawn only where both frontiers reach (the table's iso-interactivity ratios are points on these "
@@ -333,24 +340,28 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
             "configuration of the same system; lines are the Steffen interpolation along each frontier. "
             "Hover a marker for its run, load point and configuration.</p>",
             '<div class="grid2">' + "".join(_chart_div(c) for c in frontiers) + "</div>",
-            run_summary(comparisons, left_out) if len(systems) == 1 else ""]
+            run_summary(comparisons, left_out) if len(systems) == 1 else "",
+            decision_html(decide) if decide is not None and len(systems) == 1 else ""]
     for s in systems:
         for d, m in zip(s.run_dirs, s.manifests):
             body.append(run_section(s, d, m, colors[s.label], figures))
     data = json.dumps(figures, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    decide_data = json.dumps(decide.to_json() if decide else None, separators=(",", ":"), allow_nan=False)
     script = ("const FIGS = " + data + ";\n"
+              "const DECIDE = " + decide_data.replace("</", "<\\/") + ";\n"
               "const CONFIG = {displaylogo: false, responsive: true, "
               "toImageButtonOptions: {format: 'png', scale: 2}, "
               # a short toolbar (save, zoom, reset) that clears the chart's title at 800 px
               "modeBarButtonsToRemove: ['pan2d', 'select2d', 'lasso2d', 'zoomIn2d', 'zoomOut2d', 'autoScale2d', "
               "'hoverClosestCartesian', 'hoverCompareCartesian', 'toggleSpikelines', 'sendChartToCloud']};\n"
-              + PLOTLY_LOADER
+              + DECISION_SCRIPT + PLOTLY_LOADER
               + "if (typeof DecompressionStream === 'undefined') {\n"
               f"  document.querySelectorAll('.chart').forEach(el => {{ el.textContent = {NO_DECOMPRESSION}; }});\n"
               "} else {\n"
               "  loadPlotly().then(() => Promise.all(Object.entries(FIGS).map(([id, f]) =>\n"
               "    Plotly.newPlot(id, f.data, f.layout, CONFIG))))\n"
-              "  .then(() => { document.body.dataset.chartsReady = 'yes'; });\n"
+              "  .then(() => { if (decideInput) decideLines(+decideInput.value);\n"
+              "                document.body.dataset.chartsReady = 'yes'; });\n"
               "}\n")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

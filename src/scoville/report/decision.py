@@ -1,0 +1,160 @@
+"""The report's decision control: pick a tok/s/user, read every system's throughput, cost and energy there.
+
+The seeds' second yardstick (throughput per kW at equal per-user speed) as a control a person drags, offline.
+Every value is read off that system's own Pareto frontier of the measure against interactivity, exactly as
+``compare --at-interactivity`` reads it (Steffen interpolation, never extrapolated), on a fixed grid computed
+here in Python: the page only looks values up, so what the slider shows cannot drift from what ``compare``
+prints. Where an interactivity lies below everything a system measured, its highest-throughput point is a
+measured bound ("at least", or "at most" for a lower-better measure); past its fastest point there is no value.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from scoville.analysis.frontier import Direction, Frontier, frontier
+from scoville.analysis.runs import System
+
+GRID_POINTS = 161
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A column the control reads, how it is named on the page, and which way is better."""
+
+    key: str
+    name: str
+    unit: str
+    better: Direction
+
+
+MEASURES = (
+    Measure("total_throughput_per_accelerator", "throughput per accelerator", "tok/s", "higher"),
+    Measure("total_throughput_per_kw", "throughput per kW", "tok/s/kW", "higher"),
+    Measure("usd_per_mtok_total", "cost per million tokens", "$/Mtok", "lower"),
+    Measure("joules_per_output_token", "energy per output token", "J/tok", "lower"),
+)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One system's value of one measure at one interactivity; ``bound`` says when it is a measured bound."""
+
+    value: float | None
+    bound: str | None = None    # "at least" | "at most"
+
+
+@dataclass(frozen=True)
+class DecisionGrid:
+    """Everything the control shows, precomputed: ``readings[measure][system][i]`` at ``xs[i]``."""
+
+    xs: list[float]
+    start: int                     # the initial position: the highest interactivity every system reaches
+    systems: list[str]
+    measures: list[Measure]
+    readings: dict[str, list[list[Reading]]]
+
+    def to_json(self) -> dict[str, object]:
+        return {"xs": self.xs, "start": self.start, "systems": self.systems,
+                "measures": [{"key": m.key, "name": m.name, "unit": m.unit, "better": m.better,
+                              "cells": [[[r.value, r.bound] for r in per_x] for per_x in self.readings[m.key]]}
+                             for m in self.measures]}
+
+
+def _reading(f: Frontier, x: float) -> Reading:
+    value = f.at(x)
+    if value is not None:
+        return Reading(value)
+    bound = f.at_least(x)
+    if bound is None:
+        return Reading(None)
+    return Reading(bound, "at least" if f.y_dir == "higher" else "at most")
+
+
+def decision_grid(systems: Sequence[System], points: int = GRID_POINTS) -> DecisionGrid | None:
+    """The grid over every interactivity some system reaches (log-spaced), or None when no system has a frontier."""
+    speed = [frontier(s.rows, "interactivity", MEASURES[0].key) for s in systems]
+    reached = [f for f in speed if f.points]
+    if not reached:
+        return None
+    lo, hi = min(f.xs[0] for f in reached), max(f.xs[-1] for f in reached)
+    common = min(f.xs[-1] for f in reached) if len(reached) == len(systems) else hi
+    grid = np.geomspace(lo, hi, points) if hi > lo > 0 else np.array([lo])
+    xs = sorted({float(x) for x in grid} | {common})
+    measures = [m for m in MEASURES if any(math.isfinite(r.get(m.key) or math.nan) for s in systems for r in s.rows)]
+    readings = {}
+    for m in measures:
+        fronts = [frontier(s.rows, "interactivity", m.key, y_dir=m.better) for s in systems]
+        readings[m.key] = [[_reading(f, x) for x in xs] for f in fronts]
+    return DecisionGrid(xs, xs.index(common), [s.label for s in systems], measures, readings)
+
+
+def decision_html(grid: DecisionGrid) -> str:
+    """The control's section: a slider over ``grid.xs`` and the table the script fills."""
+    contenders = grid.systems[1:]
+    ratio_heads = "".join(f"<th>{html.escape(c)}<br>vs {html.escape(grid.systems[0])}</th>" for c in contenders)
+    heads = "".join(f"<th>{html.escape(s)}</th>" for s in grid.systems)
+    ratios_note = (" The last columns say how many times better each system is than the first; where lower is "
+                   "better (cost, energy), that is the first's figure over the other's." if contenders else "")
+    return (
+        '<section id="decide"><h2>Read off at an interactivity</h2>'
+        '<p class="note">Drag to choose a speed per user; each figure is read off that system\'s own frontier '
+        "(Steffen interpolation, never extrapolated, as <code>scoville compare --at-interactivity</code> reads it). "
+        "\u2265 or \u2264 marks a measured bound: every point of that system already serves users faster, and its "
+        f"best one is at least that good. A dash: the system does not reach that speed.{ratios_note}</p>"
+        '<div class="decide-control"><label for="decide-x">interactivity</label> '
+        f'<input type="range" id="decide-x" min="0" max="{len(grid.xs) - 1}" step="1" value="{grid.start}"> '
+        '<output id="decide-value" for="decide-x"></output> tok/s/user</div>'
+        f'<div class="scroll"><table class="decide"><thead><tr><th>measure</th>{heads}{ratio_heads}</tr></thead>'
+        '<tbody id="decide-body"></tbody></table></div></section>')
+
+
+# Fills the table for the slider's position and draws a dotted line there on every interactivity chart.
+DECISION_SCRIPT = """function fmtNum(v) {
+  if (v === null) return '\\u2014';
+  if (Math.abs(v) >= 100) return Math.round(v).toLocaleString('en-US');
+  return Number(v.toPrecision(3)).toLocaleString('en-US', {maximumFractionDigits: 3});
+}
+function decideAt(i) {
+  const x = DECIDE.xs[i];
+  document.getElementById('decide-value').textContent = fmtNum(x);
+  const body = document.getElementById('decide-body');
+  body.replaceChildren(...DECIDE.measures.map(m => {
+    const tr = document.createElement('tr');
+    const cell = (text, cls) => { const td = document.createElement('td'); td.textContent = text;
+      if (cls) td.className = cls; tr.appendChild(td); };
+    cell(m.name + ' (' + m.unit + ')');
+    m.cells.forEach(perX => { const [v, bound] = perX[i];
+      cell((bound === 'at least' ? '\\u2265 ' : bound === 'at most' ? '\\u2264 ' : '') + fmtNum(v),
+           v === null ? 'undef' : ''); });
+    const base = m.cells[0][i][0];
+    m.cells.slice(1).forEach(perX => { const v = perX[i][0];
+      const r = (v === null || base === null || v === 0 || base === 0) ? null
+        : (m.better === 'higher' ? v / base : base / v);
+      cell(r === null ? '\\u2014' : fmtNum(r) + '\\u00d7', r === null ? 'undef' : ''); });
+    return tr;
+  }));
+  document.body.dataset.decideX = String(x);
+}
+function decideLines(i) {
+  const x = DECIDE.xs[i];
+  Object.entries(FIGS).filter(([id]) => id.endsWith('-interactivity')).forEach(([id, f]) => {
+    const line = {type: 'line', xref: 'x', yref: 'paper', x0: x, x1: x, y0: 0, y1: 1,
+                  line: {color: '#555', width: 1.5, dash: 'dot'}};
+    Plotly.relayout(id, {shapes: (f.layout.shapes || []).concat([line])});
+  });
+}
+const decideInput = document.getElementById('decide-x');
+if (decideInput) {
+  decideInput.addEventListener('input', () => {
+    decideAt(+decideInput.value);
+    if (window.Plotly) decideLines(+decideInput.value);
+  });
+  decideAt(+decideInput.value);
+}
+"""
