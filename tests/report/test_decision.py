@@ -35,3 +35,20 @@ def test_measures_no_system_has_are_left_out(report_runs):
     keys = [m.key for m in decision_grid(systems).measures]
     assert "total_throughput_per_kw" not in keys and "joules_per_output_token" not in keys
     assert "total_throughput_per_accelerator" in keys
+
+
+def test_catalog_power_bases_scale_the_per_accelerator_frontier_by_the_catalogs_watts(report_runs):
+    from scoville.power.sources import catalog_watts
+
+    _, runs = report_runs
+    systems = load_systems([[runs[0]], [runs[1]]])     # H200 is in the catalog, "GB300 NVL72" is not
+    grid = decision_grid(systems)
+    keys = [m.key for m in grid.measures]
+    assert keys.index("per_kw_rated") == keys.index("total_throughput_per_kw") + 1
+    watts = catalog_watts("H200")
+    per_acc = grid.readings["total_throughput_per_accelerator"]
+    for basis in ("rated", "all-in"):
+        rows = grid.readings[f"per_kw_{basis}"]
+        i = grid.start
+        assert rows[0][i].value == per_acc[0][i].value * 1000 / watts[basis]
+        assert all(r.value is None for r in rows[1])                      # not in the catalog: no figure

@@ -90,6 +90,21 @@ def _catalog(hardware: str | None, required: bool = False):
         return None
 
 
+CATALOG_BASES = {"rated": "rated chip", "all-in": "all-in, rack"}
+
+
+def catalog_watts(hardware: str | None) -> dict[str, float]:
+    """W per accelerator the catalog gives ``hardware`` on each ``CATALOG_BASES`` basis (empty when not in it):
+    the bases a reader switches between to see how much of a per-kW claim is the power boundary."""
+    hw = _catalog(hardware)
+    if hw is None:
+        return {}
+    watts = {"rated": hw.rated_watts}
+    if hw.all_in_watts:
+        watts["all-in"] = hw.all_in_watts
+    return watts
+
+
 def cost_per_hour(value: str | None, hardware: str | None) -> float | None:
     """``--cost-per-hour``: dollars per accelerator-hour, or a catalog preset name (hyperscaler, neocloud, rental)."""
     if value is None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from scoville.analysis.frontier import Direction, Frontier, frontier
 from scoville.analysis.runs import System
+from scoville.power.sources import CATALOG_BASES, catalog_watts
 
 GRID_POINTS = 161
 
@@ -35,7 +36,7 @@ class Measure:
 
 MEASURES = (
     Measure("total_throughput_per_accelerator", "throughput per accelerator", "tok/s", "higher"),
-    Measure("total_throughput_per_kw", "throughput per kW", "tok/s/kW", "higher"),
+    Measure("total_throughput_per_kw", "throughput per kW, each run's power basis", "tok/s/kW", "higher"),
     Measure("usd_per_mtok_total", "cost per million tokens", "$/Mtok", "lower"),
     Measure("joules_per_output_token", "energy per output token", "J/tok", "lower"),
 )
@@ -91,7 +92,30 @@ def decision_grid(systems: Sequence[System], points: int = GRID_POINTS) -> Decis
     for m in measures:
         fronts = [frontier(s.rows, "interactivity", m.key, y_dir=m.better) for s in systems]
         readings[m.key] = [[_reading(f, x) for x in xs] for f in fronts]
+    after_per_kw = next((i + 1 for i, m in enumerate(measures) if m.key == "total_throughput_per_kw"), 1)
+    measures[after_per_kw:after_per_kw] = _catalog_basis_measures(systems, readings[MEASURES[0].key], readings)
     return DecisionGrid(xs, xs.index(common), [s.label for s in systems], measures, readings)
+
+
+def _catalog_basis_measures(systems: Sequence[System], per_accelerator: list[list[Reading]],
+                            readings: dict[str, list[list[Reading]]]) -> list[Measure]:
+    """Throughput per kW of every system on one catalog power basis (rated chip, all-in rack), so a reader sees
+    how much of a per-kW ratio is the power boundary (the seeds compared a rated chip with an all-in rack).
+
+    Per accelerator ÷ kW per accelerator: the same frontier scaled, so bounds carry over. A system not in the
+    catalog has no figure on that basis (a dash), never a guessed one.
+    """
+    watts = [catalog_watts(s.hardware) for s in systems]
+    added = []
+    for basis, label in CATALOG_BASES.items():
+        if not any(basis in w for w in watts):
+            continue
+        m = Measure(f"per_kw_{basis}", f"throughput per kW, {label} (catalog)", "tok/s/kW", "higher")
+        readings[m.key] = [[Reading(r.value * 1000.0 / w[basis] if r.value is not None and basis in w else None,
+                                    r.bound if basis in w else None) for r in per_x]
+                           for per_x, w in zip(per_accelerator, watts)]
+        added.append(m)
+    return added
 
 
 def decision_html(grid: DecisionGrid) -> str:
