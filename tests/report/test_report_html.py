@@ -257,3 +257,20 @@ def write_single(tmp_path):
 
     return simulate_run(SimConfig(hardware="h200", model="llama-3.1-8b"), scenario(None, isl=64, osl=8),
                         concurrency_sweep([1], num_requests=4), tmp_path / "single")
+
+
+def test_cdf_legends_name_every_point_once_even_when_loads_repeat():
+    """A searched simulation replays several deployments at one concurrency: "c=1 c=1" told the reader nothing."""
+    import numpy as np
+
+    from scoville.report.charts import cdf_charts
+
+    plan = [{"index": 0, "label": "c=1", "config": {"parallel": {"tp": 8}}},
+            {"index": 1, "label": "c=1", "config": {"parallel": {"tp": 4}}},
+            {"index": 2, "label": "c=4"},
+            {"index": 3, "label": "c=8"}, {"index": 4, "label": "c=8"}]
+    samples = {i: {k: np.array([0.1, 0.2]) for k in ("ttft", "tpot", "itl")} for i in range(5)}
+    names = [s.name for s in cdf_charts("r", plan, samples)[0].series]
+    assert len(set(names)) == 5
+    assert names[:3] == ["c=1 · parallel tp8", "c=1 · parallel tp4", "c=4"]
+    assert names[3:] == ["c=8 #3", "c=8 #4"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -332,13 +333,31 @@ def safe_id(run_id: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in run_id)
 
 
+def point_legend_labels(plan: list[dict[str, Any]]) -> dict[int, str]:
+    """Legend name of each load point, unique within the run.
+
+    A searched simulation replays several deployments at the same concurrency, so "c=1" alone would repeat in a
+    legend beside a near-identical colour: a repeated label gets its deployment (or, without one, its index).
+    """
+    base = {p["index"]: str(p.get("label") or f"point {p['index']}") for p in plan}
+    counts = Counter(base.values())
+    labels = {}
+    for p in plan:
+        name = base[p["index"]]
+        if counts[name] > 1:
+            name += f" · {config_summary(p['config'], limit=48)}" if p.get("config") else f" #{p['index']}"
+        labels[p["index"]] = name
+    again = Counter(labels.values())   # the same deployment twice at one load: the index tells them apart
+    return {i: (f"{n} #{i}" if again[n] > 1 else n) for i, n in labels.items()}
+
+
 def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[str, np.ndarray]],
                label: str = "", compat: str = "inferencex") -> list[Chart]:
     """TTFT / TPOT / ITL CDFs of one run, one line per load point (``label`` names the system in titles).
 
     ``compat`` must be the mode ``samples`` were taken in; it only names the ITL chart.
     """
-    labels = {p["index"]: p.get("label") or f"point {p['index']}" for p in plan}
+    labels = point_legend_labels(plan)
     colors = point_colors(len(samples))
     charts = []
     for kind, title in CDF_KINDS:
