@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from scoville.analysis.frontier import Frontier, frontier
 from scoville.analysis.runs import System
 from scoville.errors import UserError
+from scoville.numbers import MISSING, significant
 
 PER_CHOICES: tuple[str, ...] = ("kW", "accelerator", "dollar")
 METRIC_CHOICES: tuple[str, ...] = ("total", "output")
@@ -203,7 +204,7 @@ class Comparison:
                      *[fmt_ratio(s.ratios.get("peak")) for s in contenders]])
         rows.append(["highest tok/s/user", *[fmt_value(s.highest_interactivity) for s in self.systems],
                      *[fmt_ratio(s.ratios.get("highest_interactivity")) for s in contenders]])
-        rows.append(["lowest TTFT p50 (s)", *[fmt_seconds(s.lowest_ttft_s) for s in self.systems],
+        rows.append(["lowest TTFT p50 (ms)", *[fmt_ms(s.lowest_ttft_s) for s in self.systems],
                      *[fmt_ratio(s.ratios.get("lowest_ttft_s")) for s in contenders]])
         rows.append(["lowest E2E p50 (s)", *[fmt_seconds(s.lowest_e2e_s) for s in self.systems],
                      *[fmt_ratio(s.ratios.get("lowest_e2e_s")) for s in contenders]])
@@ -239,25 +240,21 @@ def _bounded(bound: str | None, text: str) -> str:
 
 
 def fmt_value(v: float | None) -> str:
-    """Readable throughput-like numbers: 12,258 · 169 · 45.2 · 0.123."""
-    if v is None:
-        return "—"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.0f}"
-    if a >= 10:
-        return f"{v:.1f}"
-    return f"{v:.3g}"
+    """Readable throughput-like numbers: 12,258 · 169 · 45.2 · 0.123 (``numbers.significant``)."""
+    return MISSING if v is None else significant(v)
 
 
 def fmt_seconds(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3g}"
+    return MISSING if v is None else significant(v)
+
+
+def fmt_ms(seconds: float | None) -> str:
+    """A token latency (TTFT, TPOT, ITL) in milliseconds, as every table prints it; E2E stays in seconds."""
+    return MISSING if seconds is None else significant(seconds * 1e3)
 
 
 def fmt_usd(v: float | None) -> str:
-    return "—" if v is None else f"${v:.3g}"
+    return MISSING if v is None else "$" + significant(v)
 
 
 def fmt_ratio(v: float | None) -> str:

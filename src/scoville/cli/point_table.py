@@ -9,18 +9,13 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from scoville.numbers import compact
+
 
 def fmt_cell(v: object, scale: float = 1.0) -> str:
-    """Compact cells that fit an 80-column terminal: 3 significant digits, k/M above 10,000."""
+    """Compact cells that fit an 80-column terminal (``numbers.compact``: 3 significant digits, k/M from 10,000)."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        x = float(v) * scale
-        if abs(x) >= 1e6:
-            return f"{x / 1e6:.3g}M"
-        if abs(x) >= 1e4:
-            return f"{x / 1e3:.3g}k"
-        if x == 0 or abs(x) >= 100:
-            return f"{x:,.0f}"
-        return f"{x:.3g}"
+        return compact(float(v) * scale)
     return "" if v is None else str(v)
 
 

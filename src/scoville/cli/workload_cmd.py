@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from scoville.numbers import significant
 from scoville.results.catalog import resolve_run
 from scoville.results.store import read_requests
 from scoville.session_metrics import run_session_metrics, turn_metrics
@@ -71,7 +72,7 @@ def register(app: typer.Typer) -> None:
         table.add_column("")
         table.add_column("value", justify="right")
         for k, v in summary.items():
-            table.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+            table.add_row(k, significant(v, 4) if isinstance(v, float) else str(v))
         console.print(table)
 
     @app.command("export-trace")
@@ -115,7 +116,7 @@ def register(app: typer.Typer) -> None:
             return
 
         def f(v: object, scale: float = 1.0) -> str:
-            return "" if v is None else f"{float(v) * scale:.4g}"  # type: ignore[arg-type]
+            return "" if v is None else significant(float(v) * scale, 4)  # type: ignore[arg-type]
 
         table = Table(title=f"{run_dir.name}: sessions", header_style="bold")
         for h in ("point", "sessions", "failed", "hit %", "TTFT p50 ms", "E2E tok/s (1/p90)", "completion p50 s",

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import scoville
-from scoville.analysis.compare import Comparison, compare, fmt_seconds, fmt_usd, fmt_value
+from scoville.analysis.compare import Comparison, compare, fmt_ms, fmt_seconds, fmt_usd, fmt_value
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
 from scoville.report.decision import DECISION_SCRIPT, decision_grid, decision_html
@@ -138,7 +138,7 @@ def run_summary(comparisons: list[Comparison], left_out: list[str]) -> str:
     r = comparisons[0].systems[0] if comparisons else None
     if r is not None:
         lines += [f"fastest per user: {fmt_value(r.highest_interactivity)} tok/s/user",
-                  f"lowest TTFT p50: {fmt_seconds(r.lowest_ttft_s)} s, lowest E2E p50: {fmt_seconds(r.lowest_e2e_s)} s"]
+                  f"lowest TTFT p50: {fmt_ms(r.lowest_ttft_s)} ms, lowest E2E p50: {fmt_seconds(r.lowest_e2e_s)} s"]
     items = "".join(f"<li>{line}</li>" for line in lines)
     return ("<h2>What this run shows</h2>" + (f"<ul>{items}</ul>" if items else "")
             + "".join(f'<p class="note">{_e(msg)}</p>' for msg in left_out))
@@ -166,10 +166,10 @@ def comparison_section(comparisons: list[Comparison], left_out: list[str]) -> st
 POINT_COLUMNS = [
     ("label", "point"), ("concurrency", "conc."), ("num_ok", "ok"), ("num_errors", "errors"),
     ("interactivity", "tok/s/user"),
-    ("ttft_s_median", "TTFT p50"), ("ttft_s_p90", "p90"), ("ttft_s_p99", "p99"),
-    ("tpot_s_median", "TPOT p50"), ("tpot_s_p90", "p90"), ("tpot_s_p99", "p99"),
-    ("itl_s_median", "ITL p50"), ("itl_s_p90", "p90"), ("itl_s_p99", "p99"),
-    ("e2e_s_median", "E2E p50"), ("e2e_s_p90", "p90"), ("e2e_s_p99", "p99"),
+    ("ttft_s_median", "TTFT p50 ms"), ("ttft_s_p90", "p90"), ("ttft_s_p99", "p99"),
+    ("tpot_s_median", "TPOT p50 ms"), ("tpot_s_p90", "p90"), ("tpot_s_p99", "p99"),
+    ("itl_s_median", "ITL p50 ms"), ("itl_s_p90", "p90"), ("itl_s_p99", "p99"),
+    ("e2e_s_median", "E2E p50 s"), ("e2e_s_p90", "p90"), ("e2e_s_p99", "p99"),
     ("total_throughput_per_accelerator", "tok/s/acc"), ("total_throughput_per_kw", "tok/s/kW"),
     ("power_w", "power W"), ("usd_per_mtok_total", "$/Mtok"),
 ]
@@ -184,10 +184,12 @@ def _cell(key: str, v: Any) -> str:
         return "—"
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return str(v)
+    if key.startswith(("ttft_s_", "tpot_s_", "itl_s_")):
+        return fmt_ms(v)                      # token latencies in ms, as the terminal prints them
     if key.endswith(("_median", "_p90", "_p99")) and "_s_" in key:
         return fmt_seconds(v)
     if key == "usd_per_mtok_total":
-        return f"{v:.3g}"
+        return fmt_usd(v)
     if key == "slo_attainment":
         return f"{v:.0%}"
     if isinstance(v, float):
@@ -271,10 +273,10 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
 
 
 SESSION_COLUMNS = [("num_sessions", "sessions"), ("turns_per_session_mean", "turns/session"),
-                   ("session_completion_s_median", "session p50 (s)"), ("ttft_s_median", "TTFT p50 (s)"),
+                   ("session_completion_s_median", "session p50 (s)"), ("ttft_s_median", "TTFT p50 (ms)"),
                    ("cache_hit_rate", "cache hit rate")]
 TURN_COLUMNS = [("turn", "turn"), ("requests", "requests"), ("input_tokens_mean", "mean input tokens"),
-                ("ttft_s_median", "TTFT p50 (s)"), ("cache_hit_rate", "cache hit rate")]
+                ("ttft_s_median", "TTFT p50 (ms)"), ("cache_hit_rate", "cache hit rate")]
 
 
 def sessions_section(manifest: dict[str, Any], requests: pa.Table) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scoville.analysis.frontier import frontier
+from scoville.numbers import significant
 
 FRONTIER, DOMINATED, CURVE = "●", "○", "·"
 Y_LABEL_WIDTH = 8
@@ -32,11 +33,6 @@ class Axes:
 THROUGHPUT_PER_ACCELERATOR = Axes("interactivity", "total_throughput_per_accelerator", "tok/s/user",
                                   "total tok/s per accelerator")
 THROUGHPUT_PER_KW = Axes("interactivity", "total_throughput_per_kw", "tok/s/user", "total tok/s per kW")
-
-
-def _label(v: float) -> str:
-    """An axis value as a person writes it: 8,000 · 125 · 2.5 · 0."""
-    return f"{v:,.0f}" if v >= 100 or v == int(v) else f"{v:.3g}"
 
 
 def _ticks(hi: float) -> float:
@@ -76,10 +72,10 @@ def frontier_text(rows: Sequence[dict[str, Any]], axes: Axes, *, width: int = 72
     lines = [f"{axes.y_name} vs {axes.x_name}"]
     for i, row in enumerate(grid):
         value = y_hi * (height - 1 - i) / (height - 1)
-        label = _label(value) if i in (0, (height - 1) // 2, height - 1) else ""
+        label = significant(value) if i in (0, (height - 1) // 2, height - 1) else ""
         lines.append(f"{label:>{Y_LABEL_WIDTH}} ┤{''.join(row)}")
     lines.append(" " * Y_LABEL_WIDTH + " └" + "─" * plot_w)
-    left, mid, right = "0", _label(x_hi / 2), _label(x_hi)
+    left, mid, right = "0", significant(x_hi / 2), significant(x_hi)
     gap = plot_w - len(left) - len(mid) - len(right)
     lines.append(" " * (Y_LABEL_WIDTH + 2) + left + " " * (gap // 2) + mid + " " * (gap - gap // 2) + right)
     lines.append(" " * (Y_LABEL_WIDTH + 2) + f"{FRONTIER} frontier  {DOMINATED} dominated  {CURVE} interpolated")
