@@ -147,3 +147,24 @@ def test_show_chart_draws_the_runs_frontier_in_the_terminal(tmp_path, capsys):
     on_front = len(frontier(rows, "interactivity", "total_throughput_per_accelerator").points)
     per_acc = out.split("total tok/s per accelerator vs tok/s/user", 1)[1].split("per kW", 1)[0]
     assert 1 <= per_acc.count(FRONTIER) - 1 <= on_front
+
+
+def test_ls_fits_80_columns_and_never_breaks_a_word(tmp_path, monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    runs = tmp_path / "runs"
+    make_run(runs, "20260101T000000Z-aaaaaa", [(50.0, 1000.0), (100.0, 500.0)], requests_per_point=2,
+             hardware="gb300", accelerators=4, source="simulated")
+    out = io.StringIO()
+    monkeypatch.setattr(runs_cmd, "console", Console(file=out, width=80, color_system=None))
+    app = typer.Typer()
+    runs_cmd.register(app)
+    r = CliRunner().invoke(app, ["ls", "--runs", str(runs)])
+    assert r.exit_code == 0, r.output
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    words = out.getvalue().split()
+    for whole in ("20260101T000000Z-aaaaaa", "simulated", "complete", "source", "workload", "points"):
+        assert whole in words

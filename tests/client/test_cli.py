@@ -165,8 +165,12 @@ def test_a_sweep_without_a_terminal_prints_a_line_as_each_point_starts_and_ends(
                  "--num-requests", "3", "--runs", str(tmp_path))
     assert "point c=2 (1/1): 3 requests after 4 warm-up" in p.stderr.splitlines()
     assert sum(line.lstrip().startswith("✓") for line in lines) == 2
-    run_line = [line for line in p.stdout.splitlines() if line.startswith("run: ")]
-    assert len(run_line) == 1 and "report: " in run_line[0] and "seed: " in run_line[0]   # paths never wrapped
+    out = p.stdout.splitlines()
+    run_line = [line for line in out if line.startswith("run: ")]
+    report_line = [line for line in out if line.startswith("report: ")]
+    # each path on its own line, whole (never wrapped), and the seed beside the run
+    assert len(run_line) == 1 and "(seed " in run_line[0] and str(tmp_path) in run_line[0]
+    assert len(report_line) == 1 and report_line[0].endswith("report.html")
 
 
 def test_eos_is_ignored_by_default_and_honoured_with_no_ignore_eos(server, tmp_path):

@@ -136,8 +136,10 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
         out.print(points_table(f"{result.run_dir.name} ({result.status})", result.rows, POINT_COLUMNS))
         out.print(power_note(manifest_power))
         seed = manifest.get("load_plan", {}).get("seed")
-        out.print(escape(f"run: {result.run_dir}" + (f"  report: {report}" if report else "")
-                         + (f"  seed: {seed}" if seed is not None else "")), soft_wrap=True)   # paths whole
+        # one path a line, never wrapped: a path is copied whole, and each line fits 80 columns as far as it can
+        out.print(escape(f"run: {result.run_dir}" + (f"  (seed {seed})" if seed is not None else "")), soft_wrap=True)
+        if report:
+            out.print(escape(f"report: {report}"), soft_wrap=True)
     for line in failure_lines(result, labels):
         console.print(f"[yellow]failed[/]: {escape(line)}")
     if empty:

@@ -52,12 +52,16 @@ def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
     if json_out:
         print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
         return
-    table = Table(header_style="bold")
+    cells = [[escape(fmt_cell(v)) for v in r] for r in rows]   # data (labels, JSON, SQL), never Rich markup
+    # No box, one space between columns, and every column as wide as its longest word: `ls`'s seven columns fit
+    # 80 terminal columns, and a narrower terminal wraps cells between words, not inside them.
+    table = Table(header_style="bold underline", box=None, padding=(0, 1, 0, 0))
     for i, c in enumerate(cols):
+        longest_word = max((len(w) for row in cells for w in row[i].split()), default=0)
         # the first column (usually the run id) stays whole; the others wrap rather than get cut
-        table.add_column(escape(c), no_wrap=i == 0, overflow="fold")
-    for r in rows:  # cells are data (labels, JSON, SQL strings), never Rich markup
-        table.add_row(*[escape(fmt_cell(v)) for v in r])
+        table.add_column(escape(c), no_wrap=i == 0, overflow="fold", min_width=max(longest_word, len(c)))
+    for row in cells:
+        table.add_row(*row)
     console.print(table)
 
 
