@@ -29,6 +29,7 @@ from scoville.results.store import read_journal, read_manifest
 from scoville.cli.workload_options import (
     IdleGapCapOption,
     MaxSessionsOption,
+    RepeatsOption,
     ReplayOption,
     SampleOption,
     ThinkScaleOption,
@@ -165,6 +166,7 @@ def register(app: typer.Typer) -> None:
         num_requests: Annotated[Optional[int], typer.Option(rich_help_panel="Load", help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
         warmup_requests: Annotated[Optional[int], typer.Option(rich_help_panel="Load", help="Warm-up requests per point (default 2·C).")] = None,
         duration: Annotated[Optional[float], typer.Option(rich_help_panel="Load", help="Stop sending after this many seconds per point.")] = None,
+        repeats: RepeatsOption = 1,
         seed: Annotated[Optional[int], typer.Option(rich_help_panel="Workload", help="Workload and arrival seed (default: a new one per run, so "
                                                     "no prompt is in the server's cache; recorded in the "
                                                     "manifest; give it to send the same prompts again).")] = None,
@@ -250,7 +252,8 @@ def register(app: typer.Typer) -> None:
                                                               think_scale=think_scale))
                 points = load_plan(concurrency, rate, single=single, num_requests=num_requests,
                                    warmup_requests=warmup_requests, duration=duration, burstiness=burstiness,
-                                   max_concurrency=max_concurrency, default_concurrency=default_c, workload=workload)
+                                   max_concurrency=max_concurrency, default_concurrency=default_c, workload=workload,
+                                   repeats=repeats)
                 n_acc = accelerators or int(system_defaults.get("accelerators") or 1)
                 if rated_watts is None and system_defaults.get("rated_watts_per_accelerator") and power != "all-in":
                     rated_watts = system_defaults["rated_watts_per_accelerator"]
