@@ -33,6 +33,7 @@ RESAMPLES = 1000
 SEED = 0x5C0_B007                 # fixed: the same records always give the same interval
 REQUESTS_BAND = "bootstrap 95% over requests"
 REPEATS_BAND = "bootstrap 95% over repeats"
+PREDICTION_BAND = "simulator 80% prediction band"   # the analytic simulator's band: not a confidence interval
 LATENCY_QUANTILES = {"median": 0.5, "p90": 0.9}
 
 Interval = tuple[float, float]

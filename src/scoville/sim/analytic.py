@@ -25,8 +25,8 @@ from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.driver import simulated_manifest, system_and_power
 from scoville.sim.hardware import load_hardware
 from scoville.sim.search import FrontierPoint
+from scoville.stats import PREDICTION_BAND
 
-PREDICTION_BAND = "simulator 80% prediction band"   # a row's band_kind: not a confidence interval
 Z90 = 1.2816          # the 10th and 90th percentiles of a normal lie this many sigmas from the mean
 
 
