@@ -78,7 +78,11 @@ def test_ratio_interval_and_distinguishability():
     assert distinguishable(ratio_interval((90.0, 110.0), (45.0, 55.0))) is True
     assert distinguishable(ratio_interval((95.0, 105.0), (98.0, 104.0))) is False   # contains 1
     assert distinguishable(None) is None
-    assert ratio_interval((1.0, 2.0), (0.0, 1.0)) is None and ratio_interval(None, (1.0, 2.0)) is None
+    # an open interval (nothing bounds a figure from below but 0, or from above) gives an open ratio
+    assert ratio_interval((1.0, 2.0), (0.0, 1.0)) == (1.0, math.inf)
+    assert ratio_interval((0.0, 0.5), (1.0, math.inf)) == (0.0, 0.5)
+    assert distinguishable((0.0, 0.5)) is True and distinguishable((0.0, math.inf)) is False
+    assert ratio_interval(None, (1.0, 2.0)) is None and ratio_interval((1.0, 2.0), (-1.0, 2.0)) is None
 
 
 def test_only_bootstrap_bands_are_confidence_intervals():

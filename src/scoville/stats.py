@@ -136,11 +136,12 @@ def ratio_interval(num: Interval | None, den: Interval | None) -> Interval | Non
 
     Conservative: when each interval holds its figure the ratio's holds the ratio, so for two
     independent 95 % intervals it holds with at least 0.95² ≈ 90 % probability, and usually far more
-    (both figures rarely sit at opposite ends at once). Positive figures only; None otherwise.
+    (both figures rarely sit at opposite ends at once). Non-negative figures only (None otherwise); an
+    interval may be open (a high end of ``inf``, a low end of 0), and so may the ratio's.
     """
-    if num is None or den is None or num[0] < 0 or den[0] <= 0:
+    if num is None or den is None or num[0] < 0 or den[0] < 0 or den[1] <= 0:
         return None
-    return num[0] / den[1], num[1] / den[0]
+    return num[0] / den[1], (num[1] / den[0] if den[0] > 0 else math.inf)
 
 
 def distinguishable(interval: Interval | None) -> bool | None:

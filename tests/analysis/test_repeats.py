@@ -74,3 +74,30 @@ def test_frontier_charts_draw_the_intervals_across_repeats(runs):
     assert REPEATS_BAND in chart.note
     trace = next(t for t in figure(chart)["data"] if "error_y" in t)
     assert all(v >= 0 for v in trace["error_y"]["array"] + trace["error_y"]["arrayminus"])
+
+
+def _system(label, points, x_halfwidth):
+    """A system of hand-made rows: (interactivity, tok/s/kW) points with repeat intervals of ±x_halfwidth and ±1%."""
+    from pathlib import Path
+
+    from scoville.analysis.runs import System
+
+    rows = [{"interactivity": x, "interactivity_lo": x - x_halfwidth, "interactivity_hi": x + x_halfwidth,
+             Y: y, f"{Y}_lo": 0.99 * y, f"{Y}_hi": 1.01 * y, "band_kind": REPEATS_BAND, "num_ok": 10}
+            for x, y in points]
+    return System(label, [Path(label)], [{}], rows, rows)
+
+
+def test_doubt_about_interactivity_widens_the_interval_of_a_steep_frontier():
+    steep = [(100.0, 1_000.0), (98.0, 3_000.0)]           # 2% less interactivity buys 3x the throughput
+    base = _system("base", [(100.0, 1_000.0), (98.0, 3_000.0)], 0.1)
+    sure = compare([base, _system("sure", [(x, 0.5 * y) for x, y in steep], 0.1)], [99.0], per="kW")
+    vague = compare([base, _system("vague", [(x, 0.5 * y) for x, y in steep], 5.0)], [99.0], per="kW")
+    a_sure, a_vague = sure.systems[1].at[0], vague.systems[1].at[0]
+    assert a_sure.value == pytest.approx(a_vague.value) and a_sure.ratio == pytest.approx(0.5)
+    lo, hi = a_sure.interval
+    assert lo <= a_sure.value <= hi < 3_000.0 and a_sure.ratio_interval[1] < 1.0   # half the baseline: distinguishable
+    # the same points, but no one knows their interactivity within 5 tok/s/user: 99 may lie past either one
+    assert a_vague.interval == (0.0, float("inf"))
+    assert a_vague.ratio_interval[0] <= 1.0 <= a_vague.ratio_interval[1]
+    assert "not distinguishable" in vague.table()[1][-1][-1]

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from scoville.analysis.frontier import Frontier, frontier
-from scoville.analysis.interp import Steffen
 from scoville.analysis.runs import System
 from scoville.errors import UserError
 from scoville.stats import Interval, distinguishable, ratio_interval, row_interval
@@ -37,7 +36,8 @@ UNITS = {"kW": "tok/s/kW", "accelerator": "tok/s/accelerator", "dollar": "tok/$"
 X_METRIC = "interactivity"
 LATENCY_ESTIMATOR = "median over requests, lowest over load points"
 INTERVAL_METHOD = ("95% percentile bootstrap (over requests within a point, or over repeats of a load); "
-                   "at an interactivity the frontier points' intervals are interpolated as the frontier is; "
+                   "a peak's from the best low to the best high end over the points; at an interactivity, "
+                   "the frontiers of every point at the low and at the high corner of its intervals; "
                    "ratio intervals by interval arithmetic [lo/hi', hi/lo']; a ratio interval holding 1 = "
                    "not distinguishable")
 
@@ -138,12 +138,13 @@ class SystemResult:
             "at_interactivity": [{"interactivity": a.interactivity, "auto": a.auto, "rule": a.rule, "value": a.value,
                                   "bound": a.bound, "why_undefined": a.why_undefined, "ratio": a.ratio,
                                   "ratio_bound": a.ratio_bound, "ratio_why_undefined": a.ratio_why_undefined,
-                                  "interval": a.interval, "ratio_interval": a.ratio_interval,
+                                  "interval": json_interval(a.interval),
+                                  "ratio_interval": json_interval(a.ratio_interval),
                                   "distinguishable": distinguishable(a.ratio_interval)}
                                  for a in self.at],
             "ratios": dict(self.ratios),
-            "intervals": dict(self.intervals),
-            "ratio_intervals": dict(self.ratio_intervals),
+            "intervals": {k: json_interval(v) for k, v in self.intervals.items()},
+            "ratio_intervals": {k: json_interval(v) for k, v in self.ratio_intervals.items()},
             "distinguishable": {k: distinguishable(v) for k, v in self.ratio_intervals.items()},
         }
 
@@ -285,8 +286,10 @@ def fmt_usd(v: float | None) -> str:
 
 
 def fmt_interval(interval: Interval | None, fmt: Callable[[float | None], str]) -> str:
-    """" [lo–hi]" after a figure with a bootstrap interval; nothing without one."""
-    return "" if interval is None else f" [{fmt(interval[0])}–{fmt(interval[1])}]"
+    """" [lo–hi]" after a figure with a bootstrap interval ("∞" for an open high end); nothing without one."""
+    if interval is None:
+        return ""
+    return f" [{fmt(interval[0])}–{'∞' if math.isinf(interval[1]) else fmt(interval[1])}]"
 
 
 def fmt_ratio_interval(interval: Interval | None) -> str:
@@ -294,7 +297,13 @@ def fmt_ratio_interval(interval: Interval | None) -> str:
     if interval is None:
         return ""
     same = "" if distinguishable(interval) else ", not distinguishable"
-    return f" [{fmt_ratio(interval[0]).rstrip('×')}–{fmt_ratio(interval[1])}]{same}"
+    hi = "∞" if math.isinf(interval[1]) else fmt_ratio(interval[1])
+    return f" [{fmt_ratio(interval[0]).rstrip('×')}–{hi}]{same}"
+
+
+def json_interval(interval: Interval | None) -> list[float | None] | None:
+    """An interval for JSON: an open (infinite) end as null."""
+    return None if interval is None else [v if math.isfinite(v) else None for v in interval]
 
 
 def fmt_ratio(v: float | None) -> str:
@@ -305,28 +314,44 @@ def fmt_ratio(v: float | None) -> str:
 
 
 def _extreme(rows: Sequence[dict[str, Any]], key: str, best: Any) -> tuple[float | None, Interval | None]:
-    """The best value of ``key`` over the rows, and that row's bootstrap interval of it."""
+    """The best value of ``key`` over the rows, and its interval: the best of the rows' low ends to the best of
+    their high ends (so two points tied within their intervals both count); None unless every row has one."""
     found = [r for r in rows if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
     if not found:
         return None, None
-    row = best(found, key=lambda r: float(r[key]))
-    return float(row[key]), row_interval(row, key)
+    value = best(float(r[key]) for r in found)
+    bands = [row_interval(r, key) for r in found]
+    if any(b is None for b in bands):
+        return value, None
+    return value, (best(b[0] for b in bands), best(b[1] for b in bands))  # type: ignore[index]
+
+
+def _envelope(f: Frontier) -> tuple[Frontier, Frontier] | None:
+    """The frontiers of every point moved to the low, and to the high, end of its intervals on both axes;
+    None unless every point has both intervals."""
+    bands = [(row_interval(p.row, f.x_metric), row_interval(p.row, f.y_metric)) for p in f.points + f.dominated]
+    if not bands or any(bx is None or by is None for bx, by in bands):
+        return None
+    return tuple(frontier([{f.x_metric: bx[end], f.y_metric: by[end]} for bx, by in bands],  # type: ignore
+                          f.x_metric, f.y_metric) for end in (0, 1))
 
 
 def _band_at(f: Frontier, x: float, value: float) -> Interval | None:
-    """The frontier's interval at x: its points' intervals of y, interpolated as the frontier itself is.
+    """The frontier's interval at x: the low envelope's value to the high envelope's (``_envelope``).
 
-    Only where every frontier point has one; x is taken as measured (the intervals of the points'
-    interactivity do not widen it).
+    Both axes' intervals count: on a steep frontier a small doubt about interactivity is a large one about
+    throughput. Where the low envelope does not reach x nothing but 0 bounds the value from below; where
+    the high envelope starts past x nothing bounds it from above (``inf``).
     """
-    bands = [row_interval(p.row, f.y_metric) for p in f.points]
-    if not bands or any(b is None for b in bands):
+    envelope = _envelope(f)
+    if envelope is None:
         return None
-    lo = Steffen(f.xs, [b[0] for b in bands])(x)  # type: ignore[index]
-    hi = Steffen(f.xs, [b[1] for b in bands])(x)  # type: ignore[index]
-    if lo is None or hi is None:
-        return None
-    return min(lo, value), max(hi, value)
+    low, high = envelope
+    lo = low.at(x)
+    if lo is None:
+        lo = low.at_least(x) or 0.0
+    hi = high.at(x)
+    return min(lo, value), max(math.inf if hi is None else hi, value)
 
 
 def _check_normalisation(systems: Sequence[System], per: str, y: str) -> None:
@@ -356,7 +381,7 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("common",), 
     results = []
     for s in systems:
         f = frontier(s.rows, X_METRIC, y)
-        extremes = {"peak": _extreme([p.row for p in f.points], y, max),
+        extremes = {"peak": _extreme([p.row for p in f.points + f.dominated], y, max),
                     "highest_interactivity": _extreme(s.rows, X_METRIC, max),
                     "lowest_ttft_s": _extreme(s.rows, "ttft_s_median", min),
                     "lowest_e2e_s": _extreme(s.rows, "e2e_s_median", min),
