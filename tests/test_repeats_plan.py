@@ -62,7 +62,8 @@ def test_repeats_survive_the_manifest_round_trip():
     from scoville.client.sweep import load_plan as manifest_plan, sweep_from_manifest
 
     points = load_plan("1,2", None, repeats=2)
-    manifest = {"load_plan": manifest_plan(points, seed=3, workers=1), "target": {"base_url": "http://127.0.0.1:1", "model": "m"},
+    manifest = {"load_plan": manifest_plan(points, seed=3, workers=1),
+                "target": {"base_url": "http://127.0.0.1:1", "model": "m"},
                 "workload": resolve_workload(None, isl=8, osl=2).to_dict()}
     assert [p["label"] for p in manifest["load_plan"]["points"]] == ["c=1 #1", "c=2 #1", "c=1 #2", "c=2 #2"]
     assert sweep_from_manifest(manifest).points == points

@@ -56,7 +56,7 @@ def quantile_replicates(values: np.ndarray, q: float, rng: np.random.Generator,
     x = np.sort(values)
     n = x.size
     h = (n - 1) * q
-    k = int(math.floor(h))
+    k = math.floor(h)
     frac = h - k
     u = rng.beta(k + 1, n - k, size=resamples)
     low = x[np.minimum((n * u).astype(np.int64), n - 1)]

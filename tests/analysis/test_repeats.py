@@ -16,7 +16,7 @@ Y = "total_throughput_per_kw"
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    kw = dict(jitter=0.15, requests_per_point=12, repeats=4)
+    kw = {"jitter": 0.15, "requests_per_point": 12, "repeats": 4}
     a = make_run(root, "20261203T100000Z-aaaaaa", BASELINE_POINTS, seed=1, **kw)
     # 0.1% faster, with the same request-to-request noise (same seed): a difference the noise hides
     b = make_run(root, "20261203T100001Z-bbbbbb", [(x, y * 1.001) for x, y in BASELINE_POINTS], seed=1, **kw)

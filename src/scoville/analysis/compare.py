@@ -228,11 +228,12 @@ class Comparison:
                                                      for s in self.systems], *["" for _ in contenders]])
         rows.append([f"peak {tput}", *[with_basis(s, s.peak, s.intervals.get("peak")) for s in self.systems],
                      *ratio_cells("peak")])
-        for key, label, fmt in (("highest_interactivity", "highest tok/s/user", fmt_value),
-                                ("lowest_ttft_s", "lowest TTFT p50 (s)", fmt_seconds),
-                                ("lowest_e2e_s", "lowest E2E p50 (s)", fmt_seconds)) + (
-                (("lowest_usd_per_mtok", f"lowest $ per million {self.metric} tokens", fmt_usd),)
-                if self.per == "dollar" else ()):
+        extremes: list[tuple[str, str, Callable[[float | None], str]]] = [
+            ("highest_interactivity", "highest tok/s/user", fmt_value),
+            ("lowest_ttft_s", "lowest TTFT p50 (s)", fmt_seconds), ("lowest_e2e_s", "lowest E2E p50 (s)", fmt_seconds)]
+        if self.per == "dollar":
+            extremes.append(("lowest_usd_per_mtok", f"lowest $ per million {self.metric} tokens", fmt_usd))
+        for key, label, fmt in extremes:
             rows.append([label, *[fmt(getattr(s, key)) + fmt_interval(s.intervals.get(key), fmt)
                                   for s in self.systems], *ratio_cells(key)])
         for i, a in enumerate(base.at):
@@ -240,7 +241,8 @@ class Comparison:
                      + (f" ({AUTO_RULES[a.rule]})" if a.rule else ""))
             cells = [_bounded(s.at[i].bound, with_basis(s, s.at[i].value, s.at[i].interval))
                      if s.at[i].value is not None else (s.at[i].why_undefined or "—") for s in self.systems]
-            ratios = [_bounded(s.at[i].ratio_bound, fmt_ratio(s.at[i].ratio) + fmt_ratio_interval(s.at[i].ratio_interval))
+            ratios = [_bounded(s.at[i].ratio_bound, fmt_ratio(s.at[i].ratio)
+                               + fmt_ratio_interval(s.at[i].ratio_interval))
                       if s.at[i].ratio is not None else (s.at[i].ratio_why_undefined or "—") for s in contenders]
             rows.append([label, *cells, *ratios])
         return header, rows
