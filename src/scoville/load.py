@@ -9,7 +9,7 @@ duration, and its first ``warmup_requests`` are sent but excluded from metrics.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import msgspec
 import numpy as np
@@ -37,6 +37,8 @@ class LoadPoint(msgspec.Struct, kw_only=True, frozen=True):
     # Sessions the point draws; None: one per request (or a large pool when only a duration bounds it).
     # A timed trace replayed once sets it to the trace's sessions, so no recycled session takes a turn's slot.
     sessions: int | None = None
+    # Which repeat of its load this point is (1..N) when the plan repeats every load (--repeats); None otherwise.
+    repeat: int | None = None
 
     def __post_init__(self) -> None:
         if self.num_requests + self.warmup_requests > MAX_POINT_REQUESTS:
@@ -51,10 +53,15 @@ class LoadPoint(msgspec.Struct, kw_only=True, frozen=True):
     def total_requests(self) -> int:
         return self.num_requests + self.warmup_requests
 
-    def label(self) -> str:
+    def load_label(self) -> str:
+        """The load alone ("c=4", "rate=2/s"): what the repeats of one load share."""
         if self.rate is not None:
             return f"rate={self.rate:g}/s"
         return f"c={self.concurrency}"
+
+    def label(self) -> str:
+        """The load and, in a repeated plan, which repeat ("c=4 #2")."""
+        return self.load_label() + (f" #{self.repeat}" if self.repeat is not None else "")
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
@@ -153,16 +160,55 @@ def replay_point(workload: Any) -> LoadPoint:
 
 
 DEFAULT_CONCURRENCY = "1,2,4,8,16,32,64"
+MAX_REPEATS = 100
 DEFAULT_RATE_REQUESTS = 100   # measured requests of a --rate point when --num-requests is not given
 
 
 def load_plan(concurrency: str | None, rate: str | None, *, num_requests: int | None = None,
               warmup_requests: int | None = None, duration: float | None = None, burstiness: float = 1.0,
               max_concurrency: int | None = None, default_concurrency: str = DEFAULT_CONCURRENCY,
-              workload: Any = None, single: bool = False) -> list[LoadPoint]:
+              workload: Any = None, single: bool = False, repeats: int = 1) -> list[LoadPoint]:
     """The load points of a command line, the same for ``sweep``, ``run`` and ``simulate``: closed-loop
     ``concurrency`` levels or open-loop ``rate`` points with their defaults; a timed trace with neither replays
-    once at its own (scaled) times. ``single`` (``run``) allows one point only."""
+    once at its own (scaled) times. ``single`` (``run``) allows one load only; ``repeats`` measures every
+    load that many times (``repeat_plan``)."""
+    return repeat_plan(_single_pass(concurrency, rate, num_requests=num_requests, warmup_requests=warmup_requests,
+                                    duration=duration, burstiness=burstiness, max_concurrency=max_concurrency,
+                                    default_concurrency=default_concurrency, workload=workload, single=single),
+                       repeats)
+
+
+def repeat_plan(points: list[LoadPoint], repeats: int) -> list[LoadPoint]:
+    """The plan measured ``repeats`` times over, pass after pass (every load once, then every load again).
+
+    Passes rather than back-to-back repeats, so a slow drift of the server (clocks, heat, a neighbour)
+    spreads over every load instead of biasing one. Repeat k of point i becomes point ``(k-1)·len + i``
+    with ``repeat = k``: pass 1 keeps the indices (and so the prompts) an unrepeated plan has, and every
+    later point draws its own sessions (``stream = index``), so a repeat sends prompts the server has not
+    cached. ``repeats == 1`` returns the plan unchanged (no ``repeat`` numbers, labels as before).
+    """
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise LoadError(f"--repeats must be between 1 and {MAX_REPEATS} (got {repeats})")
+    if repeats == 1:
+        return points
+    n = len(points)
+    return [msgspec.structs.replace(p, index=k * n + p.index, repeat=k + 1) for k in range(repeats) for p in points]
+
+
+def repeat_columns(point: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest load-plan point's ``repeat`` number and the ``load`` it repeats ("c=4"), for its metrics
+    row (how the analysis groups repeats); empty for a plan without repeats."""
+    if point.get("repeat") is None:
+        return {}
+    fields = {k: v for k, v in point.items() if k in LoadPoint.__struct_fields__}
+    return {"repeat": int(point["repeat"]), "load": msgspec.convert(fields, LoadPoint).load_label()}
+
+
+def _single_pass(concurrency: str | None, rate: str | None, *, num_requests: int | None,
+                 warmup_requests: int | None, duration: float | None, burstiness: float,
+                 max_concurrency: int | None, default_concurrency: str, workload: Any,
+                 single: bool) -> list[LoadPoint]:
+    """``load_plan`` before repeats: each load once."""
     if concurrency and rate:
         raise LoadError("give --concurrency or --rate, not both")
     if not (concurrency or rate) and getattr(workload, "has_arrivals", False):

@@ -28,7 +28,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from scoville.load import repeat_columns
 from scoville.results.store import RunError, read_manifest, read_power, read_requests, write_point_metrics
+from scoville.stats import request_intervals
 
 COMPAT_MODES = ("inferencex", "clean")
 PERCENTILES = {"median": 50, "p90": 90, "p99": 99}
@@ -178,6 +180,7 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
     median_tpot = row["tpot_s_median"]
     row["interactivity"] = 1.0 / median_tpot if median_tpot else None
     row["interactivity_estimator"] = "1/median(TPOT)"
+    row.update(request_intervals(ttft, tpot, e2e))  # 95% bootstrap intervals (scoville.stats)
     cached = ok.column("cached_tokens").to_numpy(zero_copy_only=False).astype(float)
     known = ~np.isnan(cached)      # a server that does not report cached tokens says nothing about its cache
     row["cached_tokens"] = float(cached[known].sum())
@@ -279,7 +282,7 @@ def run_metrics(run_dir: Path) -> list[dict[str, Any]]:
         if subset.num_rows == 0:
             continue
         row = {"point": idx, "label": point.get("label"), "concurrency": point.get("concurrency"),
-               "rate": point.get("rate")}
+               "rate": point.get("rate"), **repeat_columns(point)}
         row.update(point_metrics(subset, context_from_manifest(manifest, point), power))
         if "config" in point:  # the simulator's winning configuration of this point
             row["config"] = json.dumps(point["config"], sort_keys=True)

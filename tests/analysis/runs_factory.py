@@ -4,7 +4,8 @@ Each load point is n requests sent together; every request streams O tokens
 at exactly 1/I seconds apart (so interactivity = I) and its TTFT is solved so
 that total tokens / window / kW equals the wanted throughput per kW exactly.
 With ``jitter`` the requests vary (seeded) for charts that look like data;
-then the figures are only approximate.
+then the figures are only approximate. ``repeats`` measures every point that
+many times, pass after pass, as ``--repeats`` does (each repeat jittered anew).
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ OUT_TOKENS = 64
 def make_run(root: Path, name: str, points: list[tuple[float, float]], *, hardware: str = "H200",
              accelerators: int = 8, watts: float = 1000.0, source: str = "measured", requests_per_point: int = 4,
              cost: float | None = 2.0, jitter: float = 0.0, measured_power: bool = False, seed: int = 0,
-             precision: str | None = "fp8", store_metrics: bool = True) -> Path:
+             precision: str | None = "fp8", store_metrics: bool = True, repeats: int = 1) -> Path:
     """A complete run with one load point per (interactivity, total tok/s/kW) pair."""
     # as in a concurrency sweep: index 0 is the lightest load (highest interactivity), then concurrency doubles
     points = sorted(points, key=lambda p: -p[0])
     rng = np.random.default_rng(seed)
     kw = watts * accelerators / 1000.0
     plan = [{"index": i, "concurrency": 2 ** i, "label": f"c{2 ** i}"} for i in range(len(points))]
+    if repeats > 1:
+        plan = [{**p, "index": k * len(points) + p["index"], "repeat": k + 1, "label": f"{p['label']} #{k + 1}"}
+                for k in range(repeats) for p in plan]
     power = ({"source": "nvml", "boundary": "board"} if measured_power
              else {"source": "rated", "boundary": "chip", "watts_per_accelerator": watts})
     manifest = base_manifest(
@@ -47,9 +51,9 @@ def make_run(root: Path, name: str, points: list[tuple[float, float]], *, hardwa
     t = 0.0
     samples: list[tuple[float, str, float]] = []
     n = requests_per_point
-    for idx, (inter, per_kw) in enumerate(points):
+    for idx, (inter, per_kw) in ((i, points[i % len(points)]) for i in range(len(plan))):
         decode = (OUT_TOKENS - 1) / inter
-        ttft_goal = 0.1 * 2 ** (0.8 * idx)  # queueing grows with load, as in a real sweep
+        ttft_goal = 0.1 * 2 ** (0.8 * (idx % len(points)))  # queueing grows with load, as in a real sweep
         in_tok = max(1, math.ceil(per_kw * kw * (decode + ttft_goal) / n) - OUT_TOKENS)
         e2e = n * (in_tok + OUT_TOKENS) / (per_kw * kw)
         ttft = e2e - decode
@@ -70,7 +74,7 @@ def make_run(root: Path, name: str, points: list[tuple[float, float]], *, hardwa
         if measured_power:
             for ts in np.arange(t, end + 0.25, 0.25):
                 for dev in range(accelerators):
-                    samples.append((float(ts), f"gpu{dev}", watts * (0.6 + 0.3 * idx / max(len(points), 1))
+                    samples.append((float(ts), f"gpu{dev}", watts * (0.6 + 0.3 * (idx % len(points)) / len(points))
                                     + 20 * math.sin(ts + dev)))
         t = end + 1.0
     if samples:

@@ -11,24 +11,36 @@ Two yardsticks, per system and as a ratio to the first (baseline) system:
    the baseline is at its limit and the contender usually is not (the "104×").
    ``common`` (the default) is the highest interactivity every system reaches, so
    the default comparison is never "beyond reach" for a contender a hair slower.
+
+Where the rows carry bootstrap intervals (``scoville.stats``: over requests, or over
+``--repeats``), every figure shows its 95 % interval and every ratio an interval from
+the two by interval arithmetic; a ratio whose interval holds 1 is marked "not
+distinguishable". The simulator's 80 % prediction band is not a confidence
+interval and is not used here.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from scoville.analysis.frontier import Frontier, frontier
 from scoville.analysis.runs import System
 from scoville.errors import UserError
 from scoville.numbers import MISSING, significant
+from scoville.stats import Interval, distinguishable, ratio_interval, row_interval
 
 PER_CHOICES: tuple[str, ...] = ("kW", "accelerator", "dollar")
 METRIC_CHOICES: tuple[str, ...] = ("total", "output")
 UNITS = {"kW": "tok/s/kW", "accelerator": "tok/s/accelerator", "dollar": "tok/$"}
 X_METRIC = "interactivity"
 LATENCY_ESTIMATOR = "median over requests, lowest over load points"
+INTERVAL_METHOD = ("95% percentile bootstrap (over requests within a point, or over repeats of a load); "
+                   "a peak's from the best low to the best high end over the points; at an interactivity, "
+                   "the frontiers of every point at the low and at the high corner of its intervals; "
+                   "ratio intervals by interval arithmetic [lo/hi', hi/lo']; a ratio interval holding 1 = "
+                   "not distinguishable")
 
 
 def y_metric(per: str, metric: str = "total") -> str:
@@ -41,6 +53,7 @@ def y_metric(per: str, metric: str = "total") -> str:
             "dollar": f"tokens_per_usd_{metric}"}[per]
 
 
+YARDSTICKS = ("peak", "highest_interactivity", "lowest_ttft_s", "lowest_e2e_s", "lowest_usd_per_mtok")
 AUTO_RULES = {"auto": "the baseline's highest", "common": "the highest all reach"}
 
 
@@ -87,6 +100,8 @@ class AtInteractivity:
     bound: str | None = None
     ratio_bound: str | None = None
     rule: str | None = None          # AUTO_RULES key when the interactivity was chosen by a rule, not given
+    interval: Interval | None = None         # 95% bootstrap interval of value (on the frontier only)
+    ratio_interval: Interval | None = None   # of ratio, from the two values' intervals
 
     @property
     def auto(self) -> bool:
@@ -106,6 +121,8 @@ class SystemResult:
     lowest_usd_per_mtok: float | None = None
     at: list[AtInteractivity] = field(default_factory=list)
     ratios: dict[str, float | None] = field(default_factory=dict)
+    intervals: dict[str, Interval | None] = field(default_factory=dict)        # of each yardstick (YARDSTICKS)
+    ratio_intervals: dict[str, Interval | None] = field(default_factory=dict)  # of each ratio to the baseline
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,9 +138,15 @@ class SystemResult:
                          for p in self.frontier.points],
             "at_interactivity": [{"interactivity": a.interactivity, "auto": a.auto, "rule": a.rule, "value": a.value,
                                   "bound": a.bound, "why_undefined": a.why_undefined, "ratio": a.ratio,
-                                  "ratio_bound": a.ratio_bound, "ratio_why_undefined": a.ratio_why_undefined}
+                                  "ratio_bound": a.ratio_bound, "ratio_why_undefined": a.ratio_why_undefined,
+                                  "interval": json_interval(a.interval),
+                                  "ratio_interval": json_interval(a.ratio_interval),
+                                  "distinguishable": distinguishable(a.ratio_interval)}
                                  for a in self.at],
             "ratios": dict(self.ratios),
+            "intervals": {k: json_interval(v) for k, v in self.intervals.items()},
+            "ratio_intervals": {k: json_interval(v) for k, v in self.ratio_intervals.items()},
+            "distinguishable": {k: distinguishable(v) for k, v in self.ratio_intervals.items()},
         }
 
 
@@ -151,6 +174,7 @@ class Comparison:
             "x_metric": X_METRIC,
             "interactivity_estimator": "1/median(TPOT)",
             "latency_estimator": LATENCY_ESTIMATOR,
+            "interval_method": INTERVAL_METHOD,
             "interpolation": self.baseline.frontier.method,
             "extrapolation": "never (undefined outside a frontier's range)",
             "requested_interactivity": self.requested,
@@ -192,33 +216,35 @@ class Comparison:
         if shared:
             tput += f" [{base.system.power_basis}]"
 
-        def with_basis(s: SystemResult, v: float | None) -> str:
-            text = fmt_value(v)
+        def with_basis(s: SystemResult, v: float | None, interval: Interval | None = None) -> str:
+            text = fmt_value(v) + fmt_interval(interval, fmt_value)
             return f"{text} [{s.system.power_basis}]" if self.per == "kW" and not shared and v is not None else text
+
+        def ratio_cells(key: str) -> list[str]:
+            return [fmt_ratio(s.ratios.get(key)) + fmt_ratio_interval(s.ratio_intervals.get(key)) for s in contenders]
 
         rows: list[list[str]] = [["source", *[s.system.source for s in self.systems], *["" for _ in contenders]]]
         if self.per == "kW":
             rows.append(["power source, boundary", *[f"{s.system.power_source}, {s.system.power_boundary}"
                                                      for s in self.systems], *["" for _ in contenders]])
-        rows.append([f"peak {tput}", *[with_basis(s, s.peak) for s in self.systems],
-                     *[fmt_ratio(s.ratios.get("peak")) for s in contenders]])
-        rows.append(["highest tok/s/user", *[fmt_value(s.highest_interactivity) for s in self.systems],
-                     *[fmt_ratio(s.ratios.get("highest_interactivity")) for s in contenders]])
-        rows.append(["lowest TTFT p50 (ms)", *[fmt_ms(s.lowest_ttft_s) for s in self.systems],
-                     *[fmt_ratio(s.ratios.get("lowest_ttft_s")) for s in contenders]])
-        rows.append(["lowest E2E p50 (s)", *[fmt_seconds(s.lowest_e2e_s) for s in self.systems],
-                     *[fmt_ratio(s.ratios.get("lowest_e2e_s")) for s in contenders]])
+        rows.append([f"peak {tput}", *[with_basis(s, s.peak, s.intervals.get("peak")) for s in self.systems],
+                     *ratio_cells("peak")])
+        extremes: list[tuple[str, str, Callable[[float | None], str]]] = [
+            ("highest_interactivity", "highest tok/s/user", fmt_value),
+            ("lowest_ttft_s", "lowest TTFT p50 (ms)", fmt_ms), ("lowest_e2e_s", "lowest E2E p50 (s)", fmt_seconds)]
         if self.per == "dollar":
-            rows.append([f"lowest $ per million {self.metric} tokens",
-                         *[fmt_usd(s.lowest_usd_per_mtok) for s in self.systems],
-                         *[fmt_ratio(s.ratios.get("lowest_usd_per_mtok")) for s in contenders]])
+            extremes.append(("lowest_usd_per_mtok", f"lowest $ per million {self.metric} tokens", fmt_usd))
+        for key, label, fmt in extremes:
+            rows.append([label, *[fmt(getattr(s, key)) + fmt_interval(s.intervals.get(key), fmt)
+                                  for s in self.systems], *ratio_cells(key)])
         for i, a in enumerate(base.at):
             label = (f"{tput} at {fmt_value(a.interactivity)} tok/s/user"
                      + (f" ({AUTO_RULES[a.rule]})" if a.rule else ""))
-            cells = [_bounded(s.at[i].bound, with_basis(s, s.at[i].value)) if s.at[i].value is not None
-                     else (s.at[i].why_undefined or "—") for s in self.systems]
-            ratios = [_bounded(s.at[i].ratio_bound, fmt_ratio(s.at[i].ratio)) if s.at[i].ratio is not None
-                      else (s.at[i].ratio_why_undefined or "—") for s in contenders]
+            cells = [_bounded(s.at[i].bound, with_basis(s, s.at[i].value, s.at[i].interval))
+                     if s.at[i].value is not None else (s.at[i].why_undefined or "—") for s in self.systems]
+            ratios = [_bounded(s.at[i].ratio_bound, fmt_ratio(s.at[i].ratio)
+                               + fmt_ratio_interval(s.at[i].ratio_interval))
+                      if s.at[i].ratio is not None else (s.at[i].ratio_why_undefined or "—") for s in contenders]
             rows.append([label, *cells, *ratios])
         return header, rows
 
@@ -231,7 +257,8 @@ class Comparison:
         lines.append(f"Interactivity = 1/median(TPOT); latencies: {LATENCY_ESTIMATOR}; throughput at an "
                      f"interactivity by {self.baseline.frontier.method} interpolation along each frontier, "
                      "never extrapolated; ≥ marks a lower bound where every measured point was already faster. "
-                     "Ratios are each system over the first.")
+                     "Ratios are each system over the first. [lo–hi]: 95% bootstrap interval (over requests, "
+                     "or over repeats); a ratio's from the two intervals; \"not distinguishable\": it holds 1.")
         return "\n".join(lines) + "\n"
 
 
@@ -257,6 +284,27 @@ def fmt_usd(v: float | None) -> str:
     return MISSING if v is None else "$" + significant(v)
 
 
+def fmt_interval(interval: Interval | None, fmt: Callable[[float | None], str]) -> str:
+    """" [lo–hi]" after a figure with a bootstrap interval ("∞" for an open high end); nothing without one."""
+    if interval is None:
+        return ""
+    return f" [{fmt(interval[0])}–{'∞' if math.isinf(interval[1]) else fmt(interval[1])}]"
+
+
+def fmt_ratio_interval(interval: Interval | None) -> str:
+    """" [lo–hi×]" after a ratio, and ", not distinguishable" when the interval holds 1."""
+    if interval is None:
+        return ""
+    same = "" if distinguishable(interval) else ", not distinguishable"
+    hi = "∞" if math.isinf(interval[1]) else fmt_ratio(interval[1])
+    return f" [{fmt_ratio(interval[0]).rstrip('×')}–{hi}]{same}"
+
+
+def json_interval(interval: Interval | None) -> list[float | None] | None:
+    """An interval for JSON: an open (infinite) end as null."""
+    return None if interval is None else [v if math.isfinite(v) else None for v in interval]
+
+
 def fmt_ratio(v: float | None) -> str:
     """1.90× below ten, 103.9× above: the precision the seed publication quotes."""
     if v is None:
@@ -264,9 +312,45 @@ def fmt_ratio(v: float | None) -> str:
     return f"{v:.1f}×" if abs(v) >= 10 else f"{v:.2f}×"
 
 
-def _extreme(rows: Sequence[dict[str, Any]], key: str, best: Any) -> float | None:
-    vals = [float(r[key]) for r in rows if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
-    return best(vals) if vals else None
+def _extreme(rows: Sequence[dict[str, Any]], key: str, best: Any) -> tuple[float | None, Interval | None]:
+    """The best value of ``key`` over the rows, and its interval: the best of the rows' low ends to the best of
+    their high ends (so two points tied within their intervals both count); None unless every row has one."""
+    found = [r for r in rows if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+    if not found:
+        return None, None
+    value = best(float(r[key]) for r in found)
+    bands = [row_interval(r, key) for r in found]
+    if any(b is None for b in bands):
+        return value, None
+    return value, (best(b[0] for b in bands), best(b[1] for b in bands))  # type: ignore[index]
+
+
+def _envelope(f: Frontier) -> tuple[Frontier, Frontier] | None:
+    """The frontiers of every point moved to the low, and to the high, end of its intervals on both axes;
+    None unless every point has both intervals."""
+    bands = [(row_interval(p.row, f.x_metric), row_interval(p.row, f.y_metric)) for p in f.points + f.dominated]
+    if not bands or any(bx is None or by is None for bx, by in bands):
+        return None
+    return tuple(frontier([{f.x_metric: bx[end], f.y_metric: by[end]} for bx, by in bands],  # type: ignore
+                          f.x_metric, f.y_metric) for end in (0, 1))
+
+
+def _band_at(f: Frontier, x: float, value: float) -> Interval | None:
+    """The frontier's interval at x: the low envelope's value to the high envelope's (``_envelope``).
+
+    Both axes' intervals count: on a steep frontier a small doubt about interactivity is a large one about
+    throughput. Where the low envelope does not reach x nothing but 0 bounds the value from below; where
+    the high envelope starts past x nothing bounds it from above (``inf``).
+    """
+    envelope = _envelope(f)
+    if envelope is None:
+        return None
+    low, high = envelope
+    lo = low.at(x)
+    if lo is None:
+        lo = low.at_least(x) or 0.0
+    hi = high.at(x)
+    return min(lo, value), max(math.inf if hi is None else hi, value)
 
 
 def _check_normalisation(systems: Sequence[System], per: str, y: str) -> None:
@@ -296,14 +380,13 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("common",), 
     results = []
     for s in systems:
         f = frontier(s.rows, X_METRIC, y)
-        results.append(SystemResult(
-            system=s, frontier=f,
-            peak=max(f.ys) if f.points else None,
-            highest_interactivity=_extreme(s.rows, X_METRIC, max),
-            lowest_ttft_s=_extreme(s.rows, "ttft_s_median", min),
-            lowest_e2e_s=_extreme(s.rows, "e2e_s_median", min),
-            lowest_usd_per_mtok=_extreme(s.rows, f"usd_per_mtok_{metric}", min),
-        ))
+        extremes = {"peak": _extreme([p.row for p in f.points + f.dominated], y, max),
+                    "highest_interactivity": _extreme(s.rows, X_METRIC, max),
+                    "lowest_ttft_s": _extreme(s.rows, "ttft_s_median", min),
+                    "lowest_e2e_s": _extreme(s.rows, "e2e_s_median", min),
+                    "lowest_usd_per_mtok": _extreme(s.rows, f"usd_per_mtok_{metric}", min)}
+        results.append(SystemResult(system=s, frontier=f, **{k: v for k, (v, _) in extremes.items()},
+                                    intervals={k: ci for k, (_, ci) in extremes.items()}))
     base = results[0]
     targets: list[tuple[float, str | None]] = []
     reaches = [r.frontier.reach for r in results if r.frontier.reach is not None]
@@ -319,8 +402,9 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("common",), 
     for r in results:
         for x, rule in targets:
             r.at.append(_at(r.frontier, base.frontier, x, rule))
-        for key in ("peak", "highest_interactivity", "lowest_ttft_s", "lowest_e2e_s", "lowest_usd_per_mtok"):
+        for key in YARDSTICKS:
             r.ratios[key] = ratio(getattr(r, key), getattr(base, key))
+            r.ratio_intervals[key] = ratio_interval(r.intervals.get(key), base.intervals.get(key))
     return Comparison(per, metric, y, UNITS[per], list(at), results)
 
 
@@ -349,4 +433,7 @@ def _at(f: Frontier, base: Frontier, x: float, rule: str | None) -> AtInteractiv
         r_bound = "at least"
     elif base_bound:
         r_bound = "at most"
-    return AtInteractivity(x, value, why, r, r_why, bound, r_bound, rule)
+    interval = _band_at(f, x, value) if value is not None and bound is None else None
+    base_interval = _band_at(base, x, base_value) if base_value is not None and base_bound is None else None
+    r_interval = ratio_interval(interval, base_interval) if r is not None and r_bound is None else None
+    return AtInteractivity(x, value, why, r, r_why, bound, r_bound, rule, interval, r_interval)

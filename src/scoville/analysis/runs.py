@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from scoville.analysis.cost import add_cost_columns
+from scoville.analysis.repeats import aggregate_repeats
 from scoville.metrics import run_metrics
 from scoville.power.sources import power_basis_text
 from scoville.results.manifest import source_label
@@ -23,12 +24,17 @@ from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest,
 
 @dataclass
 class System:
-    """One compared system: its runs, their manifests, and every load point's metrics row."""
+    """One compared system: its runs, their manifests, and every load point's metrics row.
+
+    ``rows`` has one row per load (the ``--repeats`` of a load folded into one, with intervals across them:
+    ``analysis.repeats``); ``repeat_rows`` has every stored row, one per measured point.
+    """
 
     label: str
     run_dirs: list[Path]
     manifests: list[dict[str, Any]]
     rows: list[dict[str, Any]] = field(default_factory=list)
+    repeat_rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -128,8 +134,9 @@ def load_system(run_dirs: list[Path], label: str | None = None) -> System:
     rows: list[dict[str, Any]] = []
     for d, m in zip(run_dirs, manifests):
         rows.extend(point_rows(d, m))
-    sys_ = System(label or _base_label(manifests, run_dirs), list(run_dirs), manifests, rows)
-    for r in sys_.rows:
+    sys_ = System(label or _base_label(manifests, run_dirs), list(run_dirs), manifests, aggregate_repeats(rows),
+                  rows)
+    for r in sys_.rows + sys_.repeat_rows:
         r["system"] = sys_.label
     return sys_
 
@@ -145,6 +152,6 @@ def load_systems(groups: list[list[Path]]) -> list[System]:
             precision = s.describe()["precision"]
             s.label = f"{s.label} {precision} · {s.run_dirs[0].name[-6:]}" if precision else \
                 f"{s.label} · {s.run_dirs[0].name[-6:]}"
-            for r in s.rows:
+            for r in s.rows + s.repeat_rows:
                 r["system"] = s.label
     return systems

@@ -85,13 +85,15 @@ def register(app: typer.Typer) -> None:
             table.add_column(escape(h), justify="left" if i == 0 else "right", overflow="fold")
         for r in rows:  # cells hold "[rated, chip boundary]": escaped so Rich does not read them as markup
             table.add_row(*[f"[italic red]{escape(c)}[/]" if c.endswith(("beyond reach", "below range"))
+                            else f"[yellow]{escape(c)}[/]" if c.endswith("not distinguishable")
                             else escape(c) for c in r])
         console.print(table)
         for w in result.warnings():
             console.print(f"[yellow]note:[/] {escape(w)}")
         console.print("[dim]interactivity = 1/median(TPOT); latencies are medians, lowest over load points; "
                       f"values at an interactivity by {result.baseline.frontier.method} interpolation along each "
-                      "frontier, never extrapolated; ratios are each system over the first.[/]")
+                      "frontier, never extrapolated; ratios are each system over the first; \\[lo–hi]: 95% "
+                      "bootstrap interval, a ratio's from the two; 'not distinguishable': it holds 1.[/]")
 
     @app.command("report")
     def report_cmd(

@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scoville.cli.point_table import POINT_COLUMNS, points_table
+from scoville.cli.point_table import LOAD_COLUMNS, POINT_COLUMNS, interval_table, points_table
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress
@@ -29,6 +29,7 @@ from scoville.results.store import read_journal, read_manifest
 from scoville.cli.workload_options import (
     IdleGapCapOption,
     MaxSessionsOption,
+    RepeatsOption,
     ReplayOption,
     SampleOption,
     ThinkScaleOption,
@@ -118,6 +119,15 @@ def failure_lines(result: SweepResult, labels: dict[int, str]) -> list[str]:
     return lines
 
 
+def _repeated_loads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per load when the sweep repeated its loads (``analysis.repeats``); empty otherwise."""
+    if not any(r.get("repeat") is not None for r in rows):
+        return []
+    from scoville.analysis.repeats import aggregate_repeats
+
+    return aggregate_repeats(rows)
+
+
 def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool) -> int:
     """The summary; the exit code is 1 when a point measured nothing (every request of it failed)."""
     from scoville.client.sweep import resume_hint
@@ -126,14 +136,19 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
     manifest_power = manifest.get("power", {})
     labels = {p["index"]: p.get("label") for p in manifest.get("load_plan", {}).get("points", [])}
     empty = [labels.get(o.point, o.point) for o in result.outcomes if o.measured_nothing]
+    loads = _repeated_loads(result.rows)
     if json_out:
         print(json.dumps({"run_dir": str(result.run_dir), "run_id": result.run_dir.name, "status": result.status,
                           "power": manifest_power, "report": str(report) if report else None,
-                          "points": result.rows, "outcomes": [msgspec.to_builtins(o) for o in result.outcomes]},
+                          "points": result.rows, "outcomes": [msgspec.to_builtins(o) for o in result.outcomes],
+                          **({"loads": loads} if loads else {})},
                          indent=2, default=str))
     else:
         out = Console()
         out.print(points_table(f"{result.run_dir.name} ({result.status})", result.rows, POINT_COLUMNS))
+        if loads:
+            out.print(interval_table("per load: mean of the repeats, 95% bootstrap interval below", loads,
+                                     LOAD_COLUMNS))
         out.print(power_note(manifest_power))
         seed = manifest.get("load_plan", {}).get("seed")
         # one path a line, never wrapped: a path is copied whole, and each line fits 80 columns as far as it can
@@ -167,6 +182,7 @@ def register(app: typer.Typer) -> None:
         num_requests: Annotated[Optional[int], typer.Option(rich_help_panel="Load", help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
         warmup_requests: Annotated[Optional[int], typer.Option(rich_help_panel="Load", help="Warm-up requests per point (default 2·C).")] = None,
         duration: Annotated[Optional[float], typer.Option(rich_help_panel="Load", help="Stop sending after this many seconds per point.")] = None,
+        repeats: RepeatsOption = 1,
         seed: Annotated[Optional[int], typer.Option(rich_help_panel="Workload", help="Workload and arrival seed (default: a new one per run, so "
                                                     "no prompt is in the server's cache; recorded in the "
                                                     "manifest; give it to send the same prompts again).")] = None,
@@ -252,7 +268,8 @@ def register(app: typer.Typer) -> None:
                                                               think_scale=think_scale))
                 points = load_plan(concurrency, rate, single=single, num_requests=num_requests,
                                    warmup_requests=warmup_requests, duration=duration, burstiness=burstiness,
-                                   max_concurrency=max_concurrency, default_concurrency=default_c, workload=workload)
+                                   max_concurrency=max_concurrency, default_concurrency=default_c, workload=workload,
+                                   repeats=repeats)
                 n_acc = accelerators or int(system_defaults.get("accelerators") or 1)
                 if rated_watts is None and system_defaults.get("rated_watts_per_accelerator") and power != "all-in":
                     rated_watts = system_defaults["rated_watts_per_accelerator"]

@@ -29,6 +29,31 @@ def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, flo
     return table
 
 
+def interval_table(title: str, rows: list[dict], columns: list[tuple[str, str, float]]) -> Table:
+    """One row per load: each figure over its 95% interval (``<key>_lo`` / ``_hi``) where the row has one."""
+    table = Table(title=title, header_style="bold")
+    for _, header, _ in columns:
+        table.add_column(header, justify="right")
+    for r in rows:
+        cells = []
+        for key, _, scale in columns:
+            lo, hi = r.get(f"{key}_lo"), r.get(f"{key}_hi")
+            band = f"\n{fmt_cell(lo, scale)}–{fmt_cell(hi, scale)}" if lo is not None and hi is not None else ""
+            cells.append(escape(fmt_cell(r.get(key), scale) + band))
+        table.add_row(*cells)
+    return table
+
+
+LOAD_COLUMNS = [
+    ("label", "load", 1.0),
+    ("repeats", "reps", 1.0),
+    ("ttft_s_median", "TTFT p50\nms", 1e3),
+    ("interactivity", "tok/s\n/user", 1.0),
+    ("e2e_s_median", "E2E p50\nms", 1e3),
+    ("total_throughput_per_accelerator", "total\ntok/s\n/acc", 1.0),
+    ("total_throughput_per_kw", "total\ntok/s\n/kW", 1.0),
+]
+
 POINT_COLUMNS = [
     ("label", "point", 1.0),
     ("num_ok", "ok", 1.0),

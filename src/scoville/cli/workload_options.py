@@ -1,4 +1,4 @@
-"""Workload flags shared by ``sweep``, ``run`` and ``simulate``: traces and session knobs.
+"""Workload flags shared by ``sweep``, ``run`` and ``simulate``: traces and session knobs (and ``--repeats``).
 
 Declared once so the measuring client and the simulator spell, explain and
 validate them identically; ``workload_kwargs`` turns the given ones into
@@ -30,6 +30,10 @@ TraceBlockSizeOption = Annotated[Optional[int], typer.Option(
     "--trace-block-size", rich_help_panel="Workload", help="Override the trace's prefix-block size (tokens per hash id).")]
 ThinkScaleOption = Annotated[Optional[float], typer.Option(
     "--think-scale", rich_help_panel="Workload", help="Multiply a session scenario's think/tool times (0 = back to back).")]
+
+RepeatsOption = Annotated[int, typer.Option(
+    "--repeats", rich_help_panel="Load", help="Measure every load this many times (fresh prompts each time); "
+                                              "figures then carry 95% bootstrap intervals across the repeats.")]
 
 
 def workload_kwargs(*, trace: Path | None, trace_format: str | None, time_scale: float | None,

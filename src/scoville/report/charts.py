@@ -22,6 +22,7 @@ from scoville.analysis.compare import UNITS
 from scoville.analysis.frontier import frontier
 from scoville.analysis.runs import System
 from scoville.metrics import itl_gaps  # the one definition of ITL
+from scoville.stats import PREDICTION_BAND
 
 LOG_SPAN = 30.0
 # Okabe–Ito: distinguishable with every common colour-vision deficiency.
@@ -43,7 +44,7 @@ class Series:
     step: bool = False
     dominated: list[bool] | None = None  # per marker: off the frontier (drawn hollow)
     dash: bool = False  # a reference line (parity), not data
-    # per marker: (low, high) band of a predicted point (the simulator's 10th-90th percentile), or None
+    # per marker: (low, high) of its ``<metric>_lo``/``_hi`` (a bootstrap interval or the simulator's band), or None
     x_band: list[tuple[float, float] | None] | None = None
     y_band: list[tuple[float, float] | None] | None = None
 
@@ -158,6 +159,7 @@ def frontier_chart(systems: Sequence[System], x_key: str, per: str, metric: str 
         chart.subtitle = f"power: {next(iter(bases))}"
     if missing:
         chart.note = "no power figure, not shown: " + ", ".join(missing)
+    kinds: dict[str, None] = {}
     for s in with_y:
         f = frontier(s.rows, x_metric, y_metric)
         name = s.label if per != "kW" or len(bases) == 1 else f"{s.label} [{s.power_basis}]"
@@ -169,8 +171,10 @@ def frontier_chart(systems: Sequence[System], x_key: str, per: str, metric: str 
                                    x_band=_bands([p.row for p, _ in pts], x_metric),
                                    y_band=_bands([p.row for p, _ in pts], y_metric)))
         if chart.series[-1].y_band or chart.series[-1].x_band:
-            chart.note = "bars: 80% band of each predicted point"
+            kinds.update(dict.fromkeys(band_kinds([p.row for p, _ in pts])))
         chart.series.append(Series(name, [], [], "frontier", colors[s.label], s.label))
+    if kinds:
+        chart.note = "; ".join(filter(None, [chart.note, "bars: " + " · ".join(kinds)]))
     chart.autoscale()  # from the measured points only; the lines are drawn on the chosen scale
     for s, series in zip(with_y, chart.series[1::2]):
         f = frontier(s.rows, x_metric, y_metric)
@@ -178,9 +182,16 @@ def frontier_chart(systems: Sequence[System], x_key: str, per: str, metric: str 
     return chart
 
 
+def band_kinds(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """What the bands of these rows are (``band_kind``; an analytic run written before the column: its band)."""
+    kinds = [str(r.get("band_kind") or PREDICTION_BAND) for r in rows
+             if any(k.endswith("_lo") and r[k] is not None for k in r)]
+    return list(dict.fromkeys(kinds))
+
+
 def _bands(rows: Sequence[dict[str, Any]], metric: str) -> list[tuple[float, float] | None] | None:
-    """Each row's predicted (low, high) of ``metric`` (``<metric>_lo`` / ``_hi``, written by the simulator's
-    analytic runs); None when no row has one (measured runs)."""
+    """Each row's (low, high) of ``metric`` (``<metric>_lo`` / ``_hi``: a bootstrap interval of a measured or
+    replayed point, or the band of an analytic prediction, as its ``band_kind`` says); None when no row has one."""
     out: list[tuple[float, float] | None] = []
     for r in rows:
         lo, hi = r.get(f"{metric}_lo"), r.get(f"{metric}_hi")

@@ -237,7 +237,7 @@ def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
 
 def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: str,
                 figures: dict[str, dict[str, Any]]) -> str:
-    rows = [r for r in system.rows if r.get("run_id") == manifest.get("run_id", run_dir.name)]
+    rows = [r for r in system.repeat_rows if r.get("run_id") == manifest.get("run_id", run_dir.name)]  # every repeat
     plan = (manifest.get("load_plan") or {}).get("points", [])
     run_id = manifest.get("run_id", run_dir.name)
     chart_key = safe_id(run_id)

@@ -58,7 +58,7 @@ def _apply_log_ticks(axis: Any, values: Sequence[float]) -> None:
 
 
 def _band_bars(ax: object, s: object) -> None:
-    """Error bars for predicted points (the simulator's 80% band), on whichever axes carry one."""
+    """Error bars on the points that carry a band (a bootstrap interval or the simulator's), on either axis."""
     for i, (x, y) in enumerate(zip(s.x, s.y)):  # type: ignore[attr-defined]
         xb = s.x_band[i] if s.x_band else None  # type: ignore[attr-defined]
         yb = s.y_band[i] if s.y_band else None  # type: ignore[attr-defined]
