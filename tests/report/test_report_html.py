@@ -274,3 +274,24 @@ def test_cdf_legends_name_every_point_once_even_when_loads_repeat():
     assert len(set(names)) == 5
     assert names[:3] == ["c=1 · parallel tp8", "c=1 · parallel tp4", "c=4"]
     assert names[3:] == ["c=8 #3", "c=8 #4"]
+
+
+def test_a_searched_simulation_shows_each_points_deployment_not_the_searchs_start(tmp_path, capsys):
+    """Its Setup used to read "gb300 × 16, tp1 dp1 ep1" while the frontier's winners were other deployments."""
+    from pathlib import Path
+
+    from scoville.cli import main
+
+    runs = tmp_path / "runs"
+    main(["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--scenario", "1k1k", "--no-disagg",
+          "--max-accelerators", "8", "--runs", str(runs), "--json"])
+    run_dir = Path(json.loads(capsys.readouterr().out)["run_dir"])
+    plan = json.loads((run_dir / "manifest.json").read_text())["load_plan"]["points"]
+    sizes = sorted({p["accelerators"] for p in plan})
+    text = write_report([run_dir], tmp_path / "r.html").read_text()
+    setup = text[text.index("<h3>Setup</h3>"):text.index("<h3>Deployment of each point")]
+    assert "(per point)" in setup and "each point&#x27;s own deployment" in setup
+    if len(sizes) > 1:
+        assert f"× {sizes[0]}–{sizes[-1]} accelerators" in setup
+    table = text[text.index("<h3>Deployment of each point"):text.index("<h3>Latency percentiles")]
+    assert table.count("<tr>") == len(plan) + 1 and "parallel" in table

@@ -28,7 +28,7 @@ from scoville.analysis.compare import Comparison, compare, fmt_ms, fmt_seconds, 
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
 from scoville.report.decision import DECISION_SCRIPT, decision_grid, decision_html
-from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
+from scoville.report.charts import (Chart, cdf_charts, config_summary, frontier_charts, latency_samples, power_chart,
                                     ratio_charts, safe_id, system_colors)
 from scoville.power.sources import manifest_power_basis
 from scoville.report.output import check_destination, write_file
@@ -210,12 +210,19 @@ def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     def js(v: Any) -> str:
         return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else ("—" if v is None else str(v))
 
+    # A searched simulation's points each carry their own deployment: the run-level system and serving blocks
+    # describe only the search's starting configuration, so they must not be shown as what ran.
+    searched = any(p.get("config") for p in points)
+    sizes = sorted({p["accelerators"] for p in points if p.get("accelerators")})
+    count = (f"{sizes[0]}–{sizes[-1]}" if len(sizes) > 1 else str(sizes[0])) if searched and sizes \
+        else js(system.get("accelerators"))
+    per_point = "each point's own deployment (table below)"
     return [
         ("run id", js(manifest.get("run_id"))),
         ("source", js(source_label(manifest))),
         ("status", js(manifest.get("status"))),
         ("created", js(manifest.get("created_at"))),
-        ("hardware", f"{js(system.get('hardware'))} × {js(system.get('accelerators'))} accelerators"),
+        ("hardware", f"{js(system.get('hardware'))} × {count} accelerators" + (" (per point)" if searched else "")),
         ("rated power per accelerator", f"{js(system.get('rated_watts_per_accelerator'))} W"),
         ("power source, boundary", f"{js(power.get('source'))}, {js(power.get('boundary') or system.get('power_boundary'))}"
                                    + (f" ({power['watts_per_accelerator']:g} W per accelerator)"
@@ -224,8 +231,8 @@ def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
                                       if system.get("cost_per_accelerator_hour") else "—"),
         ("model, precision", f"{js(model.get('name'))}, {js(model.get('precision'))}"),
         ("serving", f"{js(serving.get('framework'))} {js(serving.get('version') or '')}".strip()),
-        ("parallelism", js(serving.get("parallelism"))),
-        ("serving options", js(serving.get("options"))),
+        ("parallelism", per_point if searched else js(serving.get("parallelism"))),
+        ("serving options", per_point if searched else js(serving.get("options"))),
         ("workload", js(workload)),
         ("load plan", load),
         ("metrics mode (compat)", js(manifest.get("compat", "inferencex"))),
@@ -245,7 +252,12 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
              f'<span class="meta">· run {_e(run_id)}</span></h2>']
     parts.append('<h3>Setup</h3>' + _table(["", ""], [[k, v] for k, v in _facts(manifest)], "facts")
                  .replace("<thead><tr><th></th><th></th></tr></thead>", ""))
-    parts.append("<h3>Latency percentiles per load point (s)</h3>")
+    deployments = [[str(p.get("label") or p["index"]), str(p.get("accelerators") or "—"), config_summary(p["config"])]
+                   for p in plan if p.get("config")]
+    if deployments:
+        parts.append("<h3>Deployment of each point (searched)</h3>"
+                     + _table(["point", "accelerators", "configuration"], deployments, "facts"))
+    parts.append("<h3>Latency percentiles per load point</h3>")
     columns = POINT_COLUMNS + [c for c in SLO_COLUMNS if any(r.get(c[0]) is not None for r in rows)]
     parts.append(_table([h for _, h in columns], [[_cell(k, r.get(k)) for k, _ in columns]
                                                   for r in sorted(rows, key=lambda r: r.get("point", 0))], "points"))
