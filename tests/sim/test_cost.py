@@ -217,6 +217,9 @@ def test_bad_inputs_are_one_line_user_errors(tmp_path):
         StepCost("llama-3.1-8b", "h100", backend="guess")
     with pytest.raises(UserError, match="framework"):
         StepCost("llama-3.1-8b", "h100", framework="tgi")
+    # attention shards by whole heads: DeepSeek-R1's 128 heads do not split 72 ways (a published "tp 72" row)
+    with pytest.raises(UserError, match=r"tp=72 does not divide deepseek-r1's 128 attention heads; use tp in .*64"):
+        StepCost("deepseek-r1", "gb200", Parallel(tp=72))
 
 
 def test_unknown_family_and_bad_fields_name_the_field(tmp_path):

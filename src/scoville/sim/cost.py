@@ -108,6 +108,11 @@ class StepCost:
             raise UserError(f"ep={p.ep} must divide tp*dp={p.accelerators}")
         if m.num_experts and p.ep > m.num_experts:
             raise UserError(f"ep={p.ep} exceeds {m.name}'s {m.num_experts} experts")
+        if m.num_heads % p.tp:
+            # every framework shards attention by whole heads (the search only proposes such tp; a pinned config
+            # must be a deployment that could run, or its prediction is of a layout nobody can serve)
+            ways = ", ".join(str(t) for t in range(1, min(m.num_heads, 64) + 1) if m.num_heads % t == 0)
+            raise UserError(f"tp={p.tp} does not divide {m.name}'s {m.num_heads} attention heads; use tp in {ways}")
         if backend not in ("auto", "measured", "transfer"):
             raise UserError(f"unknown cost backend {backend!r}; use auto, measured or transfer")
         if drafts < 0:
