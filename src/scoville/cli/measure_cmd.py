@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scoville.cli.point_table import POINT_COLUMNS, points_table
+from scoville.cli.point_table import POINT_COLUMNS, points_table, print_token_sections
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress
@@ -134,6 +134,7 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
     else:
         out = Console()
         out.print(points_table(f"{result.run_dir.name} ({result.status})", result.rows, POINT_COLUMNS))
+        print_token_sections(out, result.rows)
         out.print(power_note(manifest_power))
         seed = manifest.get("load_plan", {}).get("seed")
         out.print(escape(f"run: {result.run_dir}" + (f"  report: {report}" if report else "")
@@ -188,7 +189,7 @@ def register(app: typer.Typer) -> None:
         timeout: Annotated[float, typer.Option(rich_help_panel="Target", help="Per-request timeout, seconds.")] = 600.0,
         read_timeout: Annotated[float, typer.Option(rich_help_panel="Target", help="Seconds a request may go without data (raise it for "
                                                     "prefills longer than that).")] = 120.0,
-        tokenizer: Annotated[Optional[str], typer.Option(rich_help_panel="Target", help="Local tokenizer.json for --api chat prompts.")] = None,
+        tokenizer: Annotated[Optional[str], typer.Option(rich_help_panel="Target", help="Local tokenizer.json (or its folder): renders --api chat prompts and checks the server's token counts.")] = None,
         vocab_size: Annotated[int, typer.Option(rich_help_panel="Target", help="Vocabulary size for token-id prompts.")] = 32000,
         trace: TraceOption = None,
         trace_format: TraceFormatOption = None,
