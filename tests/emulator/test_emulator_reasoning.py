@@ -69,3 +69,12 @@ def test_the_plain_answer_keeps_the_reasoning_apart():
     message = json.loads(prog.full_response().body)["choices"][0]["message"]
     assert emu.tokenizer.decode(prog.token_ids[:2]) == message["reasoning_content"]
     assert emu.tokenizer.decode(prog.token_ids[2:]) == message["content"]
+
+
+def test_a_negative_reasoning_count_is_refused_in_one_line(capsys):
+    from scoville.emulator.run import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--port", "0", "--reasoning-tokens", "-1"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == "error: --reasoning-tokens must be >= 0 (got -1); 0 streams no reasoning"
