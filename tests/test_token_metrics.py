@@ -87,9 +87,8 @@ def test_a_schema_2_run_reads_and_recomputes(tmp_path):
     old = old.drop_columns(list(NEW_IN_V3))
     point_file(w.run_dir, 0).parent.mkdir(exist_ok=True)
     pq.write_table(old, point_file(w.run_dir, 0))
-    line = json.loads(json.dumps({"point": 1, "request_id": "j0", "t_sent": 0.0, "t_first_token": 0.1,
-                                  "t_done": 1.0, "token_times": [0.1, 1.0], "token_counts": [1, 3],
-                                  "input_tokens": 10, "output_tokens": 4, "attempt": 0}))
+    line = {"point": 1, "request_id": "j0", "t_sent": 0.0, "t_first_token": 0.1, "t_done": 1.0,
+            "token_times": [0.1, 1.0], "token_counts": [1, 3], "input_tokens": 10, "output_tokens": 4, "attempt": 0}
     (w.run_dir / JOURNAL).write_text(json.dumps(line) + "\n")
     table = read_requests(w.run_dir)
     assert table.schema == RECORD_SCHEMA and table.num_rows == 4
