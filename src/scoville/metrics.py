@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from scoville.load import repeat_columns
 from scoville.results.store import RunError, read_manifest, read_power, read_requests, write_point_metrics
 from scoville.stats import request_intervals
+from scoville.token_metrics import token_metrics
 
 COMPAT_MODES = ("inferencex", "clean")
 PERCENTILES = {"median": 50, "p90": 90, "p99": 99}
@@ -185,6 +186,7 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
     known = ~np.isnan(cached)      # a server that does not report cached tokens says nothing about its cache
     row["cached_tokens"] = float(cached[known].sum())
     row["cache_hit_rate"] = cache_hit_rate(cached[known], in_tok[known])
+    row.update(token_metrics(ok))   # TTFOT and reasoning split, the --tokenizer count check: when recorded
 
     t_start, t_end = _window(t_sent, t_done, ctx.concurrency, ctx.compat)
     window = t_end - t_start

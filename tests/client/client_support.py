@@ -299,6 +299,23 @@ def server(served):
     return served.server
 
 
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tmp_path_factory) -> str:
+    """A byte-level BPE trained here on a few sentences (no download): a tokenizer.json path for --tokenizer."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token=None))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    trainer = tokenizers.trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>"],
+                                             initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet())
+    corpus = ["the answer is that the model thinks before it answers", "let me think about the answer",
+              "tokens are counted by the server and by the client"] * 20
+    tok.train_from_iterator(corpus, trainer)
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    tok.save(str(path))
+    return str(path)
+
+
 # --- `scoville` as a user runs it: a real subprocess --------------------------------------------------------------
 
 CLI = [sys.executable, "-c", "from scoville.cli import main; main()"]

@@ -381,3 +381,44 @@ def test_url_credentials_become_basic_auth_and_leave_the_url(server):
     server.set(Behaviour())
     rec = send(cfg, RequestSpec(request_id="r", input_tokens=4, output_tokens=2))
     assert rec.ok and server.headers[-1]["Authorization"] == "Basic " + base64.b64encode(b"alice:pa:ss").decode()
+
+
+# --- reasoning models and the --tokenizer count check, on both transports ----------------------------------
+
+def _delta(fields: dict, finish: str | None = None) -> bytes:
+    return b"data: " + json.dumps({"choices": [{"delta": fields, "finish_reason": finish}]}).encode() + b"\n\n"
+
+
+def _thinking_sse(usage: dict) -> bytes:
+    return (_delta({"role": "assistant", "reasoning_content": "let me"}) + _delta({"reasoning": " think"})
+            + _delta({"content": "the answer"}) + _delta({"content": " is that"}, "stop")
+            + b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\ndata: [DONE]\n\n")
+
+
+def test_reasoning_tokens_and_the_first_answer_token_are_recorded():
+    rec = raw_answer(chunked(_thinking_sse({"prompt_tokens": 4, "completion_tokens": 4})))
+    assert rec.ok, rec.error
+    assert rec.output_tokens == 4 and rec.reasoning_tokens == 2 and rec.token_counts == [1, 1, 1, 1]
+    assert rec.t_first_content == rec.token_times[2] and rec.t_first_token == rec.token_times[0]
+    assert rec.output_tokens_requested == 2 and rec.output_tokens_local is None and rec.input_tokens_local is None
+
+
+def test_the_servers_reasoning_count_wins_but_never_exceeds_the_output():
+    usage = {"prompt_tokens": 4, "completion_tokens": 30, "completion_tokens_details": {"reasoning_tokens": 25}}
+    assert raw_answer(chunked(_thinking_sse(usage))).reasoning_tokens == 25
+    usage["completion_tokens_details"]["reasoning_tokens"] = 99
+    assert raw_answer(chunked(_thinking_sse(usage))).reasoning_tokens == 30
+
+
+def test_a_tokenizer_counts_the_prompt_and_the_streamed_text(tiny_tokenizer):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(tiny_tokenizer)
+    local = (len(tok.encode("let me think", add_special_tokens=False).ids)
+             + len(tok.encode("the answer is that", add_special_tokens=False).ids))
+    # The server counts two tokens more than the text it streamed (e.g. <think> and </think>).
+    rec = raw_answer(chunked(_thinking_sse({"prompt_tokens": 4, "completion_tokens": local + 2})),
+                     tokenizer=tiny_tokenizer)
+    assert rec.ok, rec.error
+    assert rec.output_tokens_local == local and rec.output_tokens == local + 2
+    assert rec.input_tokens_local == 4 == rec.input_tokens          # token-id prompt: 4 ids sent

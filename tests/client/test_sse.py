@@ -132,3 +132,74 @@ def test_an_event_without_end_is_scanned_once_and_capped():
     with pytest.raises(SSEError, match="without its blank line"):
         for _ in range(MAX_EVENT_BYTES // len(piece)):
             p.feed(piece, 1.0)
+
+
+# --- reasoning models: thinking and answer apart -------------------------------------------------------
+
+def delta(**fields) -> bytes:
+    return ev({"choices": [{"index": 0, "delta": fields, "finish_reason": None}]})
+
+
+# Two reasoning chunks (both field names servers use), the turn to answering in one chunk, two answer
+# chunks, a usage event that gives no reasoning count.
+THINKING = (delta(role="assistant", content="") + delta(reasoning_content="Let me")
+            + delta(reasoning=" think") + delta(reasoning_content=".", content="The")
+            + delta(content=" answer") + ev({"choices": [{"delta": {"content": "."}, "finish_reason": "stop"}]})
+            + ev({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 6}}) + ev("[DONE]"))
+
+
+def test_reasoning_and_answer_chunks_are_told_apart():
+    p = StreamParser()
+    for i, event in enumerate(THINKING.split(b"\n\n")[:-1]):
+        p.feed(event + b"\n\n", float(i))
+    # The mixed chunk counts two tokens (one text piece each): one reasoning, one answer.
+    assert p.times == [1.0, 2.0, 3.0, 4.0, 5.0] and p.counts == [1, 1, 2, 1, 1]
+    assert p.reasoning == 3 and p.t_first_content == 3.0
+    assert p.usage_reasoning is None and p.usage_completion == 6
+
+
+def test_reasoning_is_split_the_same_at_every_cut():
+    whole = StreamParser()
+    whole.feed(THINKING, 1.0)
+    for cut in range(1, len(THINKING)):
+        p = StreamParser()
+        p.feed(THINKING[:cut], 1.0)
+        p.feed(THINKING[cut:], 2.0)
+        assert (p.counts, p.reasoning) == (whole.counts, whole.reasoning) == ([1, 1, 2, 1, 1], 3), cut
+
+
+def test_the_servers_reasoning_count_is_read_from_usage():
+    p = StreamParser()
+    p.feed(delta(reasoning_content="hmm") + delta(content="ok")
+           + ev({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 40,
+                                          "completion_tokens_details": {"reasoning_tokens": 38}}}), 1.0)
+    assert p.usage_reasoning == 38 and p.reasoning == 1
+
+
+def test_per_chunk_usage_gives_each_part_its_exact_tokens():
+    """With continuous usage a chunk's count is the usage increase; a textless chunk stays in its part."""
+    p = StreamParser()
+    steps = [(3, {"reasoning_content": "abc"}), (5, {"reasoning_content": ""}), (7, {"reasoning_content": "d",
+                                                                                     "content": "e"}),
+             (9, {"content": "fg"})]
+    for t, (cum, fields) in enumerate(steps):
+        p.feed(ev({"choices": [{"delta": fields}], "usage": {"prompt_tokens": 1, "completion_tokens": cum}}), float(t))
+    assert p.counts == [3, 2, 2, 2]
+    # 3 + 2 (the textless chunk follows reasoning) + 1 of the mixed chunk's 2; the mixed chunk is the first answer.
+    assert p.reasoning == 6 and p.t_first_content == 2.0
+
+
+def test_a_plain_model_has_no_reasoning_and_answers_with_its_first_token():
+    p = StreamParser()
+    p.feed(STREAM, 1.0)
+    assert p.reasoning == 0 and p.t_first_content == p.times[0]
+
+
+def test_text_is_kept_only_when_asked():
+    assert StreamParser().answer_text is None
+    p = StreamParser(keep_text=True)
+    p.feed(THINKING, 1.0)
+    assert "".join(p.reasoning_text) == "Let me think." and "".join(p.answer_text) == "The answer."
+    q = StreamParser(keep_text=True)
+    q.feed(STREAM, 1.0)
+    assert "".join(q.answer_text) == "ab cd" and q.reasoning_text == []

@@ -19,7 +19,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scoville.cli.point_table import LOAD_COLUMNS, POINT_COLUMNS, interval_table, points_table
+from scoville.cli.point_table import (LOAD_COLUMNS, POINT_COLUMNS, interval_table, points_table,
+                                        print_token_sections)
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress
@@ -149,6 +150,7 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
         if loads:
             out.print(interval_table("per load: mean of the repeats, 95% bootstrap interval below", loads,
                                      LOAD_COLUMNS))
+        print_token_sections(out, result.rows)
         out.print(power_note(manifest_power))
         seed = manifest.get("load_plan", {}).get("seed")
         # one path a line, never wrapped: a path is copied whole, and each line fits 80 columns as far as it can
@@ -206,7 +208,7 @@ def register(app: typer.Typer) -> None:
         timeout: Annotated[float, typer.Option(rich_help_panel="Target", help="Per-request timeout, seconds.")] = 600.0,
         read_timeout: Annotated[float, typer.Option(rich_help_panel="Target", help="Seconds a request may go without data (raise it for "
                                                     "prefills longer than that).")] = 120.0,
-        tokenizer: Annotated[Optional[str], typer.Option(rich_help_panel="Target", help="Local tokenizer.json for --api chat prompts.")] = None,
+        tokenizer: Annotated[Optional[str], typer.Option(rich_help_panel="Target", help="Local tokenizer.json (or its folder): renders --api chat prompts and checks the server's token counts.")] = None,
         vocab_size: Annotated[int, typer.Option(rich_help_panel="Target", help="Vocabulary size for token-id prompts.")] = 32000,
         trace: TraceOption = None,
         trace_format: TraceFormatOption = None,

@@ -6,6 +6,7 @@ Its own module so that a command printing points does not import the run catalog
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -66,6 +67,36 @@ POINT_COLUMNS = [
     ("total_throughput_per_accelerator", "total\ntok/s\n/acc", 1.0),
     ("total_throughput_per_kw", "total\ntok/s\n/kW", 1.0),
 ]
+
+
+# Shown under the points table when a point recorded reasoning (token_metrics.reasoning_metrics).
+REASONING_COLUMNS = [
+    ("label", "point", 1.0),
+    ("ttft_s_median", "TTFT p50\nms", 1e3),
+    ("ttfot_s_median", "TTFOT\np50 ms", 1e3),
+    ("ttfot_s_p90", "TTFOT\np90 ms", 1e3),
+    ("reasoning_tokens_mean", "reasoning\ntok/req", 1.0),
+    ("content_tokens_mean", "answer\ntok/req", 1.0),
+]
+
+
+def reasoning_table(rows: list[dict]) -> Table | None:
+    """Time to the first answer token and the reasoning/answer split, None when no point reasoned."""
+    shown = [r for r in rows if r.get("reasoning_tokens_mean") is not None]
+    if not shown:
+        return None
+    return points_table("reasoning (TTFOT: time to the first answer token)", shown, REASONING_COLUMNS)
+
+
+def print_token_sections(console: Console, rows: list[dict]) -> None:
+    """Below a points table: the reasoning table and the --tokenizer count warnings, when there are any."""
+    from scoville.token_metrics import count_check_lines
+
+    table = reasoning_table(rows)
+    if table is not None:
+        console.print(table)
+    for line in count_check_lines(rows):
+        console.print(f"[yellow]warning[/]: {escape(line)}")
 
 
 def model_text(model: dict) -> str:

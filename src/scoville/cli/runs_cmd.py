@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, model_text, points_table
+from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, model_text, points_table, print_token_sections
 from scoville.metrics import recompute
 from scoville.power.sources import NO_POWER_BASIS, manifest_power_basis
 from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
@@ -97,6 +97,7 @@ def register(app: typer.Typer) -> None:
         basis = manifest_power_basis(manifest)
         console.print(escape(basis if basis == NO_POWER_BASIS else f"power: {basis}"))
         console.print(points_table("load points", rows, POINT_COLUMNS))
+        print_token_sections(console, rows)
         if chart:
             from scoville.report.terminal import run_charts
 
@@ -122,3 +123,4 @@ def register(app: typer.Typer) -> None:
         except READ_ERRORS as e:  # a damaged file is named in one line, not a traceback
             raise RunError(f"cannot recompute {run_dir.name}: {describe_error(e)}") from None
         console.print(points_table(f"{run_dir.name}: recomputed", rows, POINT_COLUMNS))
+        print_token_sections(console, rows)

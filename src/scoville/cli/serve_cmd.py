@@ -38,6 +38,9 @@ def register(app: typer.Typer) -> None:
         spin_horizon_ms: Annotated[float, typer.Option("--spin-horizon-ms", help="Keep a core busy while the "
                                                        "next token is this close (sub-ms pacing where idle cores "
                                                        "wake late, e.g. VMs); 0 never spins.")] = 5.0,
+        reasoning_tokens: Annotated[int, typer.Option("--reasoning-tokens", help="Stream the first N output "
+                                                      "tokens of each chat answer as reasoning_content, as a "
+                                                      "reasoning model does.")] = 0,
     ) -> None:
         """Serve the simulated system on /v1/completions and /v1/chat/completions, paced in real time."""
         from scoville.emulator.build import build_emulator, pinned_config
@@ -45,7 +48,7 @@ def register(app: typer.Typer) -> None:
 
         cfg = pinned_config(hardware, model, config, framework=framework, profile=profile)
         emu = build_emulator(cfg, served_model_name=served_model_name, api_key=api_key, max_queue=max_queue,
-                             spin_horizon_s=spin_horizon_ms / 1e3)
+                             spin_horizon_s=spin_horizon_ms / 1e3, reasoning_tokens=reasoning_tokens)
         priority = raise_priority() if high_priority else "normal"
 
         def announce(url: str, bound: int) -> None:

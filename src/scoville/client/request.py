@@ -20,6 +20,7 @@ import msgspec
 
 from scoville.client.config import ClientConfig
 from scoville.client.fastpath import ClientLimitError, FastHTTP, HTTPStreamError
+from scoville.client.localcount import LocalCounter
 from scoville.client.sse import SSEError, StreamParser
 from scoville.client.text import PromptText
 from scoville.results.schema import MAX_COUNT, RequestRecord
@@ -56,13 +57,18 @@ class Prompts:
     """Turns specs into what goes on the wire, and says how input tokens will be counted.
 
     ``salt`` is the attempt number of the run: a resumed attempt sends prompts
-    the server cannot have cached from the attempt it replaces.
+    the server cannot have cached from the attempt it replaces. ``counter`` is
+    the ``--tokenizer`` count check (None without one).
     """
 
     def __init__(self, cfg: ClientConfig, salt: int = 0) -> None:
         self.cfg, self.salt = cfg, salt
         self.text = (PromptText(cfg.tokenizer, cfg.vocab_size, cfg.prompt_words, checked=True)
                      if cfg.api == "chat" else None)
+        self.counter: LocalCounter | None = None
+        if cfg.tokenizer:
+            loaded = self.text.tokenizer if self.text is not None else None
+            self.counter = LocalCounter(loaded) if loaded is not None else LocalCounter.load(cfg.tokenizer)
 
     def build(self, spec: RequestSpec) -> tuple[bytes, int, str]:
         """(encoded body, input-token count, that count's source) of one request."""
@@ -78,7 +84,7 @@ def _sent_record(spec: RequestSpec, n_in: int, *, point: int, t0: float, warmup:
     """The record of a request about to go out, stamped with its send time on the run clock."""
     return RequestRecord(point=point, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
                          t_sent=time.perf_counter() - t0, input_tokens=n_in, warmup=warmup, worker=worker,
-                         input_tokens_requested=spec.input_tokens)
+                         input_tokens_requested=spec.input_tokens, output_tokens_requested=spec.output_tokens)
 
 
 def _fail(rec: RequestRecord, kind: str, error: str) -> None:
@@ -165,13 +171,13 @@ async def send_request(
     """Send ``spec`` and stream its answer; times are ``perf_counter() - t0`` (the run clock)."""
     rec = _sent_record(spec, 0, point=point, t0=t0, warmup=warmup, worker=worker)
     perf = time.perf_counter
-    parser = StreamParser()
+    parser = StreamParser(keep_text=prompts.counter is not None)
     in_source = "exact"
     try:
-        body, rec.input_tokens, in_source = prompts.build(spec)
+        body, in_source = _build(prompts, spec, rec)
         rec.t_sent = perf() - t0
         if await _post_aiohttp(http, cfg, body, rec, parser, t0):
-            finish(rec, parser, in_source, perf() - t0)
+            finish(rec, parser, in_source, perf() - t0, prompts.counter)
         return _seal(rec, cfg)
     except SSEError as e:
         _fail(rec, "stream", str(e))
@@ -189,7 +195,7 @@ async def send_request(
         raise
     except Exception as e:  # a fault of this client on this request: recorded, never the sweep's end
         _fail(rec, "client", f"client error: {type(e).__name__}: {e}")
-    finish(rec, parser, in_source, perf() - t0)
+    finish(rec, parser, in_source, perf() - t0, prompts.counter)
     return _seal(rec, cfg)
 
 
@@ -207,14 +213,14 @@ async def send_request_fast(
     """``send_request`` over the raw-socket path: chunk times are the kernel's arrival stamps."""
     rec = _sent_record(spec, 0, point=point, t0=t0, warmup=warmup, worker=worker)
     perf = time.perf_counter
-    parser = StreamParser()
+    parser = StreamParser(keep_text=prompts.counter is not None)
     in_source = "exact"
 
     def on_status(code: int) -> None:
         rec.http_status = code
 
     try:
-        body, rec.input_tokens, in_source = prompts.build(spec)
+        body, in_source = _build(prompts, spec, rec)
         rec.t_sent = perf() - t0
         status, error_body = await fast.post_stream(fast_path(cfg), body, cfg.headers(), parser.feed,
                                                     timeout_s=cfg.timeout_s, read_timeout_s=cfg.read_timeout_s,
@@ -231,19 +237,35 @@ async def send_request_fast(
         raise
     except Exception as e:  # a fault of this client on this request: recorded, never the sweep's end
         _fail(rec, "client", f"client error: {type(e).__name__}: {e}")
-    finish(rec, parser, in_source, perf() - t0)
+    finish(rec, parser, in_source, perf() - t0, prompts.counter)
     return _seal(rec, cfg)
+
+
+def _build(prompts: Prompts, spec: RequestSpec, rec: RequestRecord) -> tuple[bytes, str]:
+    """The request body and its input count's source; the count goes on the record (and, with
+    ``--tokenizer``, is the local count too: the prompt was rendered and counted with that tokenizer)."""
+    body, rec.input_tokens, in_source = prompts.build(spec)
+    if prompts.counter is not None:
+        rec.input_tokens_local = rec.input_tokens
+    return body, in_source
 
 
 def fast_path(cfg: ClientConfig) -> str:
     return "/v1/chat/completions" if cfg.api == "chat" else "/v1/completions"
 
 
-def finish(rec: RequestRecord, parser: StreamParser, in_source: str, t_end: float) -> None:
-    """Fill a record's timing and token fields from what the parser saw."""
+def finish(rec: RequestRecord, parser: StreamParser, in_source: str, t_end: float,
+           counter: LocalCounter | None = None) -> None:
+    """Fill a record's timing and token fields from what the parser saw.
+
+    Reasoning tokens are the server's count when its usage has one, else the
+    parser's, never more than the output. With a ``counter`` the streamed text
+    is counted locally (answer and reasoning apart: they were never one text).
+    """
     rec.token_times = parser.times
     rec.token_counts = parser.counts
     rec.t_first_token = parser.times[0] if parser.times else None
+    rec.t_first_content = parser.t_first_content
     rec.t_done = parser.t_last if parser.t_last is not None else t_end
     if parser.usage_completion is not None:
         rec.output_tokens = parser.usage_completion
@@ -254,6 +276,11 @@ def finish(rec: RequestRecord, parser: StreamParser, in_source: str, t_end: floa
     if parser.usage_prompt is not None:
         rec.input_tokens, in_source = parser.usage_prompt, "server"
     rec.cached_tokens = parser.cached_tokens
+    reasoning = parser.usage_reasoning if parser.usage_reasoning is not None else parser.reasoning
+    rec.reasoning_tokens = min(reasoning, rec.output_tokens)
+    if counter is not None and parser.answer_text is not None and parser.reasoning_text is not None:
+        rec.output_tokens_local = min(counter.count(parser.answer_text) + counter.count(parser.reasoning_text),
+                                      MAX_COUNT)
     rec.token_count_source = out_source if in_source in ("exact", "server") else f"{out_source}+{in_source}-input"
     if not rec.ok:
         return

@@ -16,6 +16,18 @@ Token counting per event, most exact first:
 
 A final usage event (empty ``choices``) gives the server's completion and
 prompt token counts, which are authoritative for the request's totals.
+
+Reasoning models stream their thinking apart from the answer: in
+``delta.reasoning_content`` (vLLM, SGLang, DeepSeek) or ``delta.reasoning``
+(newer vLLM, OpenRouter), the answer in ``delta.content`` (``text`` on
+completions). A chunk's tokens are reasoning when it carries reasoning text
+and no answer text; one carrying both (the turn from thinking to answering)
+gives one token to the answer and the rest to reasoning (a text-counted chunk
+of both counts two tokens, one each); a chunk without text (a partial
+multi-byte character, bare token ids) belongs to the part it sits in.
+``t_first_content`` is the arrival of the first answer token. The server's
+``usage.completion_tokens_details.reasoning_tokens``, when given, replaces
+the chunk count.
 """
 
 from __future__ import annotations
@@ -40,17 +52,23 @@ class _Details(msgspec.Struct):
     cached_tokens: Count | None = None
 
 
+class _OutDetails(msgspec.Struct):
+    reasoning_tokens: Count | None = None
+
+
 class _Usage(msgspec.Struct):
     """Server token counts, type-checked and bounded when decoded (a bad one fails its request only)."""
 
     prompt_tokens: Count | None = None
     completion_tokens: Count | None = None
     prompt_tokens_details: _Details | None = None
+    completion_tokens_details: _OutDetails | None = None
 
 
 class _Delta(msgspec.Struct):
     content: str | None = None
     reasoning_content: str | None = None
+    reasoning: str | None = None
 
 
 class _Logprobs(msgspec.Struct):
@@ -75,7 +93,8 @@ class _Chunk(msgspec.Struct):
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
 
 
-def _choice_tokens(choice: _Choice) -> int:
+def _choice_tokens(choice: _Choice, answer: str | None, thought: str | None) -> int:
+    """Tokens of one choice: its token ids, else its logprobs, else one per non-empty text piece."""
     if choice.token_ids is not None:
         return len(choice.token_ids)
     lp = choice.logprobs
@@ -84,12 +103,7 @@ def _choice_tokens(choice: _Choice) -> int:
             return len(lp.tokens)
         if lp.content is not None:
             return len(lp.content)
-    if choice.text:
-        return 1
-    d = choice.delta
-    if d is not None and (d.content or d.reasoning_content):
-        return 1
-    return 0
+    return (1 if answer else 0) + (1 if thought else 0)
 
 
 def _data(event: bytes) -> bytes | None:
@@ -118,9 +132,13 @@ class StreamParser:
 
     ``feed(data, t)`` consumes bytes received at run-clock time ``t``; results
     accumulate on the instance: ``times``/``counts`` (one entry per event that
-    carried tokens), ``usage_completion``/``usage_prompt``/``cached_tokens``
-    (from the server's usage), ``done`` (``[DONE]`` seen), ``finished`` (a
-    ``finish_reason`` seen) and ``t_last`` (time of the last event of any kind).
+    carried tokens), ``usage_completion``/``usage_prompt``/``cached_tokens``/
+    ``usage_reasoning`` (from the server's usage), ``reasoning`` (reasoning
+    tokens counted from chunks), ``t_first_content`` (first answer token),
+    ``done`` (``[DONE]`` seen), ``finished`` (a ``finish_reason`` seen) and
+    ``t_last`` (time of the last event of any kind). With ``keep_text`` the
+    streamed text is kept too (``answer_text``, ``reasoning_text``: lists of
+    pieces), for a local tokenizer to count; otherwise no text is held.
 
     Each read is scanned once: the search for the blank line that ends an event
     resumes where the last one stopped, so an event arriving in many small reads
@@ -131,9 +149,10 @@ class StreamParser:
     """
 
     __slots__ = ("_buf", "_scan", "_cr", "times", "counts", "usage_completion", "usage_prompt", "cached_tokens",
-                 "done", "finished", "t_last", "_cum", "events", "keepalives", "count_source")
+                 "done", "finished", "t_last", "_cum", "events", "keepalives", "count_source", "usage_reasoning",
+                 "reasoning", "t_first_content", "_thinking", "answer_text", "reasoning_text")
 
-    def __init__(self) -> None:
+    def __init__(self, keep_text: bool = False) -> None:
         self._buf = bytearray()
         self._scan = 0      # no event separator starts before this offset of _buf
         self._cr = False    # the last read ended in CR: a leading LF of the next one belongs to it
@@ -149,6 +168,12 @@ class StreamParser:
         self.events = 0
         self.keepalives = 0
         self.count_source = "chunks"
+        self.usage_reasoning: int | None = None
+        self.reasoning = 0
+        self.t_first_content: float | None = None
+        self._thinking = False  # the last chunk with text was reasoning: a textless one that follows is too
+        self.answer_text: list[str] | None = [] if keep_text else None
+        self.reasoning_text: list[str] | None = [] if keep_text else None
 
     def feed(self, data: bytes, t: float) -> None:
         """Consume ``data``; raises SSEError on malformed events or a server error event."""
@@ -205,8 +230,19 @@ class StreamParser:
     def _count(self, chunk: _Chunk, t: float) -> None:
         choices = chunk.choices or ()
         n = 0
+        answered = thought = False
         for choice in choices:
-            n += _choice_tokens(choice)
+            d = choice.delta   # (answer text, reasoning text), inline: this runs for every chunk
+            answer, thinking = (choice.text, None) if d is None else (d.content or choice.text,
+                                                                      d.reasoning_content or d.reasoning)
+            n += _choice_tokens(choice, answer, thinking)
+            answered = answered or bool(answer)
+            thought = thought or bool(thinking)
+            if self.answer_text is not None and self.reasoning_text is not None:
+                if answer:
+                    self.answer_text.append(answer)
+                if thinking:
+                    self.reasoning_text.append(thinking)
             if choice.finish_reason is not None:
                 self.finished = True
         usage = chunk.usage
@@ -223,6 +259,17 @@ class StreamParser:
             details = usage.prompt_tokens_details
             if details is not None and details.cached_tokens is not None:
                 self.cached_tokens = details.cached_tokens
+            out = usage.completion_tokens_details
+            if out is not None and out.reasoning_tokens is not None:
+                self.usage_reasoning = out.reasoning_tokens
+        if answered or thought:
+            self._thinking = thought and not answered
         if n > 0:
             self.times.append(t)
             self.counts.append(n)
+            if answered:
+                self.reasoning += n - 1 if thought else 0
+            elif self._thinking:
+                self.reasoning += n
+            if self.t_first_content is None and not self._thinking:
+                self.t_first_content = t

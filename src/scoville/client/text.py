@@ -17,6 +17,7 @@ and the record keeps the requested count beside it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from scoville.client.errors import ClientError
 
@@ -46,9 +47,14 @@ class PromptText:
     def __init__(self, tokenizer: str | None, vocab_size: int, words: tuple[str, ...] = (),
                  checked: bool = False) -> None:
         self.vocab_size = vocab_size
-        self._tok = _load_tokenizer(tokenizer) if tokenizer else None
+        self._tok = load_tokenizer(tokenizer) if tokenizer else None
         self._words = words or WORDS
         self._source = "tokenize" if checked and words else "estimate"
+
+    @property
+    def tokenizer(self) -> Any:
+        """The loaded ``tokenizers.Tokenizer`` (None without ``--tokenizer``), shared with the count check."""
+        return self._tok
 
     def render(self, ids: list[int]) -> tuple[str, int, str]:
         """(text, input-token count, count source: "tokenizer", "tokenize" or "estimate")."""
@@ -72,11 +78,11 @@ class PromptText:
         return text, len(self._tok.encode(text, add_special_tokens=False).ids), "tokenizer"
 
 
-def _load_tokenizer(path: str):  # -> tokenizers.Tokenizer
+def load_tokenizer(path: str) -> Any:  # a tokenizers.Tokenizer (the package is optional)
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise ClientError("--tokenizer needs the 'tokenizers' package: pip install tokenizers") from None
+        raise ClientError("--tokenizer needs the 'tokenizers' package: pip install 'scoville[tokenizer]'") from None
     p = Path(path)
     if p.is_dir():
         p = p / "tokenizer.json"

@@ -55,8 +55,12 @@ def system_info(cfg: SimConfig) -> dict[str, Any]:
 
 def build_emulator(cfg: SimConfig, *, served_model_name: str | None = None, api_key: str | None = None,
                    max_queue: int | None = None, mean_output_tokens: int = 256,
-                   spin_horizon_s: float = 0.005) -> Emulator:
-    """An Emulator serving ``cfg``'s model with a fresh SimEngine."""
+                   spin_horizon_s: float = 0.005, reasoning_tokens: int = 0) -> Emulator:
+    """An Emulator serving ``cfg``'s model with a fresh SimEngine.
+
+    ``reasoning_tokens`` N streams the first N output tokens of each chat answer as reasoning, so a
+    reasoning model's timing (first token vs first answer token) can be checked end to end.
+    """
     from scoville.sim.engine import SimEngine
     from scoville.sim.models import load_model
 
@@ -64,6 +68,8 @@ def build_emulator(cfg: SimConfig, *, served_model_name: str | None = None, api_
         raise UserError(f"--max-queue must be >= 1 (got {max_queue}); omit it for an unbounded queue")
     if not spin_horizon_s >= 0:  # also refuses nan
         raise UserError(f"--spin-horizon-ms must be >= 0 (got {spin_horizon_s * 1e3:g}); 0 never spins")
+    if reasoning_tokens < 0:
+        raise UserError(f"--reasoning-tokens must be >= 0 (got {reasoning_tokens}); 0 streams no reasoning")
     engine = SimEngine(cfg)
     arch = load_model(cfg.model)
     name = served_model_name or cfg.model
@@ -74,7 +80,7 @@ def build_emulator(cfg: SimConfig, *, served_model_name: str | None = None, api_
     opts = EmulatorOptions(
         served_model_names=[name], max_model_len=max_len, vocab_size=int(arch.vocab_size),
         block_size=cfg.block_size if cfg.enable_prefix_caching else 0, api_key=api_key, max_queue=max_queue,
-        mean_output_tokens=mean_output_tokens,
+        mean_output_tokens=mean_output_tokens, reasoning_tokens=reasoning_tokens,
         info={"model": name, "config": cfg.model_dump(mode="json"), "system": system_info(cfg),
               "max_model_len": max_len},
     )

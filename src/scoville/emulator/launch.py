@@ -96,13 +96,14 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 def spawn_emulator(hardware: str = "h200", model: str = "llama-3.1-8b", config: dict[str, Any] | None = None, *,
                    api_key: str | None = None, max_queue: int | None = None,
                    served_model_name: str | None = None, high_priority: bool = False,
-                   spin_horizon_ms: float | None = None) -> Iterator[EmulatorHandle]:
+                   spin_horizon_ms: float | None = None, reasoning_tokens: int = 0) -> Iterator[EmulatorHandle]:
     """Run the emulator on a free 127.0.0.1 port for the duration of the ``with`` block.
 
     ``high_priority`` runs the child at nice -20 (see
     :func:`scoville.emulator.run.raise_priority`) for tighter pacing on a busy host;
     ``spin_horizon_ms`` overrides how close an event must be for its loop to stay on the CPU
-    (see :mod:`scoville.emulator.realtime`; 0 never spins).
+    (see :mod:`scoville.emulator.realtime`; 0 never spins); ``reasoning_tokens`` N streams the first N
+    output tokens of each chat answer as reasoning.
     """
     cmd = [sys.executable, "-c", _BOOTSTRAP, str(os.getpid()), "--port", "0", "--uvloop"]
     if high_priority:
@@ -119,6 +120,8 @@ def spawn_emulator(hardware: str = "h200", model: str = "llama-3.1-8b", config: 
         cmd += ["--max-queue", str(max_queue)]
     if served_model_name:
         cmd += ["--served-model-name", served_model_name]
+    if reasoning_tokens:
+        cmd += ["--reasoning-tokens", str(reasoning_tokens)]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop(API_KEY_ENV, None)
     if api_key:

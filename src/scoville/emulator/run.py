@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="run at nice -20 (root or CAP_SYS_NICE) so other processes on a busy host rarely delay tokens")
     p.add_argument("--spin-horizon-ms", type=float, default=5.0,
                    help="keep a core busy while the next token is this close; 0 never spins")
+    p.add_argument("--reasoning-tokens", type=int, default=0,
+                   help="stream the first N output tokens of each chat answer as reasoning_content")
     args = p.parse_args(argv)
     if args.high_priority:
         raise_priority()
@@ -154,7 +156,8 @@ def main(argv: list[str] | None = None) -> None:
         config = _config_arg(args.config)
         cfg = pinned_config(args.hardware, args.model, config)
         emu = build_emulator(cfg, served_model_name=args.served_model_name, api_key=args.api_key,
-                             max_queue=args.max_queue, spin_horizon_s=args.spin_horizon_ms / 1e3)
+                             max_queue=args.max_queue, spin_horizon_s=args.spin_horizon_ms / 1e3,
+                             reasoning_tokens=args.reasoning_tokens)
         serve(emu, args.host, args.port, uvloop=args.uvloop)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)

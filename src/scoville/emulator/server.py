@@ -90,6 +90,7 @@ class EmulatorOptions:
     info: dict[str, Any] = field(default_factory=dict)   # served at /scoville/info
     max_body_bytes: int | None = None     # larger request bodies are a 413; None: 32 B per token of context
     body_timeout_s: float = 30.0          # a body still arriving after this is a 408
+    reasoning_tokens: int = 0             # leading output tokens of a chat answer sent as reasoning
 
     @property
     def body_limit(self) -> int:
@@ -269,6 +270,7 @@ class _Rendered(NamedTuple):
     cached: int             # prompt tokens served from the prefix cache
     data: bytes             # the SSE bytes to write (empty when not streaming)
     text: str
+    reasoning: str = ""     # the chunk's reasoning text (chat with reasoning_tokens)
 
 
 class _Progress:
@@ -307,6 +309,9 @@ class _Progress:
                             if req.chat else self._text_open)
         self._text_close = b'}' if req.chat else b""
         self.text_parts: list[str] = []
+        self.reasoning_parts: list[str] = []
+        # Output tokens before this index are reasoning (chat only: completions have no field for it).
+        self.thinking = min(emu.opts.reasoning_tokens, len(self.token_ids)) if req.chat else 0
 
     def _usage_json(self, done: int, cached: int) -> bytes:
         """The ``usage`` object as JSON, formatted directly: it goes into every chunk with continuous_usage_stats."""
@@ -327,12 +332,19 @@ class _Progress:
         start, n = self.done_tokens, len(self.token_ids)
         k = n - start if finished else min(k, n - start)
         ids = self.token_ids[start:start + k]
-        text = self.emu.tokenizer.decode(ids)
+        split = min(max(self.thinking - start, 0), k)   # ids[:split] are reasoning
+        thought = self.emu.tokenizer.decode(ids[:split]) if split else ""
+        text = self.emu.tokenizer.decode(ids[split:]) if split < k else ""
         if self.sink is None:
-            return _Rendered(None, k, finished, cached, b"", text)
+            return _Rendered(None, k, finished, cached, b"", text, thought)
         req, done = self.req, start + k
         usage = self._usage_json(done, cached) if req.continuous_usage else b"null"
-        parts = [self._first_open if start == 0 else self._text_open, _encode(text), self._text_close,
+        if split:
+            opening = self._reasoning_open(start == 0, thought, answered=split < k)
+            answer = _encode(text) if split < k else b""
+        else:
+            opening, answer = self._first_open if start == 0 else self._text_open, _encode(text)
+        parts = [opening, answer, self._text_close,
                  b',"logprobs":null,"finish_reason":',
                  b'"' + self.plan.finish_reason.encode() + b'"' if finished else b"null",
                  b',"token_ids":' + _encode(ids) if req.return_token_ids else b"",
@@ -341,7 +353,14 @@ class _Progress:
             if req.include_usage:
                 parts += [self.head, b',"choices":[],"usage":', self._usage_json(done, cached), b"}\n\n"]
             parts.append(_DONE)
-        return _Rendered(None, k, finished, cached, b"".join(parts), text)
+        return _Rendered(None, k, finished, cached, b"".join(parts), text, thought)
+
+    def _reasoning_open(self, first: bool, thought: str, *, answered: bool) -> bytes:
+        """A chat delta up to where its answer text goes: the reasoning, then ``"content":`` when an answer
+        follows in the same chunk (the turn from thinking to answering), else the delta ends with the reasoning."""
+        role = b'"role":"assistant",' if first else b""
+        head = self.head + b',"choices":[{"index":0,"delta":{' + role + b'"reasoning_content":' + _encode(thought)
+        return head + b',"content":' if answered else head
 
     def prepare(self, events: list[TokenEvent]) -> None:
         """Render the chunk of ``events``, which the engine says come due next; ``on_events`` sends it."""
@@ -359,6 +378,7 @@ class _Progress:
             self.sink.write(r.data)
         else:
             self.text_parts.append(r.text)
+            self.reasoning_parts.append(r.reasoning)
         self._t_sent = self.emu.loop.now()
         self._sent_events, self._sent_tokens = events, r.tokens
         self.over = r.finished
@@ -397,8 +417,11 @@ class _Progress:
         req, plan = self.req, self.plan
         text = "".join(self.text_parts)
         if req.chat:
-            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                                      "logprobs": None, "finish_reason": plan.finish_reason}
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if self.thinking:
+                message["reasoning_content"] = "".join(self.reasoning_parts)
+            choice: dict[str, Any] = {"index": 0, "message": message, "logprobs": None,
+                                      "finish_reason": plan.finish_reason}
             obj = "chat.completion"
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": plan.finish_reason}

@@ -14,7 +14,9 @@ import msgspec
 import pyarrow as pa
 
 # 2: records carry ``attempt`` (which writer session measured them) and ``error_kind``.
-SCHEMA_VERSION = 2
+# 3: ``t_first_content`` and ``reasoning_tokens`` (reasoning models), ``output_tokens_requested``, and the
+#    local tokenizer's counts ``input_tokens_local`` / ``output_tokens_local`` (``--tokenizer``).
+SCHEMA_VERSION = 3
 
 # The largest count a record stores: token and chunk counts go to int32 Arrow columns, so a
 # server reporting 2**64 - 1 tokens must be refused when parsed, not crash compaction later.
@@ -58,6 +60,11 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     attempt: Index = 0
     error_kind: str | None = None
     input_tokens_requested: Count | None = None
+    output_tokens_requested: Count | None = None
+    t_first_content: float | None = None       # first answer (not reasoning) token; see client.sse
+    reasoning_tokens: Count | None = None      # of output_tokens; None where nothing was recorded (old runs, sims)
+    input_tokens_local: Count | None = None    # the prompt counted by --tokenizer
+    output_tokens_local: Count | None = None   # the streamed text counted by --tokenizer
 
 
 ARROW_SCHEMA = pa.schema(
@@ -89,6 +96,11 @@ RECORD_SCHEMA = pa.schema([
     pa.field("attempt", pa.int32()),
     pa.field("error_kind", pa.string()),
     pa.field("input_tokens_requested", pa.int64()),
+    pa.field("output_tokens_requested", pa.int64()),
+    pa.field("t_first_content", pa.float64()),
+    pa.field("reasoning_tokens", pa.int64()),
+    pa.field("input_tokens_local", pa.int64()),
+    pa.field("output_tokens_local", pa.int64()),
 ])
 
 class PointOutcome(msgspec.Struct, kw_only=True):

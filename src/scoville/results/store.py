@@ -459,7 +459,10 @@ def write_point_metrics(run_dir: Path, rows: list[dict[str, Any]]) -> None:
     try:
         path = run_dir / POINT_METRICS
         if rows:
-            _write_parquet_atomic(pa.Table.from_pylist(rows), path)
+            # Every key of every row (from_pylist takes the first row's keys only): a column that only some
+            # points have (no successful request, no reasoning) is null in the others, not dropped.
+            names = list(dict.fromkeys(k for r in rows for k in r))
+            _write_parquet_atomic(pa.table({k: [r.get(k) for r in rows] for k in names}), path)
         else:
             try:
                 path.unlink(missing_ok=True)
