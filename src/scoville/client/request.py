@@ -78,7 +78,7 @@ def _sent_record(spec: RequestSpec, n_in: int, *, point: int, t0: float, warmup:
     """The record of a request about to go out, stamped with its send time on the run clock."""
     return RequestRecord(point=point, request_id=spec.request_id, session_id=spec.session_id, turn=spec.turn,
                          t_sent=time.perf_counter() - t0, input_tokens=n_in, warmup=warmup, worker=worker,
-                         input_tokens_requested=spec.input_tokens)
+                         input_tokens_requested=spec.input_tokens, output_tokens_requested=spec.output_tokens)
 
 
 def _fail(rec: RequestRecord, kind: str, error: str) -> None:

@@ -58,6 +58,7 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     attempt: Index = 0
     error_kind: str | None = None
     input_tokens_requested: Count | None = None
+    output_tokens_requested: Count | None = None
 
 
 ARROW_SCHEMA = pa.schema(
@@ -89,6 +90,7 @@ RECORD_SCHEMA = pa.schema([
     pa.field("attempt", pa.int32()),
     pa.field("error_kind", pa.string()),
     pa.field("input_tokens_requested", pa.int64()),
+    pa.field("output_tokens_requested", pa.int64()),
 ])
 
 class PointOutcome(msgspec.Struct, kw_only=True):
@@ -110,6 +112,8 @@ class PointOutcome(msgspec.Struct, kw_only=True):
     cached_tokens: int = 0                        # prompt tokens the server reported as cached
     input_tokens: int = 0
     unexpected_cache_hits: bool = False           # cached tokens on a workload whose prompts are all new
+    client_cpu_share: float | None = None         # busiest client process's CPU time / wall time (1 = one core)
+    steal_share: float | None = None              # host CPU time stolen by the hypervisor over the point
 
     @property
     def measured_nothing(self) -> bool:

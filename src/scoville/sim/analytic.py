@@ -25,6 +25,7 @@ from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.driver import simulated_manifest, system_and_power
 from scoville.sim.hardware import load_hardware
 from scoville.sim.search import FrontierPoint
+from scoville.validity import simulated_validity
 
 Z90 = 1.2816          # the 10th and 90th percentiles of a normal lie this many sigmas from the mean
 
@@ -74,6 +75,7 @@ def point_row(index: int, p: FrontierPoint, power: dict[str, Any], cost_preset: 
     row["ttft_s_lo"], row["ttft_s_hi"] = band(p.ttft, p.sigma_ttft)
     row["sigma"] = p.sigma
     row["config"] = json.dumps(p.config.model_dump(), sort_keys=True)
+    row.update(simulated_validity())
     return row
 
 
