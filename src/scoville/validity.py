@@ -152,8 +152,3 @@ def point_validity(manifest: dict[str, Any], row: dict[str, Any], records: pa.Ta
     return {"valid": not reasons, "invalid_reasons": [{"code": r.code, "detail": r.detail} for r in reasons],
             "validity_basis": "measured: checked " + ", ".join(name for name, _ in checks)}
 
-
-def invalid_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per reason of every invalid point, "point c16: errors: 3 of 40 ...", for the CLI tables."""
-    return [f"point {r.get('label') or r.get('point')}: {reason['code']}: {reason['detail']}"
-            for r in rows if r.get("valid") is False for reason in r.get("invalid_reasons") or []]

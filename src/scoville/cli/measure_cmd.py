@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scoville.cli.point_table import POINT_COLUMNS, points_table
+from scoville.cli.point_table import POINT_COLUMNS, invalid_note, points_table
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress
@@ -134,6 +134,8 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
     else:
         out = Console()
         out.print(points_table(f"{result.run_dir.name} ({result.status})", result.rows, POINT_COLUMNS))
+        if (note := invalid_note(result.rows)) is not None:
+            out.print(f"[yellow]{escape(note)}[/]")
         out.print(power_note(manifest_power))
         seed = manifest.get("load_plan", {}).get("seed")
         out.print(escape(f"run: {result.run_dir}" + (f"  report: {report}" if report else "")

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, model_text, points_table
+from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, invalid_note, model_text, points_table
 from scoville.metrics import recompute
 from scoville.power.sources import NO_POWER_BASIS, manifest_power_basis
 from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
@@ -61,6 +61,15 @@ def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
     console.print(table)
 
 
+def _print_validity(rows: list[dict[str, Any]]) -> None:
+    """What the validity stamp checked, then the reasons of every invalid point (``scoville.validity``)."""
+    basis = next((r["validity_basis"] for r in rows if r.get("validity_basis")), None)
+    if basis is not None:
+        console.print(escape(f"validity: {basis}"))
+    if (note := invalid_note(rows)) is not None:
+        console.print(f"[yellow]{escape(note)}[/]")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("ls")
     def ls_cmd(runs: RunsRoot = Path("runs"), json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
@@ -91,6 +100,7 @@ def register(app: typer.Typer) -> None:
         basis = manifest_power_basis(manifest)
         console.print(escape(basis if basis == NO_POWER_BASIS else f"power: {basis}"))
         console.print(points_table("load points", rows, POINT_COLUMNS))
+        _print_validity(rows)
 
     @app.command("sql")
     def sql_cmd(statement: str, runs: RunsRoot = Path("runs"),
@@ -110,3 +120,4 @@ def register(app: typer.Typer) -> None:
         except READ_ERRORS as e:  # a damaged file is named in one line, not a traceback
             raise RunError(f"cannot recompute {run_dir.name}: {describe_error(e)}") from None
         console.print(points_table(f"{run_dir.name}: recomputed", rows, POINT_COLUMNS))
+        _print_validity(rows)
