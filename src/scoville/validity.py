@@ -139,8 +139,11 @@ def point_validity(manifest: dict[str, Any], row: dict[str, Any], records: pa.Ta
         return simulated_validity()
     outcome = (manifest.get("point_results") or {}).get(str(row.get("point"))) or {}
     checks = [("errors", _error_share(row))]
-    if "client_cpu_share" in outcome:   # runs from before it was recorded have neither field
-        checks += [("client CPU", _client_cpu(outcome)), ("steal", _steal(outcome))]
+    # unknown for runs from before they were recorded, Ray's remote clients, and hosts without /proc
+    if outcome.get("client_cpu_share") is not None:
+        checks.append(("client CPU", _client_cpu(outcome)))
+    if outcome.get("steal_share") is not None:
+        checks.append(("steal", _steal(outcome)))
     if outcome:
         checks.append(("prefix cache", _prefix_cache(outcome)))
     target = manifest.get("target") or {}
@@ -152,3 +155,11 @@ def point_validity(manifest: dict[str, Any], row: dict[str, Any], records: pa.Ta
     return {"valid": not reasons, "invalid_reasons": [{"code": r.code, "detail": r.detail} for r in reasons],
             "validity_basis": "measured: checked " + ", ".join(name for name, _ in checks)}
 
+
+
+def basis_text(rows: list[dict[str, Any]]) -> str | None:
+    """What was checked, once when every point shares it, else per point (None for rows without the stamp)."""
+    bases = {str(r.get("label") or r.get("point")): r["validity_basis"] for r in rows if r.get("validity_basis")}
+    if len(set(bases.values())) <= 1:
+        return next(iter(bases.values()), None)
+    return "; ".join(f"{label}: {basis}" for label, basis in bases.items())

@@ -21,6 +21,7 @@ from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest
                                       run_status, system_label)
 from scoville.results.manifest import source_label
 from scoville.results.store import RunError
+from scoville.validity import basis_text
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -63,8 +64,7 @@ def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
 
 def _print_validity(rows: list[dict[str, Any]]) -> None:
     """What the validity stamp checked, then the reasons of every invalid point (``scoville.validity``)."""
-    basis = next((r["validity_basis"] for r in rows if r.get("validity_basis")), None)
-    if basis is not None:
+    if (basis := basis_text(rows)) is not None:
         console.print(escape(f"validity: {basis}"))
     if (note := invalid_note(rows)) is not None:
         console.print(f"[yellow]{escape(note)}[/]")

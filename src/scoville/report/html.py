@@ -32,6 +32,7 @@ from scoville.report.plotly_fig import figure
 from scoville.results.catalog import read_power_samples, read_records
 from scoville.results.manifest import source_label
 from scoville.session_metrics import points_session_metrics, turn_metrics
+from scoville.validity import basis_text
 
 CSS = """
 :root { --fg: #1d1d1f; --muted: #5f6368; --line: #dadce0; --bg-alt: #f6f8fa; }
@@ -176,7 +177,7 @@ def _point_cells(row: dict[str, Any], columns: list[tuple[str, str]]) -> list[st
 
 def validity_notes(rows: list[dict[str, Any]]) -> str:
     """What the validity stamp checked, and each invalid point's reasons (``scoville.validity``)."""
-    basis = next((r["validity_basis"] for r in rows if r.get("validity_basis")), None)
+    basis = basis_text(rows)
     parts = [f'<p class="note">Validity: {_e(basis)}.</p>'] if basis else []
     items = [f"<li>point {_e(r.get('label') or r.get('point'))}: <code>{_e(reason.get('code'))}</code> "
              f"{_e(reason.get('detail'))}</li>"
