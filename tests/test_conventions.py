@@ -9,16 +9,20 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import typer
+from analysis.runs_factory import BASELINE_POINTS, make_run
 from rich.console import Console
 from typer.testing import CliRunner
 
 from scoville.cli import runs_cmd
-from scoville.conventions import CONVENTIONS, convention_diff, convention_points, point_under
+from scoville.conventions import (
+    CONVENTIONS,
+    convention_diff,
+    convention_points,
+    point_under,
+)
 from scoville.metrics import PointContext, point_metrics, run_metrics
 from scoville.results.schema import RequestRecord, records_to_table
 from scoville.results.store import POINT_METRICS
-
-from analysis.runs_factory import BASELINE_POINTS, make_run
 
 
 def rec(i, sent, first, done, times, counts, out, ok=True, warmup=False):

@@ -7,6 +7,7 @@ import json
 import pyarrow as pa
 import pytest
 import typer
+from analysis.runs_factory import BASELINE_POINTS, CONTENDER_POINTS, make_run
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -14,13 +15,11 @@ from scoville.analysis.compare import compare
 from scoville.analysis.runs import load_systems
 from scoville.cli import runs_cmd
 from scoville.client.hostload import HostSample, client_cpu_share, steal_share
-from scoville.results.schema import POWER_SCHEMA, RequestRecord, records_to_table
-from scoville.results.store import read_point_metrics
 from scoville.metrics import recompute
 from scoville.report.html import write_report
+from scoville.results.schema import POWER_SCHEMA, RequestRecord, records_to_table
+from scoville.results.store import read_point_metrics
 from scoville.validity import SIMULATED_BASIS, point_validity
-
-from analysis.runs_factory import BASELINE_POINTS, CONTENDER_POINTS, make_run
 
 
 def records(got: list[int], asked: int = 10, warmup_short: bool = False) -> pa.Table:
@@ -164,8 +163,8 @@ def test_recompute_stores_the_stamp_and_compare_warns_about_invalid_sources(tmp_
     result = compare(load_systems([[base], [contender]]), per="kW")
     # point 0 holds the baseline's highest interactivity, so a compared value comes from it
     assert [w for w in result.warnings() if "invalid" in w] == [
-        "H200 ×8 fp8 · base: compared values come from invalid points c1 (prefix_cache) "
-        "(`scoville show` lists the reasons)"]
+        ("H200 ×8 fp8 · base: compared values come from invalid points c1 (prefix_cache) "
+         "(`scoville show` lists the reasons)")]
     assert not any("invalid" in w for w in compare(load_systems([[contender]]), per="kW").warnings())
 
 

@@ -29,7 +29,7 @@ from typing import Any, Iterator, Protocol
 
 import msgspec
 
-import scoville.client.hostload as hostload
+from scoville.client import hostload
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.fastpath import ClientLimitError
