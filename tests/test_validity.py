@@ -86,6 +86,10 @@ def test_short_outputs_are_invalid_only_when_exact_lengths_were_asked():
     assert "did not honour ignore_eos" in v["invalid_reasons"][0]["detail"]
     refused = point_validity(manifest(extensions=False), ROW, records([10, 9, 3]), None)
     assert "refused vLLM's ignore_eos/min_tokens" in refused["invalid_reasons"][0]["detail"]
+    short = records([10, 9, 3])
+    chunks = short.set_column(short.schema.get_field_index("token_count_source"), "token_count_source",
+                              pa.array(["chunks"] * 4))   # counted chunks, not tokens: a chunk may carry several
+    assert point_validity(manifest(), ROW, chunks, None)["valid"]
     let_stop = point_validity(manifest(ignore_eos=False), ROW, records([10, 9, 3]), None)  # --no-ignore-eos
     assert let_stop["valid"] and "output length" not in let_stop["validity_basis"]
 

@@ -82,7 +82,10 @@ def _short_output(records: pa.Table, target: dict[str, Any]) -> Reason | None:
     ok = records.filter(pc.and_(records.column("ok"), pc.invert(records.column("warmup"))))
     asked = ok.column("output_tokens_requested").to_numpy(zero_copy_only=False).astype(float)
     got = ok.column("output_tokens").to_numpy(zero_copy_only=False).astype(float)
-    known = ~np.isnan(asked)
+    # a count of chunks is no count of tokens (a chunk may carry several): only server-counted outputs are judged
+    chunks = pc.fill_null(pc.starts_with(ok.column("token_count_source"), "chunks"), False)
+    counted = ~chunks.to_numpy(zero_copy_only=False)
+    known = ~np.isnan(asked) & counted
     if not known.any():
         return None
     short = int((got[known] < asked[known]).sum())
