@@ -32,6 +32,7 @@ from scoville.load import repeat_columns
 from scoville.results.store import RunError, read_manifest, read_power, read_requests, write_point_metrics
 from scoville.stats import request_intervals
 from scoville.token_metrics import token_metrics
+from scoville.validity import point_validity
 
 COMPAT_MODES = ("inferencex", "clean")
 PERCENTILES = {"median": 50, "p90": 90, "p99": 99}
@@ -286,6 +287,7 @@ def run_metrics(run_dir: Path) -> list[dict[str, Any]]:
         row = {"point": idx, "label": point.get("label"), "concurrency": point.get("concurrency"),
                "rate": point.get("rate"), **repeat_columns(point)}
         row.update(point_metrics(subset, context_from_manifest(manifest, point), power))
+        row.update(point_validity(manifest, row, subset, power))
         if "config" in point:  # the simulator's winning configuration of this point
             row["config"] = json.dumps(point["config"], sort_keys=True)
         rows.append(row)

@@ -124,6 +124,30 @@ class SystemResult:
     intervals: dict[str, Interval | None] = field(default_factory=dict)        # of each yardstick (YARDSTICKS)
     ratio_intervals: dict[str, Interval | None] = field(default_factory=dict)  # of each ratio to the baseline
 
+    def source_rows(self) -> list[dict[str, Any]]:
+        """The load points a compared value comes from: the frontier (peak, iso-interactivity reads) and the
+        points holding the highest interactivity and the lowest latencies and price."""
+        rows = [p.row for p in self.frontier.points]
+        for key, value in (("interactivity", self.highest_interactivity), ("ttft_s_median", self.lowest_ttft_s),
+                           ("e2e_s_median", self.lowest_e2e_s)):
+            rows += [r for r in self.system.rows if value is not None and r.get(key) == value]
+        if self.lowest_usd_per_mtok is not None:
+            rows += [r for r in self.system.rows if self.lowest_usd_per_mtok in
+                     (r.get("usd_per_mtok_total"), r.get("usd_per_mtok_output"))]
+        return rows
+
+    def invalid_sources(self) -> str | None:
+        """A warning naming the invalid points (``scoville.validity``) a compared value of this system comes from."""
+        seen: dict[tuple[Any, Any], str] = {}
+        for r in self.source_rows():
+            if r.get("valid") is False:
+                codes = ", ".join(dict.fromkeys(str(x.get("code")) for x in r.get("invalid_reasons") or []))
+                seen[(r.get("run_id"), r.get("point"))] = f"{r.get('label') or r.get('point')} ({codes})"
+        if not seen:
+            return None
+        return (f"{self.system.label}: compared values come from invalid points " + ", ".join(seen.values())
+                + " (`scoville show` lists the reasons)")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.system.describe(),
@@ -199,6 +223,7 @@ class Comparison:
             bases = list(dict.fromkeys(s.system.power_basis for s in self.systems))
             if len(bases) > 1:
                 out.append("per-kW figures use different power bases: " + " vs ".join(bases))
+        out += [w for s in self.systems if (w := s.invalid_sources()) is not None]
         return out
 
     def table(self) -> tuple[list[str], list[list[str]]]:

@@ -49,7 +49,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("runs_cmd", "List the runs under --runs."),
     "show": ("runs_cmd", "Show one run's manifest summary and per-point metrics."),
     "sql": ("runs_cmd", "Plain SQL over the catalog (read-only): tables runs, points, requests, power."),
-    "recompute": ("runs_cmd", "Rebuild every metric of a run from its raw request and power records."),
+    "recompute": ("runs_cmd", "Rebuild every metric of a run from its raw request and power records, or "
+                              "re-derive them under another tool's conventions (docs/conventions.md)."),
     "calibrate": ("calibrate_cmd", "Fit kernel_factor and the serving stack's host costs on measured runs; write a "
                                    "versioned profile."),
 }

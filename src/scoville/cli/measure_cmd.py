@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scoville.cli.point_table import (LOAD_COLUMNS, POINT_COLUMNS, interval_table, points_table,
+from scoville.cli.point_table import (LOAD_COLUMNS, POINT_COLUMNS, interval_table, invalid_note, points_table,
                                         print_token_sections)
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
@@ -151,6 +151,8 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
             out.print(interval_table("per load: mean of the repeats, 95% bootstrap interval below", loads,
                                      LOAD_COLUMNS))
         print_token_sections(out, result.rows)
+        if (note := invalid_note(result.rows)) is not None:
+            out.print(f"[yellow]{escape(note)}[/]")
         out.print(power_note(manifest_power))
         seed = manifest.get("load_plan", {}).get("seed")
         # one path a line, never wrapped: a path is copied whole, and each line fits 80 columns as far as it can

@@ -20,13 +20,24 @@ def fmt_cell(v: object, scale: float = 1.0) -> str:
     return "" if v is None else str(v)
 
 
+INVALID_MARK = "!"
+
+
 def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, float]]) -> Table:
-    """One row per load point; each column is (metric key, header, scale)."""
+    """One row per load point; each column is (metric key, header, scale).
+
+    An invalid point (``scoville.validity``) has ``!`` after its first cell; ``invalid_note`` lists why.
+    """
+    if any(r.get("valid") is False for r in rows):
+        title += f" ({INVALID_MARK} = invalid point, reasons below)"
     table = Table(title=title, header_style="bold")
     for _, header, _ in columns:
         table.add_column(header, justify="right")
     for r in rows:
-        table.add_row(*[escape(fmt_cell(r.get(key), scale)) for key, _, scale in columns])
+        cells = [fmt_cell(r.get(key), scale) for key, _, scale in columns]
+        if r.get("valid") is False:
+            cells[0] += INVALID_MARK
+        table.add_row(*[escape(c) for c in cells])
     return table
 
 
@@ -54,6 +65,13 @@ LOAD_COLUMNS = [
     ("total_throughput_per_accelerator", "total\ntok/s\n/acc", 1.0),
     ("total_throughput_per_kw", "total\ntok/s\n/kW", 1.0),
 ]
+
+def invalid_note(rows: list[dict]) -> str | None:
+    """The reasons of every invalid point, one line each, to print below ``points_table`` (None when all valid)."""
+    lines = [f"{INVALID_MARK} point {r.get('label') or r.get('point')}: {reason.get('code')}: {reason.get('detail')}"
+             for r in rows if r.get("valid") is False for reason in r.get("invalid_reasons") or []]
+    return "\n".join(lines) if lines else None
+
 
 POINT_COLUMNS = [
     ("label", "point", 1.0),

@@ -7,20 +7,24 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, model_text, points_table, print_token_sections
+from scoville.cli.point_table import (POINT_COLUMNS, fmt_cell, invalid_note, model_text, points_table,
+                                      print_token_sections)
+from scoville.conventions import CONVENTIONS
+from scoville.errors import UserError
 from scoville.metrics import recompute
 from scoville.power.sources import NO_POWER_BASIS, manifest_power_basis
 from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
                                       run_status, system_label)
 from scoville.results.manifest import source_label
 from scoville.results.store import RunError
+from scoville.validity import basis_text
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -65,6 +69,14 @@ def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
     console.print(table)
 
 
+def _print_validity(rows: list[dict[str, Any]]) -> None:
+    """What the validity stamp checked, then the reasons of every invalid point (``scoville.validity``)."""
+    if (basis := basis_text(rows)) is not None:
+        console.print(escape(f"validity: {basis}"))
+    if (note := invalid_note(rows)) is not None:
+        console.print(f"[yellow]{escape(note)}[/]")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("ls")
     def ls_cmd(runs: RunsRoot = Path("runs"), json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
@@ -98,6 +110,7 @@ def register(app: typer.Typer) -> None:
         console.print(escape(basis if basis == NO_POWER_BASIS else f"power: {basis}"))
         console.print(points_table("load points", rows, POINT_COLUMNS))
         print_token_sections(console, rows)
+        _print_validity(rows)
         if chart:
             from scoville.report.terminal import run_charts
 
@@ -114,13 +127,66 @@ def register(app: typer.Typer) -> None:
         _print_rows(*result, json_out)
 
     @app.command("recompute")
-    def recompute_cmd(run: str, runs: RunsRoot = Path("runs")) -> None:
-        """Rebuild every metric of a run from its raw request and power records."""
+    def recompute_cmd(
+        run: str, runs: RunsRoot = Path("runs"),
+        as_: Annotated[Optional[str], typer.Option(
+            "--as", rich_help_panel="Conventions", metavar="NAME",
+            help=f"Re-derive under another tool's definitions ({', '.join(CONVENTIONS)}); "
+                 "points.parquet is left as it is.")] = None,
+        diff: Annotated[bool, typer.Option(
+            "--diff", rich_help_panel="Conventions",
+            help="Each convention's TTFT, TPOT, ITL, tok/s/user and output tok/s per point, and how far "
+                 "each is from the run's own (with --as: that one only).")] = False,
+        json_out: Annotated[bool, typer.Option("--json", rich_help_panel="Output",
+                                               help="Machine-readable output on stdout.")] = False,
+        out: Annotated[Optional[Path], typer.Option(
+            "-o", "--out", rich_help_panel="Output",
+            help="Also write the --as/--diff rows here: JSON, or Parquet for *.parquet (never into a run).")] = None,
+    ) -> None:
+        """Rebuild every metric of a run from its raw request and power records, or re-derive them under
+        another tool's conventions (docs/conventions.md)."""
         run_dir = resolve_run(runs, run)
         load_manifest(run_dir)
-        try:
-            rows = recompute(run_dir)
-        except READ_ERRORS as e:  # a damaged file is named in one line, not a traceback
-            raise RunError(f"cannot recompute {run_dir.name}: {describe_error(e)}") from None
-        console.print(points_table(f"{run_dir.name}: recomputed", rows, POINT_COLUMNS))
-        print_token_sections(console, rows)
+        if as_ is None and not diff:
+            if out is not None:
+                raise UserError("-o writes --as/--diff rows; plain recompute writes points.parquet itself")
+            try:
+                rows = recompute(run_dir)
+            except READ_ERRORS as e:  # a damaged file is named in one line, not a traceback
+                raise RunError(f"cannot recompute {run_dir.name}: {describe_error(e)}") from None
+            if json_out:
+                print(json.dumps(rows, indent=2, default=str))
+                return
+            console.print(points_table(f"{run_dir.name}: recomputed", rows, POINT_COLUMNS))
+            print_token_sections(console, rows)
+            _print_validity(rows)
+            return
+        _conventions(run_dir, as_, diff, json_out, out)
+
+
+def _conventions(run_dir: Path, name: str | None, diff: bool, json_out: bool, out: Path | None) -> None:
+    """``recompute --as`` / ``--diff``: read the records, print or write, and never touch points.parquet."""
+    from scoville.cli.convention_table import convention_table, diff_table, write_records
+    from scoville.conventions import as_dict, convention, convention_diff, convention_points
+
+    if name is not None:
+        convention(name)  # an unknown name is refused before anything is read
+    try:
+        if diff:
+            own, deviations = convention_diff(run_dir, [name] if name else None)
+            records = [as_dict(d) for d in deviations]
+        else:
+            points = convention_points(run_dir, name)  # type: ignore[arg-type]
+            records = [as_dict(p) for p in points]
+    except READ_ERRORS as e:
+        raise RunError(f"cannot read the records of {run_dir.name}: {describe_error(e)}") from None
+    if out is not None:
+        write_records(records, out)
+    if json_out:
+        print(json.dumps(records, indent=2, default=str))
+    elif diff:
+        console.print(diff_table(f"{run_dir.name}: conventions", own, deviations))
+    else:
+        console.print(convention_table(f"{run_dir.name} as {name}", points))
+    if out is not None and not json_out:
+        console.print(escape(f"written: {out}"))

@@ -89,11 +89,13 @@ class LiveProgress:
         if not self.enabled or row is None:
             return
         tpot = row.get("tpot_s_median")
+        invalid = [str(r.get("code")) for r in row.get("invalid_reasons") or []] if row.get("valid") is False else []
         self.console.print(   # one line per point in a log too: never wrapped at the console's width
             f"[green]✓[/] {escape(point.label()):>9}  {row.get('num_ok', 0)} ok, {row.get('num_errors', 0)} errors  "
             f"TTFT p50 {(row.get('ttft_s_median') or 0) * 1e3:.1f} ms  "
             f"TPOT p50 {(tpot or 0) * 1e3:.2f} ms  "
-            f"{row.get('output_throughput') or 0:.0f} out tok/s", soft_wrap=True)
+            f"{row.get('output_throughput') or 0:.0f} out tok/s"
+            + (f"  [yellow]invalid: {escape(', '.join(invalid))}[/]" if invalid else ""), soft_wrap=True)
 
     def warn(self, message: str) -> None:
         """A finding about the measurement itself (cached prompts): said at once, on stderr, in or out of a terminal."""

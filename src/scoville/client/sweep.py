@@ -18,6 +18,7 @@ attempt so the server has none of them cached.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -28,6 +29,7 @@ from typing import Any, Iterator, Protocol
 
 import msgspec
 
+from scoville.client import hostload
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.fastpath import ClientLimitError
@@ -263,14 +265,20 @@ def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSamp
     mark = sampler.mark() if sampler is not None else None
     t_start = writer.now()
     kwargs = dict(t0=writer.t0, t_start=t_start, on_record=on_record, seed=sweep.seed, salt=writer.attempt)
+    # this process and its local workers; Ray's client actors run elsewhere and are not read
+    pids = [os.getpid(), *(p.pid for p in getattr(pool, "procs", []) if p.pid is not None)]
+    host_start = hostload.sample(pids)
     if pool is not None:
         pool.run_point(point, **kwargs)
     else:
         run_point_here(sweep.cfg, sweep.workload, point, **kwargs)
+    host_end = hostload.sample(pids)
     _flush_energy(writer, sampler, mark, point.index)
     writer.write_point(point.index, records)
     outcome = point_outcome(point.index, writer.attempt, t_start, records,
                             getattr(sweep.workload, "reuses_prefixes", True))
+    outcome.client_cpu_share = hostload.client_cpu_share(host_start, host_end)
+    outcome.steal_share = hostload.steal_share(host_start, host_end)
     writer.manifest.setdefault("point_results", {})[str(point.index)] = msgspec.to_builtins(outcome)
     writer.save_manifest()
     rows = recompute(writer.run_dir)

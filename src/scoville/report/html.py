@@ -36,6 +36,7 @@ from scoville.report.plotly_fig import figure
 from scoville.results.catalog import read_power_samples, read_records
 from scoville.results.manifest import source_label
 from scoville.session_metrics import points_session_metrics, turn_metrics
+from scoville.validity import basis_text
 
 CSS = """
 :root { --fg: #1d1d1f; --muted: #5f6368; --line: #dadce0; --bg-alt: #f6f8fa; }
@@ -197,6 +198,27 @@ def _cell(key: str, v: Any) -> str:
     return str(v)
 
 
+def _point_cells(row: dict[str, Any], columns: list[tuple[str, str]]) -> list[str]:
+    """A points-table row; an invalid point's first cell says so (the reasons follow the table)."""
+    cells = [_cell(k, row.get(k)) for k, _ in columns]
+    if row.get("valid") is False:
+        cells[0] += " (invalid)"
+    return cells
+
+
+def validity_notes(rows: list[dict[str, Any]]) -> str:
+    """What the validity stamp checked, and each invalid point's reasons (``scoville.validity``)."""
+    basis = basis_text(rows)
+    parts = [f'<p class="note">Validity: {_e(basis)}.</p>'] if basis else []
+    items = [f"<li>point {_e(r.get('label') or r.get('point'))}: <code>{_e(reason.get('code'))}</code> "
+             f"{_e(reason.get('detail'))}</li>"
+             for r in rows if r.get("valid") is False for reason in r.get("invalid_reasons") or []]
+    if items:
+        parts.append('<p class="note warn">Invalid points: their figures were measured under conditions that '
+                     f'distort them.</p><ul class="warn">{"".join(items)}</ul>')
+    return "".join(parts)
+
+
 def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     system, model = manifest.get("system") or {}, manifest.get("model") or {}
     serving, workload = manifest.get("serving") or {}, manifest.get("workload") or {}
@@ -259,8 +281,9 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
                      + _table(["point", "accelerators", "configuration"], deployments, "facts"))
     parts.append("<h3>Latency percentiles per load point</h3>")
     columns = POINT_COLUMNS + [c for c in SLO_COLUMNS if any(r.get(c[0]) is not None for r in rows)]
-    parts.append(_table([h for _, h in columns], [[_cell(k, r.get(k)) for k, _ in columns]
-                                                  for r in sorted(rows, key=lambda r: r.get("point", 0))], "points"))
+    ordered = sorted(rows, key=lambda r: r.get("point", 0))
+    parts.append(_table([h for _, h in columns], [_point_cells(r, columns) for r in ordered], "points"))
+    parts.append(validity_notes(ordered))
     if manifest.get("slo"):
         parts.append(f'<p class="note">goodput: requests/s meeting the run\'s SLO {_e(json.dumps(manifest["slo"]))} '
                      "(recompute for another SLO with scoville.analysis.goodput).</p>")

@@ -122,6 +122,8 @@ class PointOutcome(msgspec.Struct, kw_only=True):
     cached_tokens: int = 0                        # prompt tokens the server reported as cached
     input_tokens: int = 0
     unexpected_cache_hits: bool = False           # cached tokens on a workload whose prompts are all new
+    client_cpu_share: float | None = None         # busiest client process's CPU time / wall time (1 = one core)
+    steal_share: float | None = None              # host CPU time stolen by the hypervisor over the point
 
     @property
     def measured_nothing(self) -> bool:

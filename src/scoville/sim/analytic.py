@@ -26,6 +26,7 @@ from scoville.sim.driver import simulated_manifest, system_and_power
 from scoville.sim.hardware import load_hardware
 from scoville.sim.search import FrontierPoint
 from scoville.stats import PREDICTION_BAND
+from scoville.validity import simulated_validity
 
 Z90 = 1.2816          # the 10th and 90th percentiles of a normal lie this many sigmas from the mean
 
@@ -76,6 +77,7 @@ def point_row(index: int, p: FrontierPoint, power: dict[str, Any], cost_preset: 
     row["sigma"] = p.sigma
     row["band_kind"] = PREDICTION_BAND
     row["config"] = json.dumps(p.config.model_dump(), sort_keys=True)
+    row.update(simulated_validity())
     return row
 
 
