@@ -85,7 +85,9 @@ def test_duration_stops_sending(server):
     server.set(Behaviour(interval_s=0.01))
     recs = run_here(server, LoadPoint(index=0, concurrency=2, num_requests=10_000, duration_s=0.3))
     assert 2 <= len(recs) < 100
-    assert all(r.t_sent < 0.3 + 0.05 for r in recs)
+    # Each lane checks the deadline before it sends; a busy box may stamp the send after it, but a lane can pass
+    # the check late at most once (its next check comes after that request ends), so at most one late send a lane.
+    assert sum(r.t_sent >= 0.3 for r in recs) <= 2
 
 
 def test_worker_processes_share_counts_warmup_and_one_clock(server):
