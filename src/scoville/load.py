@@ -13,8 +13,10 @@ from typing import Any, Mapping
 
 import msgspec
 import numpy as np
+from pydantic import Field
 
 from scoville.errors import UserError
+from scoville.spec import Spec
 
 
 class LoadError(UserError, ValueError):
@@ -265,3 +267,26 @@ def session_start_offsets(point: LoadPoint, count: int, seed: int, workload: obj
         return starts
     trace_rate = (starts.size - 1) / span
     return starts * (trace_rate / point.rate)
+
+
+class LoadSpec(Spec):
+    """How hard, as a typed spec (``--concurrency``/``--rate`` and their options): closed-loop levels or
+    open-loop rates, request counts, a duration, repeats. ``plan`` is ``load_plan`` of these choices, the plan
+    ``sweep``, ``run``, ``simulate`` and the Python API all build."""
+
+    concurrency: str | None = Field(None, description="levels: '1,2,4' or '1-64' (doubling)")
+    rate: str | None = Field(None, description="open-loop requests per second: '1,2,4'")
+    burstiness: float = Field(1.0, gt=0, description="gamma shape of arrivals (1 = Poisson)")
+    max_concurrency: int | None = Field(None, ge=1)
+    num_requests: int | None = Field(None, ge=1)
+    warmup_requests: int | None = Field(None, ge=0)
+    duration: float | None = Field(None, gt=0)
+    repeats: int = Field(1, ge=1)
+
+    def plan(self, *, workload: Any = None, default_concurrency: str = DEFAULT_CONCURRENCY,
+             single: bool = False) -> list[LoadPoint]:
+        """``load.load_plan`` of these choices: the plan every command builds from the same flags."""
+        return load_plan(self.concurrency, self.rate, num_requests=self.num_requests,
+                         warmup_requests=self.warmup_requests, duration=self.duration, burstiness=self.burstiness,
+                         max_concurrency=self.max_concurrency, default_concurrency=default_concurrency,
+                         workload=workload, single=single, repeats=self.repeats)

@@ -13,7 +13,6 @@ whose prefix caching and think times only the engine follows).
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -34,62 +33,20 @@ from scoville.cli.workload_options import (
     TraceBlockSizeOption,
     TraceFormatOption,
     TraceOption,
-    workload_kwargs,
 )
 from scoville.executor.options import ExecutorOption, RayAddressOption
-from scoville.load import LoadPoint, load_plan
+from scoville.load import LoadSpec
 from scoville.power.sources import manifest_power_basis
 from scoville.results.store import read_manifest, read_point_metrics
-from scoville.sim.config import SimConfig, SimConfigError, SpeculativeConfig
+from scoville.sim.config import SimConfig
+from scoville.workload.options import WorkloadSpec
 
 console = Console(stderr=True)
-DEFAULT_CONCURRENCY = "1-1024"
-FIDELITIES = ("analytic", "des")
 
 
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=console, transient=True)
-
-
-def parse_mtp(value: str | None) -> tuple[str, SpeculativeConfig | None]:
-    """``--mtp``: ``auto`` (search MTP drafts where the model has MTP heads), ``off``, or ``K[:ACCEPT]`` (pin K
-    draft tokens, each accepted with probability ACCEPT, default 0.7: MTP or an EAGLE-style draft head)."""
-    v = (value or "auto").strip().lower()
-    if v in ("auto", "off"):
-        return v, None
-    k, _, a = v.partition(":")
-    try:
-        spec = SpeculativeConfig(num_draft_tokens=int(k), acceptance_rate=float(a) if a else 0.7)
-    except ValueError:
-        raise SimConfigError(f"--mtp {value!r}: use auto, off, or K[:ACCEPT] such as 2:0.8 "
-                             "(1 <= K <= 16, 0 <= ACCEPT <= 1)") from None
-    return "pinned", spec
-
-
-def resolve_kv_dtype(value: str | None, hardware: str) -> str:
-    """``--kv-dtype auto``: FP8 where the chip has FP8 math (what InferenceX's recipes run), else BF16."""
-    from scoville.sim.hardware import load_hardware
-
-    v = (value or "auto").lower()
-    if v == "auto":
-        return "fp8" if "fp8" in load_hardware(hardware).flops_tflops else "bf16"
-    if v not in ("bf16", "fp8"):
-        raise SimConfigError(f"--kv-dtype {value!r}: use auto, bf16 or fp8")
-    return v
-
-
-def mean_lengths(workload: object) -> tuple[float, float, float]:
-    """(mean input, mean output, longest ÷ mean output) of a workload's requests (the estimator's inputs)."""
-    import numpy as np
-
-    if getattr(workload, "kind", None) == "synthetic":
-        isl_w, osl_w = workload.lengths(4096)  # type: ignore[attr-defined]
-    else:
-        reqs = [r for s in workload.sessions(256) for r in s.requests]  # type: ignore[attr-defined]
-        isl_w = np.array([r.input_tokens for r in reqs], dtype=float)
-        osl_w = np.array([r.output_tokens for r in reqs], dtype=float)
-    return float(np.mean(isl_w)), float(np.mean(osl_w)), float(np.max(osl_w) / max(np.mean(osl_w), 1.0))
 
 
 def register(app: typer.Typer) -> None:
@@ -147,89 +104,37 @@ def register(app: typer.Typer) -> None:
         json_out: Annotated[bool, typer.Option("--json", help="Print the points as JSON on stdout.")] = False,
     ) -> None:
         """Predict the latency-throughput-energy frontier of a model on a system (searches deployments unless --config)."""
-        from scoville.metrics import COMPAT_MODES
-        from scoville.workload.scenarios import resolve_workload
+        from scoville.simulation import SimulateSpec, simulate
 
-        if compat not in COMPAT_MODES:
-            raise SimConfigError(f"unknown --compat {compat!r}; use one of {', '.join(COMPAT_MODES)}")
-        if fidelity is not None and fidelity not in FIDELITIES:
-            raise SimConfigError(f"unknown --fidelity {fidelity!r}; use analytic or des")
-        mtp_mode, pinned_spec = parse_mtp(mtp)
-        common = dict(framework=framework, cost_backend=cost_backend,
-                      profile=str(profile) if profile is not None else None)
-        if config is not None:
-            base = SimConfig.from_file(config, hardware=hardware, model=model, precision=precision, **common)
-        else:
-            if not hardware or not model:
-                raise SimConfigError("give --hardware and --model (or a --config file that names them)")
-            base = SimConfig.parse({"hardware": hardware, "model": model, "precision": precision,
-                                    "kv_dtype": resolve_kv_dtype(kv_dtype, hardware),
-                                    "speculative": pinned_spec.model_dump() if pinned_spec else None, **common},
-                                   where="options")
-        workload = resolve_workload(scenario if (scenario or isl or osl or trace) else "8k1k", isl=isl, osl=osl,
-                                    range_ratio=range_ratio, seed=seed, **workload_kwargs(
-                                        trace=trace, trace_format=trace_format, time_scale=time_scale,
-                                        sample=sample, max_sessions=max_sessions, idle_gap_cap=idle_gap_cap,
-                                        replay=replay, trace_block_size=trace_block_size, think_scale=think_scale))
-        single_turn = getattr(workload, "kind", None) == "synthetic"
-        fid = fidelity or ("analytic" if single_turn and config is None else "des")
-        if fid == "analytic" and not single_turn:
-            raise SimConfigError("--fidelity analytic covers single-turn workloads; sessions and traces need --fidelity des")
-        if fid == "analytic" and config is not None:
-            raise SimConfigError("--fidelity analytic writes a search's frontier; a pinned --config runs with --fidelity des")
-        # the same plan `sweep` builds from the same flags; the search sweeps concurrency, so a timed trace
-        # replays at its own times only on a pinned --config
-        points = load_plan(concurrency, rate, num_requests=num_requests, warmup_requests=warmup_requests,
-                           duration=duration, burstiness=burstiness, max_concurrency=max_concurrency,
-                           default_concurrency=DEFAULT_CONCURRENCY, workload=workload if config is not None else None)
+        spec = SimulateSpec.of(
+            hardware=hardware, model=model, config=config, precision=precision, kv_dtype=kv_dtype or "auto",
+            framework=framework, mtp=mtp or "auto", max_accelerators=max_accelerators,
+            disaggregation=disaggregation, fidelity=fidelity, cost_backend=cost_backend, profile=profile,
+            power=power, compat=compat, seed=seed, runs=runs, executor=executor, ray_address=ray_address,
+            workers=workers,
+            workload=WorkloadSpec.of(scenario=scenario, isl=isl, osl=osl, range_ratio=range_ratio, trace=trace,
+                                     trace_format=trace_format, time_scale=time_scale, sample=sample,
+                                     max_sessions=max_sessions, idle_gap_cap=idle_gap_cap, replay=replay,
+                                     trace_block_size=trace_block_size, think_scale=think_scale),
+            load=LoadSpec.of(concurrency=concurrency, rate=rate, burstiness=burstiness,
+                             max_concurrency=max_concurrency, num_requests=num_requests,
+                             warmup_requests=warmup_requests, duration=duration))
+        with _progress() as bar:
+            search_task = bar.add_task("searching deployments", total=None, visible=spec.config is None)
+            point_task = bar.add_task("simulating points", total=None, visible=False)
 
-        search_info, configs, predictions = None, None, None
-        if config is None:
-            if rate:
-                raise SimConfigError("the configuration search sweeps closed-loop concurrency; give --concurrency "
-                                     "(or pin a deployment with --config to simulate --rate points)")
-            from scoville.sim.search import SearchSpace, search
+            def searched(done: int, total: int | None) -> None:
+                bar.update(search_task, completed=done, total=total)
 
-            levels = [p.concurrency or 1 for p in points]
-            space = SearchSpace(max_accelerators=max_accelerators, mtp="off" if mtp_mode == "off" else "auto",
-                                disaggregation=disaggregation, min_concurrency=min(levels),
-                                max_concurrency=max(levels))
-            mean_isl, mean_osl, spread = mean_lengths(workload)
-            with _progress() as bar:
-                task = bar.add_task("searching deployments", total=None)
-                result = search(base, mean_isl, mean_osl, space=space, osl_spread=spread, points=len(points),
-                                progress=lambda done, total: bar.update(task, completed=done, total=total))
-            if not result.frontier:
-                raise SimConfigError(f"no deployment of {base.model} on {base.hardware} reached a steady state over "
-                                     f"concurrency {min(levels)}-{max(levels)}; widen --concurrency or --max-accelerators")
-            search_info = result.summary()
-            console.print(f"searched {result.evaluated} candidates in {result.elapsed_s:.1f} s; "
-                          f"{len(result.frontier)} frontier points")
-            from scoville.sim.analytic import prediction, write_analytic_run
+            def replayed(done: int, total: int | None) -> None:
+                bar.update(search_task, visible=False)
+                bar.update(point_task, completed=done, total=total, visible=True)
 
-            predictions = [prediction(p) for p in result.frontier]
-            if fid == "analytic":
-                run_dir = write_analytic_run(base, workload, result.frontier, runs, compat=compat, power=power,
-                                             search=search_info)
-                _summary(run_dir, json_out)
-                return
-            configs = [p.config for p in result.frontier]
-            points = [LoadPoint(index=i, concurrency=p.concurrency, num_requests=num_requests or 10 * p.concurrency,
-                                warmup_requests=2 * p.concurrency if warmup_requests is None else warmup_requests,
-                                duration_s=duration)
-                      for i, p in enumerate(result.frontier)]
-        from scoville.executor import make_executor
-        from scoville.sim.driver import simulate_run
-
-        # Points fan out when asked: to a cluster, or to --workers local processes; else one sequential loop
-        fan_out = (make_executor(executor, ray_address, max_workers=workers) if executor == "ray" or workers
-                   else nullcontext())
-        with fan_out as point_executor, _progress() as bar:
-            task = bar.add_task("simulating points", total=len(points))
-            run_dir = simulate_run(base, workload, points, runs, seed=seed, compat=compat, power=power,
-                                   point_configs=configs, search=search_info, executor=point_executor,
-                                   predictions=predictions, progress=lambda i, n, p: bar.update(task, completed=i))
-        _summary(run_dir, json_out)
+            result = simulate(spec, on_search=searched, on_point=replayed)
+        if result.search is not None:
+            console.print(f"searched {result.search['candidates']} candidates in {result.search['elapsed_s']:.1f} s; "
+                          f"{len(result.search['frontier'])} frontier points")
+        _summary(result.run_dir, json_out)
 
 
 def _summary(run_dir: Path, json_out: bool) -> None:

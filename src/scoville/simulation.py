@@ -1,0 +1,182 @@
+"""``simulate`` as a library call: one typed spec in, a run directory out (the CLI is a thin shell over it).
+
+The spec is the command's options (``scoville simulate --help`` lists the same names); ``simulate`` builds the
+``SimConfig``, the workload and the load plan, searches deployments unless a config is pinned, and writes the
+run: the steady-state estimator's frontier (``fidelity="analytic"``) or every frontier point replayed in the
+discrete-event engine (``"des"``; session workloads and traces always). Progress goes to two optional
+callbacks, so a notebook, a service and the Rich progress bars of the CLI all drive the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from scoville.load import LoadPoint, LoadSpec
+from scoville.sim.config import SimConfig, SimConfigError, SpeculativeConfig
+from scoville.spec import Spec
+from scoville.workload.options import WorkloadSpec
+
+DEFAULT_CONCURRENCY = "1-1024"
+DEFAULT_SCENARIO = "8k1k"
+
+Progress = Callable[[int, int | None], None]      # (done, total or None while unknown)
+
+
+class SimulateSpec(Spec):
+    """Everything ``scoville simulate`` takes: the system and model (or a pinned config), the serving choices the
+    search explores or pins, and where the run goes. ``workload`` and ``load`` are shared with ``sweep``."""
+
+    hardware: str | None = Field(None, description="catalog name (h200, gb300, ...) or a hardware YAML path")
+    model: str | None = Field(None, description="catalog name (deepseek-r1, ...) or a config.json path")
+    config: Path | None = Field(None, description="pin one SimConfig (YAML/JSON) instead of searching")
+    workload: WorkloadSpec = WorkloadSpec()
+    load: LoadSpec = LoadSpec()
+    precision: str | None = Field(None, description="native, fp8, nvfp4/mxfp4/fp4, int4, bf16")
+    kv_dtype: Literal["auto", "bf16", "fp8"] = "auto"
+    framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
+    mtp: str = Field("auto", description="auto | off | K[:ACCEPT]")
+    max_accelerators: int | None = Field(None, ge=1)
+    disaggregation: bool = True
+    fidelity: Literal["analytic", "des"] | None = None
+    cost_backend: Literal["auto", "measured", "transfer"] = "auto"
+    profile: Path | None = None
+    power: Literal["rated", "all-in", "model"] = "rated"
+    compat: Literal["inferencex", "clean"] = "inferencex"
+    seed: int = 0
+    runs: Path = Path("runs")
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    workers: int | None = Field(None, ge=1)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """What ``simulate`` wrote: the run directory, and the search's summary when it searched."""
+
+    run_dir: Path
+    search: dict[str, Any] | None
+
+
+def parse_mtp(value: str | None) -> tuple[str, SpeculativeConfig | None]:
+    """``mtp``: ``auto`` (search MTP drafts where the model has MTP heads), ``off``, or ``K[:ACCEPT]`` (pin K
+    draft tokens, each accepted with probability ACCEPT, default 0.7: MTP or an EAGLE-style draft head)."""
+    v = (value or "auto").strip().lower()
+    if v in ("auto", "off"):
+        return v, None
+    k, _, a = v.partition(":")
+    try:
+        spec = SpeculativeConfig(num_draft_tokens=int(k), acceptance_rate=float(a) if a else 0.7)
+    except ValueError:
+        raise SimConfigError(f"--mtp {value!r}: use auto, off, or K[:ACCEPT] such as 2:0.8 "
+                             "(1 <= K <= 16, 0 <= ACCEPT <= 1)") from None
+    return "pinned", spec
+
+
+def resolve_kv_dtype(value: str | None, hardware: str) -> str:
+    """``kv_dtype="auto"``: FP8 where the chip has FP8 math (what InferenceX's recipes run), else BF16."""
+    from scoville.sim.hardware import load_hardware
+
+    v = (value or "auto").lower()
+    if v == "auto":
+        return "fp8" if "fp8" in load_hardware(hardware).flops_tflops else "bf16"
+    if v not in ("bf16", "fp8"):
+        raise SimConfigError(f"--kv-dtype {value!r}: use auto, bf16 or fp8")
+    return v
+
+
+def mean_lengths(workload: Any) -> tuple[float, float, float]:
+    """(mean input, mean output, longest ÷ mean output) of a workload's requests (the estimator's inputs)."""
+    import numpy as np
+
+    if getattr(workload, "kind", None) == "synthetic":
+        isl_w, osl_w = workload.lengths(4096)
+    else:
+        reqs = [r for s in workload.sessions(256) for r in s.requests]
+        isl_w = np.array([r.input_tokens for r in reqs], dtype=float)
+        osl_w = np.array([r.output_tokens for r in reqs], dtype=float)
+    return float(np.mean(isl_w)), float(np.mean(osl_w)), float(np.max(osl_w) / max(np.mean(osl_w), 1.0))
+
+
+def base_config(spec: SimulateSpec, pinned_drafts: SpeculativeConfig | None) -> SimConfig:
+    """The SimConfig the search starts from (or the pinned one), with the spec's overrides."""
+    common = dict(framework=spec.framework, cost_backend=spec.cost_backend,
+                  profile=str(spec.profile) if spec.profile is not None else None)
+    if spec.config is not None:
+        return SimConfig.from_file(spec.config, hardware=spec.hardware, model=spec.model, precision=spec.precision,
+                                   **common)
+    if not spec.hardware or not spec.model:
+        raise SimConfigError("give --hardware and --model (or a --config file that names them)")
+    return SimConfig.parse({"hardware": spec.hardware, "model": spec.model, "precision": spec.precision,
+                            "kv_dtype": resolve_kv_dtype(spec.kv_dtype, spec.hardware),
+                            "speculative": pinned_drafts.model_dump() if pinned_drafts else None, **common},
+                           where="options")
+
+
+def simulate(spec: SimulateSpec, *, on_search: Progress | None = None, on_point: Progress | None = None) -> Simulation:
+    """Predict the frontier the spec describes and write it as a run (see the module docstring)."""
+    mtp_mode, pinned_drafts = parse_mtp(spec.mtp)
+    base = base_config(spec, pinned_drafts)
+    workload = spec.workload.resolve(seed=spec.seed, default_scenario=DEFAULT_SCENARIO)
+    single_turn = getattr(workload, "kind", None) == "synthetic"
+    fidelity = spec.fidelity or ("analytic" if single_turn and spec.config is None else "des")
+    if fidelity == "analytic" and not single_turn:
+        raise SimConfigError("--fidelity analytic covers single-turn workloads; sessions and traces need --fidelity des")
+    if fidelity == "analytic" and spec.config is not None:
+        raise SimConfigError("--fidelity analytic writes a search's frontier; a pinned --config runs with --fidelity des")
+    # the same plan `sweep` builds from the same options; the search sweeps concurrency, so a timed trace
+    # replays at its own times only on a pinned config
+    points = spec.load.plan(workload=workload if spec.config is not None else None,
+                            default_concurrency=DEFAULT_CONCURRENCY)
+    if spec.config is not None:
+        return Simulation(_replay(spec, base, workload, points, None, None, None, on_point), None)
+
+    if spec.load.rate:
+        raise SimConfigError("the configuration search sweeps closed-loop concurrency; give --concurrency "
+                             "(or pin a deployment with --config to simulate --rate points)")
+    from scoville.sim.analytic import prediction, write_analytic_run
+    from scoville.sim.search import SearchSpace, search
+
+    levels = [p.concurrency or 1 for p in points]
+    space = SearchSpace(max_accelerators=spec.max_accelerators, mtp="off" if mtp_mode == "off" else "auto",
+                        disaggregation=spec.disaggregation, min_concurrency=min(levels), max_concurrency=max(levels))
+    mean_isl, mean_osl, spread = mean_lengths(workload)
+    result = search(base, mean_isl, mean_osl, space=space, osl_spread=spread, points=len(points),
+                    progress=on_search)
+    if not result.frontier:
+        raise SimConfigError(f"no deployment of {base.model} on {base.hardware} reached a steady state over "
+                             f"concurrency {min(levels)}-{max(levels)}; widen --concurrency or --max-accelerators")
+    summary = result.summary()
+    if fidelity == "analytic":
+        run_dir = write_analytic_run(base, workload, result.frontier, spec.runs, compat=spec.compat, power=spec.power,
+                                     search=summary)
+        return Simulation(run_dir, summary)
+    load = spec.load
+    replayed = [LoadPoint(index=i, concurrency=p.concurrency, num_requests=load.num_requests or 10 * p.concurrency,
+                          warmup_requests=2 * p.concurrency if load.warmup_requests is None else load.warmup_requests,
+                          duration_s=load.duration)
+                for i, p in enumerate(result.frontier)]
+    run_dir = _replay(spec, base, workload, replayed, [p.config for p in result.frontier], summary,
+                      [prediction(p) for p in result.frontier], on_point)
+    return Simulation(run_dir, summary)
+
+
+def _replay(spec: SimulateSpec, base: SimConfig, workload: Any, points: list[LoadPoint],
+            configs: list[SimConfig] | None, summary: dict[str, Any] | None, predictions: list[dict[str, Any]] | None,
+            on_point: Progress | None) -> Path:
+    """Every point replayed request by request in the discrete-event engine; points fan out when asked (to a
+    Ray cluster, or to ``workers`` local processes), else one sequential loop."""
+    from scoville.executor import make_executor
+    from scoville.sim.driver import simulate_run
+
+    fan_out = (make_executor(spec.executor, spec.ray_address, max_workers=spec.workers)
+               if spec.executor == "ray" or spec.workers else nullcontext())
+    with fan_out as point_executor:
+        return simulate_run(base, workload, points, spec.runs, seed=spec.seed, compat=spec.compat, power=spec.power,
+                            point_configs=configs, search=summary, executor=point_executor, predictions=predictions,
+                            progress=(lambda i, n, p: on_point(i, n)) if on_point else None)
