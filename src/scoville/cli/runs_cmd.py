@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoville.cli.point_table import POINT_COLUMNS, fmt_cell, model_text, points_table
+from scoville.cli.point_table import (POINT_COLUMNS, SERVER_LATENCY_COLUMNS, SERVER_LOAD_COLUMNS, fmt_cell,
+                                      has_server_metrics, model_text, points_table)
 from scoville.metrics import recompute
 from scoville.power.sources import NO_POWER_BASIS, manifest_power_basis
 from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
@@ -91,6 +92,10 @@ def register(app: typer.Typer) -> None:
         basis = manifest_power_basis(manifest)
         console.print(escape(basis if basis == NO_POWER_BASIS else f"power: {basis}"))
         console.print(points_table("load points", rows, POINT_COLUMNS))
+        if has_server_metrics(rows):
+            console.print(points_table("server side, means (its /metrics; warm-up included)", rows,
+                                       SERVER_LATENCY_COLUMNS))
+            console.print(points_table("server side, load", rows, SERVER_LOAD_COLUMNS))
 
     @app.command("sql")
     def sql_cmd(statement: str, runs: RunsRoot = Path("runs"),
