@@ -390,3 +390,39 @@ def test_against_the_emulator_the_server_counts_every_request_of_every_point(emu
         assert row["client_minus_server_ttft_s"] is not None and row["ttft_gap_large"] is not None
         assert row["client_all_tpot_s_mean"] > 0 and row["server_tpot_s_mean"] > 0
         assert row["server_generation_tokens"] == pc.sum(ok.column("output_tokens")).as_py()
+
+
+def test_a_kept_alive_connection_the_server_dropped_is_opened_again():
+    """A server that closes every connection after answering, although it said keep-alive."""
+    import socket
+    import threading
+
+    body = b'vllm:num_requests_running{model_name="m"} 3\n'
+    listener = socket.create_server(("127.0.0.1", 0))
+    answered = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Type: text/plain\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                answered.append(1)
+
+    threading.Thread(target=serve, daemon=True).start()
+    warned: list[str] = []
+    scraper = Scraper(ClientConfig(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}", model="m"),
+                      lambda: float(len(answered)), 3600.0, warned.append)
+    try:
+        assert scraper.probe()
+        for _ in range(3):
+            scraper._scrape()
+    finally:
+        scraper.close()
+        listener.close()
+    assert warned == [] and len(answered) == 4
+    assert [s.value for _, _, s in scraper._rows] == [3.0, 3.0, 3.0]
