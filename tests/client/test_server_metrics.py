@@ -4,6 +4,7 @@ per-point columns beside the client's (docs/server-metrics.md)."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -426,3 +427,30 @@ def test_a_kept_alive_connection_the_server_dropped_is_opened_again():
         listener.close()
     assert warned == [] and len(answered) == 4
     assert [s.value for _, _, s in scraper._rows] == [3.0, 3.0, 3.0]
+
+
+def test_the_end_scrape_waits_for_the_server_to_count_the_last_requests_and_keeps_one_scrape(tmp_path):
+    """A server whose finished-request count catches up late: the wait ends when it does, and the scrapes
+    taken while waiting are not kept (they would read the idle server's gauges as part of the point)."""
+    late = Served(MetricsServer())
+    try:
+        scraper = Scraper(ClientConfig(base_url=late.server.base_url, model="test-model"), _clock(), 3600.0,
+                          pytest.fail)
+        assert scraper.probe()
+        scraper.start(0)
+        threading.Timer(0.3, lambda: setattr(late.server, "finished", 2)).start()
+        table = scraper.stop(tmp_path, finished=2)
+    finally:
+        late.stop()
+    times = sorted(set(table.column("t").to_pylist()))
+    assert len(times) == 2   # the start scrape and one end scrape
+    end = table.filter(pc.equal(table.column("t"), times[-1]))
+    counts = [v for m, v in zip(end.column("metric").to_pylist(), end.column("value").to_pylist())
+              if m == "vllm:e2e_request_latency_seconds_count"]
+    assert 2.0 in counts
+    assert read_server_metrics(tmp_path).num_rows == table.num_rows
+
+
+def _clock():
+    ticks = iter(range(10_000))
+    return lambda: float(next(ticks))

@@ -180,6 +180,7 @@ class Scraper:
             self._scrape()
             if self._caught_up(finished) or time.monotonic() >= deadline:
                 break
+            self._drop_last_scrape()   # only the final end scrape stays: the others would read idle gauges
             time.sleep(SETTLE_STEP_S)
         with self._lock:
             rows, self._rows = self._rows, []
@@ -187,6 +188,12 @@ class Scraper:
         if table.num_rows:
             write_server_point(run_dir, self._point, table)
         return table
+
+    def _drop_last_scrape(self) -> None:
+        with self._lock:
+            if len({t for t, _, _ in self._rows}) > 1:
+                last = self._rows[-1][0]
+                self._rows = [r for r in self._rows if r[0] != last]
 
     def _caught_up(self, finished: int) -> bool:
         with self._lock:
