@@ -149,7 +149,7 @@ class SampleParser:
         out: list[Sample] = []
         for line in text.splitlines():
             brace = line.find("{")
-            name = line[:brace] if brace >= 0 else line.split(None, 1)[0] if line else ""
+            name = line[:brace] if brace >= 0 else (line.split(None, 1) or [""])[0]
             if name not in KNOWN_SAMPLES:
                 continue
             end = line.rfind("}") + 1 if brace >= 0 else len(name)   # values and timestamps hold no "}"

@@ -174,7 +174,8 @@ def test_parse_keeps_the_engine_samples_and_drops_buckets_and_the_rest():
     assert {s.metric for s in samples} == {"vllm:num_requests_running", "vllm:e2e_request_latency_seconds_count",
                                            "vllm:e2e_request_latency_seconds_sum", "vllm:prompt_tokens_total"}
     assert all(json.loads(s.labels) == {"engine": "0", "model_name": "m"} for s in samples)
-    assert parse_samples("# HELP up x\nup 1\n") == []
+    assert parse_samples("# HELP up x\nup 1\n") == [] and parse_samples("  \n\t\n") == []
+    assert parse_samples('vllm:num_requests_running{model_name="m"} +Inf\n') == []   # not finite: left out
 
 
 @pytest.mark.parametrize("body", ['{"iter": 1, "gpuMemUsage": 2}', "<html><body>Not Found</body></html>",
