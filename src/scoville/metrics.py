@@ -29,7 +29,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scoville.load import repeat_columns
+from scoville.results.server_store import read_server_metrics
 from scoville.results.store import RunError, read_manifest, read_power, read_requests, write_point_metrics
+from scoville.server_metrics import point_server_columns
 from scoville.stats import request_intervals
 from scoville.token_metrics import token_metrics
 from scoville.validity import point_validity
@@ -273,10 +275,11 @@ def context_from_manifest(manifest: dict[str, Any], point: dict[str, Any]) -> Po
 
 
 def run_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """Metrics of every load point of a run, rebuilt from its raw records and power samples."""
+    """Metrics of every load point of a run, rebuilt from its raw records, power and server samples."""
     manifest = read_manifest(run_dir)
     requests = read_requests(run_dir)
     power = read_power(run_dir)
+    server = read_server_metrics(run_dir)
     points = manifest.get("load_plan", {}).get("points", [])
     rows = []
     for point in points:
@@ -287,6 +290,7 @@ def run_metrics(run_dir: Path) -> list[dict[str, Any]]:
         row = {"point": idx, "label": point.get("label"), "concurrency": point.get("concurrency"),
                "rate": point.get("rate"), **repeat_columns(point)}
         row.update(point_metrics(subset, context_from_manifest(manifest, point), power))
+        row.update(point_server_columns(server, idx, subset, (manifest.get("target") or {}).get("model")))
         row.update(point_validity(manifest, row, subset, power))
         if "config" in point:  # the simulator's winning configuration of this point
             row["config"] = json.dumps(point["config"], sort_keys=True)

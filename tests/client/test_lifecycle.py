@@ -134,7 +134,8 @@ def test_a_full_disk_stops_the_sweep_in_one_line_and_keeps_every_record(server, 
     runs = tmp_path / "runs"
     server.set(Behaviour())
     p = scoville("sweep", "--url", server.base_url, "--isl", "16", "--osl", "4", "--concurrency", "2",
-                 "--num-requests", "2000", "--runs", str(runs), preexec=file_size_limit(200_000))
+                 "--num-requests", "2000", "--runs", str(runs), "--scrape-interval", "0",  # no /metrics here
+                 preexec=file_size_limit(200_000))
     message = one_line(p.stderr)
     run = only_run(runs)
     assert p.returncode == 2 and "requests.jsonl: File too large" in message
@@ -160,7 +161,8 @@ def test_running_out_of_sockets_mid_point_stops_in_one_line_with_records_kept(se
     server.set(Behaviour(ttft_s=3.0))
     runs = tmp_path / "runs"
     p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "2", "--rate", "1000",
-                 "--num-requests", "400", "--runs", str(runs), preexec=open_files(128))
+                 "--num-requests", "400", "--runs", str(runs), "--scrape-interval", "0",  # no /metrics here
+                 preexec=open_files(128))
     message = one_line(p.stderr)
     assert p.returncode == 2 and "cannot open a socket: Too many open files" in message
     run = only_run(runs)

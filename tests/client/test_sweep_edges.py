@@ -91,8 +91,9 @@ class Collect(StopAfterFirstPoint):
 def test_cached_tokens_on_a_workload_of_new_prompts_warn_and_stamp_the_point(server, tmp_path):
     server.set(Behaviour(cached_tokens=16))
     observer = Collect(None)
-    result = run_sweep(make_sweep(server.base_url, concurrency_sweep([1], num_requests=2, warmup_requests=0)),
-                       tmp_path, observer=observer)
+    # scrape_interval=0: this server has no /metrics, whose own warning test_server_metrics covers
+    result = run_sweep(make_sweep(server.base_url, concurrency_sweep([1], num_requests=2, warmup_requests=0),
+                                  scrape_interval=0), tmp_path, observer=observer)
     (outcome,) = result.outcomes
     assert outcome.unexpected_cache_hits and outcome.cached_tokens == 32
     assert read_manifest(result.run_dir)["point_results"]["0"]["unexpected_cache_hits"] is True
@@ -104,7 +105,7 @@ def test_cached_tokens_on_a_session_workload_are_expected(server, tmp_path):
     workload = resolve_workload("chat-multiturn", seed=1, think_scale=0)
     observer = Collect(None)
     result = run_sweep(make_sweep(server.base_url, concurrency_sweep([1], num_requests=3, warmup_requests=0),
-                                  workload=workload), tmp_path, observer=observer)
+                                  workload=workload, scrape_interval=0), tmp_path, observer=observer)
     assert not result.outcomes[0].unexpected_cache_hits and observer.warnings == []
 
 

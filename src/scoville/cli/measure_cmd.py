@@ -212,6 +212,7 @@ def register(app: typer.Typer) -> None:
                                                     "prefills longer than that).")] = 120.0,
         tokenizer: Annotated[Optional[str], typer.Option(rich_help_panel="Target", help="Local tokenizer.json (or its folder): renders --api chat prompts and checks the server's token counts.")] = None,
         vocab_size: Annotated[int, typer.Option(rich_help_panel="Target", help="Vocabulary size for token-id prompts.")] = 32000,
+        scrape_interval: Annotated[float, typer.Option(rich_help_panel="Target", help="Seconds between scrapes of the server's Prometheus /metrics during each point (0 = off).")] = 1.0,
         trace: TraceOption = None,
         trace_format: TraceFormatOption = None,
         time_scale: TimeScaleOption = None,
@@ -293,7 +294,7 @@ def register(app: typer.Typer) -> None:
                 sweep = Sweep(cfg=cfg, workload=workload, points=points, power=plan, system=system,
                               model={"name": model_name or None}, compat=compat, seed=seed, workers=workers,
                               emulator=emulator, executor=executor, ray_address=ray_address,
-                              ray_workers=ray_workers, max_model_len=max_model_len)
+                              ray_workers=ray_workers, max_model_len=max_model_len, scrape_interval=scrape_interval)
                 with progress:
                     result = run_sweep(sweep, runs, observer=progress, command=redacted_argv(sys.argv))
             sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))

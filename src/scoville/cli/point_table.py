@@ -86,6 +86,33 @@ POINT_COLUMNS = [
     ("total_throughput_per_kw", "total\ntok/s\n/kW", 1.0),
 ]
 
+# The server's own figures per point (docs/server-metrics.md), shown only for runs that scraped them; two
+# tables, so each fits 80 columns.
+SERVER_LATENCY_COLUMNS = [
+    ("label", "point", 1.0),
+    ("server_requests", "req", 1.0),
+    ("server_ttft_s_mean", "TTFT\nms", 1e3),
+    ("client_minus_server_ttft_s", "TTFT\nc-s ms", 1e3),
+    ("ttft_gap_large", "c-s\nlarge", 1.0),
+    ("server_tpot_s_mean", "TPOT\nms", 1e3),
+    ("client_server_tpot_ratio", "TPOT\nc/s", 1.0),
+    ("server_queue_s_mean", "queue\nms", 1e3),
+    ("server_e2e_s_mean", "E2E\ns", 1.0),
+]
+SERVER_LOAD_COLUMNS = [
+    ("label", "point", 1.0),
+    ("server_running_mean", "running\nmean", 1.0),
+    ("server_waiting_mean", "waiting\nmean", 1.0),
+    ("server_kv_usage_mean", "KV use\nmean", 1.0),
+    ("server_kv_usage_max", "KV use\nmax", 1.0),
+    ("server_prefix_hit_rate", "prefix\nhit rate", 1.0),
+    ("server_preemptions", "preempt-\nions", 1.0),
+]
+
+
+def has_server_metrics(rows: list[dict]) -> bool:
+    return any(r.get("server_requests") is not None for r in rows)
+
 
 # Shown under the points table when a point recorded reasoning (token_metrics.reasoning_metrics).
 REASONING_COLUMNS = [

@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoville.cli.point_table import (POINT_COLUMNS, fmt_cell, invalid_note, model_text, points_table,
+from scoville.cli.point_table import (POINT_COLUMNS, SERVER_LATENCY_COLUMNS, SERVER_LOAD_COLUMNS, fmt_cell,
+                                      has_server_metrics, invalid_note, model_text, points_table,
                                       print_token_sections)
 from scoville.conventions import CONVENTIONS
 from scoville.errors import UserError
@@ -111,6 +112,10 @@ def register(app: typer.Typer) -> None:
         console.print(points_table("load points", rows, POINT_COLUMNS))
         print_token_sections(console, rows)
         _print_validity(rows)
+        if has_server_metrics(rows):
+            console.print(points_table("server side, means (its /metrics; warm-up included)", rows,
+                                       SERVER_LATENCY_COLUMNS))
+            console.print(points_table("server side, load", rows, SERVER_LOAD_COLUMNS))
         if chart:
             from scoville.report.terminal import run_charts
 

@@ -34,6 +34,7 @@ from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.fastpath import ClientLimitError
 from scoville.client.probe import probe
+from scoville.client.scrape import Scraper
 from scoville.client.workers import WorkerPool, auto_workers, ensure_open_files, run_point_here
 from scoville.errors import UserError
 from scoville.load import LoadPoint
@@ -92,6 +93,7 @@ class Sweep:
     ray_address: str | None = None
     ray_workers: int = 2
     max_model_len: int | None = None    # the server's context window; None = as its /v1/models says
+    scrape_interval: float = 1.0        # seconds between scrapes of the server's /metrics; 0 = off
 
 
 @dataclass
@@ -253,7 +255,7 @@ def _flush_energy(writer: RunWriter, sampler: NvmlSampler | None, mark: dict[str
 
 
 def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSampler | None, point: LoadPoint,
-                   observer: Observer) -> PointOutcome:
+                   observer: Observer, scraper: Scraper) -> PointOutcome:
     """Send one point, journal every record as it comes, compact it, and record how it went."""
     records: list[RequestRecord] = []
 
@@ -263,6 +265,7 @@ def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSamp
         observer.record(rec)
 
     mark = sampler.mark() if sampler is not None else None
+    scraper.start(point.index)
     t_start = writer.now()
     kwargs = dict(t0=writer.t0, t_start=t_start, on_record=on_record, seed=sweep.seed, salt=writer.attempt)
     # this process and its local workers; Ray's client actors run elsewhere and are not read
@@ -272,6 +275,7 @@ def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSamp
         pool.run_point(point, **kwargs)
     else:
         run_point_here(sweep.cfg, sweep.workload, point, **kwargs)
+    scraper.stop(writer.run_dir, sum(1 for r in records if r.ok))
     host_end = hostload.sample(pids)
     _flush_energy(writer, sampler, mark, point.index)
     writer.write_point(point.index, records)
@@ -339,6 +343,7 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
     outcomes: list[PointOutcome] = []
     status, stop_error = "interrupted", None
     sampler = None
+    scraper = Scraper(sweep.cfg, writer.now, sweep.scrape_interval, observer.warn)
     try:
         writer.manifest.setdefault("clock", {}).setdefault("segments", []).append(
             {"t": writer.now(), "unix": time.time()})
@@ -346,9 +351,11 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
             writer.manifest["executor"] = pool.describe()
         writer.save_manifest()
         sampler = _start_sampler(writer, sweep)
+        scraper.probe()
+        writer.manifest["server_metrics"] = scraper.manifest()
         for position, point in enumerate(todo):
             observer.start_point(point, position, len(todo))
-            outcomes.append(_measure_point(writer, sweep, pool, sampler, point, observer))
+            outcomes.append(_measure_point(writer, sweep, pool, sampler, point, observer, scraper))
             if outcomes[-1].server_unreachable:
                 raise _ServerGone(outcomes[-1], point.label())
         status = "complete"
@@ -357,6 +364,7 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
     except (UserError, ClientLimitError, _ServerGone) as e:
         stop_error = e
     finally:
+        scraper.close()
         with _uninterruptible():
             rows, close_error = _close_run(writer, sweep, pool, sampler, status)
     result = SweepResult(writer.run_dir, rows, status, outcomes)
@@ -408,6 +416,9 @@ def validate(sweep: Sweep) -> None:
     if not sweep.points:
         raise ClientError("nothing to measure: the load plan has no points")
     check_options(executor=sweep.executor, compat=sweep.compat, max_model_len=sweep.max_model_len)
+    if not (0 <= sweep.scrape_interval < float("inf")):  # also refuses NaN
+        raise ClientError(f"--scrape-interval must be 0 (off) or a positive number of seconds "
+                          f"(got {sweep.scrape_interval:g})")
     if sweep.executor == "local":
         workers = _workers_for(sweep)
         widest = max((p.concurrency or 0) for p in sweep.points)
@@ -470,7 +481,8 @@ def sweep_from_manifest(manifest: dict[str, Any], *, api_key: str | None = None,
                  system=manifest.get("system") or {}, model=manifest.get("model") or {},
                  serving=manifest.get("serving") or {}, compat=manifest.get("compat", "inferencex"),
                  seed=int(plan_info.get("seed", 0)), workers=int(plan_info.get("workers") or 0),
-                 emulator=emulator, slo=manifest.get("slo") or None, max_model_len=target.get("max_model_len"))
+                 emulator=emulator, slo=manifest.get("slo") or None, max_model_len=target.get("max_model_len"),
+                 scrape_interval=float((manifest.get("server_metrics") or {}).get("interval_s", 1.0)))
 
 
 @contextlib.contextmanager

@@ -295,6 +295,7 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
         parts.append("<h3>Latency distributions</h3><div class=\"grid3\">" +
                      "".join(_chart_div(c) for c in charts) + "</div>")
     parts.append(sessions_section(manifest, requests))
+    parts.append(server_section(rows))
     watts = power_chart(chart_key, read_power_samples(run_dir), plan, samples, system.label,
                         manifest_power_basis(manifest))
     if watts is not None:        # (not "pc": that is pyarrow.compute in this module)
@@ -327,6 +328,41 @@ def sessions_section(manifest: dict[str, Any], requests: pa.Table) -> str:
             + '<p class="note">Per turn, over every load point: later turns carry the conversation so far, so their '
               "prompts grow and more of them should come from the cache.</p>"
             + _table([h for _, h in TURN_COLUMNS], per_turn, "points"))
+
+
+SERVER_COLUMNS = [("server_requests", "requests", "n"), ("server_ttft_s_mean", "TTFT (ms)", "ms"),
+                  ("client_all_ttft_s_mean", "client TTFT (ms)", "ms"),
+                  ("client_minus_server_ttft_s", "client − server TTFT (ms)", "ms"),
+                  ("server_itl_s_mean", "ITL (ms)", "ms"), ("server_tpot_s_mean", "TPOT (ms)", "ms"),
+                  ("client_server_tpot_ratio", "client ÷ server TPOT", "ratio"),
+                  ("server_e2e_s_mean", "E2E (s)", "n"), ("server_queue_s_mean", "queue (ms)", "ms"),
+                  ("server_running_mean", "running", "n"), ("server_waiting_mean", "waiting", "n"),
+                  ("server_kv_usage_mean", "KV use mean", "pct"), ("server_kv_usage_max", "KV use max", "pct"),
+                  ("server_prefix_hit_rate", "prefix hit rate", "pct"), ("server_preemptions", "preemptions", "n")]
+
+
+def _server_cell(kind: str, v: Any) -> str:
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return "—" if v is None else str(v)
+    return {"ms": f"{v * 1e3:.3g}", "ratio": f"{v:.4f}", "pct": f"{v:.1%}"}.get(kind, fmt_value(float(v)))
+
+
+def server_section(rows: list[dict[str, Any]]) -> str:
+    """The server's own /metrics figures per point beside the client's (docs/server-metrics.md); "" when the
+    run scraped none."""
+    rows = sorted((r for r in rows if r.get("server_requests") is not None), key=lambda r: r.get("point", 0))
+    if not rows:
+        return ""
+    body = [[str(r.get("label")), *[_server_cell(kind, r.get(k)) for k, _, kind in SERVER_COLUMNS]] for r in rows]
+    flagged = [str(r.get("label")) for r in rows if r.get("ttft_gap_large")]
+    note = ('<p class="note">Means over each point\'s window, from the scrape just before its first request to the '
+            "one after its last, so warm-up requests are included; the client columns use the same requests. "
+            "Running, waiting and KV use are read from the scrapes inside the window.</p>")
+    warn = (f'<p class="note warn">Client TTFT exceeds the server\'s by more than max(25 ms, 10%) at '
+            f'{_e(", ".join(flagged))}: time spent outside the engine (network, HTTP, tokenization, a busy '
+            "client).</p>" if flagged else "")
+    return ("<h3>Server-side</h3>" + _table(["point", *[h for _, h, _ in SERVER_COLUMNS]], body, "points")
+            + note + warn)
 
 
 def _rate(key: str, v: Any) -> str:
