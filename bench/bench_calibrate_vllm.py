@@ -1,6 +1,6 @@
 """`scoville calibrate` end to end against a real vLLM (CPU backend) on this machine (issue 11, section 3).
 
-1. start the real vLLM CPU server (/work/realvllm/serve.sh PORT: a random-weight Llama, hidden 512, 6 layers);
+1. start the real vLLM CPU server (``realvllm/server.py``: a random-weight Llama, hidden 512, 6 layers);
 2. measure it with scoville: sweep A = 512 in / 128 out at concurrency 1, 2, 4, 8, 16, and sweep B = 1024 in /
    64 out at 1, 4, 8 (lengths drawn on [0.8·L, L] as InferenceX does, 10·C requests a point after 2·C warm-up,
    the InferenceX window);
@@ -25,14 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from realvllm.server import RealVllm, ensure_model, ensure_venv  # noqa: E402
 from scoville.results.store import read_manifest  # noqa: E402
 from scoville.sim.calibrate import METRICS, calibrate  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
@@ -56,22 +57,6 @@ def niced(cmd: list[str], nice: int) -> list[str]:
     return ["nice", "-n", str(nice), *cmd] if nice else cmd
 
 
-def start_server(port: int, nice: int) -> None:
-    print(f"starting vLLM on port {port} at nice {nice} ({load_line()})", flush=True)
-    subprocess.run(niced([str(REAL / "serve.sh"), str(port)], nice), check=True)
-
-
-def stop_server(port: int) -> None:
-    subprocess.run([str(REAL / "stop.sh"), str(port)], check=False)
-
-
-def kv_capacity_tokens(port: int) -> int | None:
-    """Tokens of KV cache the server allocated, from its start-up log ("CPU KV cache size: 699,008 tokens")."""
-    log = REAL / f"serve-{port}.log"
-    found = re.findall(r"KV cache size: ([\d,]+) tokens", log.read_text(errors="replace")) if log.exists() else []
-    return int(found[-1].replace(",", "")) if found else None
-
-
 def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int, nice: int, ratio: float) -> Path:
     """One `scoville sweep --url` of the real server; returns the run directory."""
     cmd = [sys.executable, "-c", "from scoville.cli import main; main()", "sweep", "--url", f"http://127.0.0.1:{port}",
@@ -87,13 +72,12 @@ def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int
     return run_dir
 
 
-def measure(port: int, runs: Path, seed: int, nice: int, ratio: float) -> tuple[list[Path], int | None]:
-    start_server(port, nice)
-    try:
-        kv = kv_capacity_tokens(port)
+def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Path) -> tuple[list[Path], int | None]:
+    print(f"starting vLLM on port {port} at nice {nice} ({load_line()})", flush=True)
+    model_dir = ensure_model(ensure_venv(venv, install=False), MODEL.parent)
+    with RealVllm(venv, model_dir, port=port, log_dir=runs, nice=nice) as server:
+        kv = server.kv_capacity_tokens()
         dirs = [sweep(port, runs, isl, osl, conc, seed + i, nice, ratio) for i, (_, isl, osl, conc) in enumerate(SWEEPS)]
-    finally:
-        stop_server(port)
     return dirs, kv
 
 
@@ -144,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8351, help="port in 8300-8399 for the vLLM server")
     ap.add_argument("--work", type=Path, default=Path("/tmp/scoville-calibrate-vllm"), help="runs and outputs here")
     ap.add_argument("--reuse", type=Path, help="calibrate on the runs already in this folder (no server)")
+    ap.add_argument("--venv", type=Path, default=REAL / "venv", help="vLLM's own venv (bench/realvllm/server.py)")
     ap.add_argument("--fit-points", default="c=1,c=16", help="sweep A points to fit on")
     ap.add_argument("--kv-capacity", type=int, help="KV tokens of the server (default: read from its log)")
     ap.add_argument("--seed", type=int, default=11)
@@ -161,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         dirs = [by_isl[isl] for _, isl, _, _ in SWEEPS]
         kv = args.kv_capacity
     else:
-        dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio)
+        dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio, args.venv)
         kv = args.kv_capacity or kv
     serving = dict(SERVING, hardware=HARDWARE, model=str(MODEL), **({"kv_capacity_tokens": kv} if kv else {}))
     run_a = str(read_manifest(dirs[0])["run_id"])
