@@ -6,7 +6,9 @@ alternating order, with fixed lengths, ``ignore_eos`` and no warm-up, so the ser
 scraped before and after each client run, hold exactly the requests of that run. Per run it prints:
 
 * the client's mean TTFT, TPOT and E2E, and each divided by (or minus) the server's mean for the same requests:
-  a client whose TPOT is 1.000 of the server's adds nothing to it; the TTFT difference is transport + client;
+  a client whose TPOT is 1.000 of the server's adds nothing to it; the TTFT difference is transport + client.
+  For scoville the server's figures are the ones scoville itself scraped over its point (its probe request
+  comes before); for `vllm bench serve`, a scrape before and after the command;
 * the client's CPU time (both processes' user + system, import time included; vLLM's CLI imports torch).
 
 Then, unless ``--no-search``, a ``scoville sweep --slo ... --search`` on the same server, seeded by the
@@ -60,8 +62,19 @@ class Load:
 
 
 @dataclass(frozen=True)
+class ServerSide:
+    """The server's own means over one client run's requests, and whose scrapes gave them."""
+
+    requests: int | None
+    ttft_ms: float
+    tpot_ms: float
+    e2e_ms: float
+    window: str                 # "scoville's scrape" (its point window) | "outside" (before/after the run)
+
+
+@dataclass(frozen=True)
 class ClientRun:
-    """What one client reported for one run, and the CPU it spent."""
+    """What one client reported for one run, the CPU it spent, and (scoville) what it scraped from the server."""
 
     client: str
     load: Load
@@ -70,6 +83,11 @@ class ClientRun:
     tpot_ms: float
     e2e_ms: float
     cpu_s: float
+    server: ServerSide | None = None
+
+
+def _ms(v: float | None) -> float:
+    return v * 1e3 if v else float("nan")
 
 
 def parse_loads(text: str, per_stream: int, per_rate: int) -> list[Load]:
@@ -105,8 +123,13 @@ def run_scoville(url: str, load: Load, isl: int, osl: int, runs: Path, seed: int
     cpu = children_cpu_s() - cpu0
     run_dir = Path(json.loads(out)["run_dir"])
     row = pq.read_table(run_dir / "points.parquet").to_pylist()[0]
+    # scoville scrapes the server at its point's start and end: that window holds exactly the point's requests
+    # (an outside scrape before the command would also hold its probe request)
+    server = (ServerSide(row["server_requests"], _ms(row["server_ttft_s_mean"]), _ms(row["server_tpot_s_mean"]),
+                         _ms(row["server_e2e_s_mean"]), "scoville's scrape")
+              if row.get("server_requests") is not None else None)
     return ClientRun("scoville", load, int(row["num_ok"]), row["ttft_s_mean"] * 1e3, row["tpot_s_mean"] * 1e3,
-                     row["e2e_s_mean"] * 1e3, cpu)
+                     row["e2e_s_mean"] * 1e3, cpu, server)
 
 
 def run_vllm_bench(venv: Path, model: Path, url: str, load: Load, isl: int, osl: int, seed: int) -> ClientRun:
@@ -129,23 +152,23 @@ def run_vllm_bench(venv: Path, model: Path, url: str, load: Load, isl: int, osl:
                      result["mean_e2el_ms"], cpu)
 
 
-def judged(run: ClientRun, server: WindowFigures) -> str:
+def outside(fig: WindowFigures) -> ServerSide:
+    return ServerSide(server_requests(fig), _ms(fig.means.get("ttft")), _ms(fig.means.get("tpot")),
+                      _ms(fig.means.get("e2e")), "outside")
+
+
+def judged(run: ClientRun, server: ServerSide) -> str:
     """One table row: the client's means beside the server's for the same requests."""
-    n_server = server_requests(server)
-
-    def ms(key: str) -> float:
-        mean = server.means.get(key)
-        return mean * 1e3 if mean else float("nan")
-
-    return (f"| {run.load.label} | {run.client} | {run.completed} / {n_server} | {run.ttft_ms:.1f} | "
-            f"{run.ttft_ms - ms('ttft'):+.1f} | {run.tpot_ms:.2f} | {run.tpot_ms / ms('tpot'):.4f} | "
-            f"{run.e2e_ms:.0f} | {run.e2e_ms / ms('e2e'):.4f} | {run.cpu_s:.1f} |")
+    return (f"| {run.load.label} | {run.client} | {run.completed} / {server.requests} | {server.window} | "
+            f"{run.ttft_ms:.1f} | {run.ttft_ms - server.ttft_ms:+.1f} | {run.tpot_ms:.2f} | "
+            f"{run.tpot_ms / server.tpot_ms:.4f} | {run.e2e_ms:.0f} | {run.e2e_ms / server.e2e_ms:.4f} | "
+            f"{run.cpu_s:.1f} |")
 
 
 def measure_clients(server: RealVllm, venv: Path, model: Path, loads: list[Load], rounds: int, isl: int, osl: int,
                     runs: Path) -> list[str]:
-    rows = ["| load | client | done client / server | TTFT ms | client − server TTFT ms | TPOT ms | "
-            "TPOT ÷ server | E2E ms | E2E ÷ server | client CPU s |", "|" + " --- |" * 10]
+    rows = ["| load | client | done client / server | server window | TTFT ms | client − server TTFT ms | "
+            "TPOT ms | TPOT ÷ server | E2E ms | E2E ÷ server | client CPU s |", "|" + " --- |" * 11]
     for rnd in range(rounds):
         for i, load in enumerate(loads):
             order = ("scoville", "vllm bench") if (i + rnd) % 2 == 0 else ("vllm bench", "scoville")
@@ -155,7 +178,7 @@ def measure_clients(server: RealVllm, venv: Path, model: Path, loads: list[Load]
                 run = (run_scoville(server.url, load, isl, osl, runs, seed) if client == "scoville"
                        else run_vllm_bench(venv, model, server.url, load, isl, osl, seed))
                 time.sleep(0.5)   # the server records a request's histograms just after its last byte
-                rows.append(judged(run, window_figures([before, scrape(server.url)])))
+                rows.append(judged(run, run.server or outside(window_figures([before, scrape(server.url)]))))
                 print(rows[-1], flush=True)
     return rows
 
