@@ -198,14 +198,14 @@ def test_slo_search_on_an_analytic_curve_reports_the_answer_and_what_seeding_sav
     drive(seeded, knee_rows(37.0))
     for s in (blind, seeded):
         assert s.levels.answer == 37
-    assert [m["level"] for m in blind.measured] == blind_levels(37, 1024)
+    assert [m.level for m in blind.measured] == blind_levels(37, 1024)
     summary = seeded.summary()
     assert summary["answer"] == summary["answer_load"] == 37 and summary["done"] and not summary["at_ceiling"]
     assert summary["points_measured"] == len(seeded.measured) < len(blind.measured)
     assert summary["blind_estimate"]["points"] == len(blind.measured)
     # seconds = level here, so the derived blind time is exactly the blind run's
     assert summary["blind_estimate"]["accelerator_minutes"] == pytest.approx(blind.accelerator_minutes())
-    assert seeded.accelerator_minutes() == pytest.approx(sum(m["level"] for m in seeded.measured) * 2 / 60)
+    assert seeded.accelerator_minutes() == pytest.approx(sum(m.level for m in seeded.measured) * 2 / 60)
     line = summary["line"]
     assert "\n" not in line and "highest concurrency meeting it c=37" in line and "c=38 fails: tpot_p90" in line
     assert f"a blind search needs {len(blind.measured)} loads (derived)" in line
@@ -219,7 +219,7 @@ def test_near_limit_points_are_measured_again_in_the_slo_search():
     rows = lambda c: {"tpot_s_p90": 0.019 if c <= 4 else 0.1, "num_errors": 0}
     search = SloSearch(slo=slo, levels=LevelSearch(16, start=4, factor=2.0, repeats=3), make_point=make_point)
     drive(search, rows)
-    levels = [m["level"] for m in search.measured]
+    levels = [m.level for m in search.measured]
     assert levels.count(4) == 2 and search.levels.answer == 4
     assert search.summary()["loads_measured"] == len(set(levels)) < search.summary()["points_measured"]
 

@@ -26,6 +26,7 @@ where the boundary lies, so a seeded run reports what it saved against a blind o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -154,6 +155,33 @@ def blind_levels(answer: int, max_level: int) -> list[int]:
 
 
 @dataclass(frozen=True)
+class MeasuredPoint:
+    """One measured point of a search: its level, verdict and what it cost."""
+
+    point: int                          # index in the run's load plan
+    level: int
+    load: str                           # "c=37" or "rate=3/s"
+    passed: bool
+    near: bool                          # some statistic within the margin of its limit
+    seconds: float                      # wall time of the point
+    errors: int                         # failed requests
+    ratios: dict[str, float | None]     # statistic over its limit, by key (None: not measured)
+    goodput: float | None
+
+
+@dataclass(frozen=True)
+class BlindEstimate:
+    """What a blind search would have needed for the same answer: derived from the answer, not measured."""
+
+    levels: list[int]
+    accelerator_minutes: float | None   # None: no prediction to time the levels this run did not measure
+
+    @property
+    def points(self) -> int:
+        return len(self.levels)
+
+
+@dataclass(frozen=True)
 class SeedInfo:
     """Where a seeded search started and why: the prediction behind the first level."""
 
@@ -182,7 +210,7 @@ class SloSearch:
     seed: SeedInfo | None = None
     point_seconds: Callable[[int], float] | None = None
     knee_hint: Callable[[int, SloCheck], int | None] | None = None
-    measured: list[dict[str, Any]] = field(default_factory=list)
+    measured: list[MeasuredPoint] = field(default_factory=list)
 
     @property
     def widest_concurrency(self) -> int:
@@ -209,24 +237,29 @@ class SloSearch:
         near = check.near(self.margin)
         hint = self.knee_hint(level, check) if self.knee_hint is not None else None
         self.levels.record(level, check.passed, near, hint)
-        self.measured.append({"point": point.index, "level": level, "load": self.load_text(level),
-                              "passed": check.passed, "near": near, "seconds": seconds, "errors": check.errors,
-                              "ratios": {k: (v if math.isfinite(v) else None) for k, v in check.ratios.items()},
-                              "goodput": (row or {}).get("goodput")})
+        self.measured.append(MeasuredPoint(
+            point=point.index, level=level, load=self.load_text(level), passed=check.passed, near=near,
+            seconds=seconds, errors=check.errors,
+            ratios={k: (v if math.isfinite(v) else None) for k, v in check.ratios.items()},
+            goodput=(row or {}).get("goodput")))
         return check
 
     def accelerator_minutes(self, first_only: bool = False) -> float:
         """Accelerator time the measured points took (``first_only``: the first attempt at each level)."""
-        seconds = self._first_seconds().values() if first_only else [m["seconds"] for m in self.measured]
+        seconds = self._first_seconds().values() if first_only else [m.seconds for m in self.measured]
         return sum(seconds) * self.accelerators / 60.0
+
+    @property
+    def loads_measured(self) -> int:
+        return len({m.level for m in self.measured})
 
     def _first_seconds(self) -> dict[int, float]:
         first: dict[int, float] = {}
         for m in self.measured:
-            first.setdefault(m["level"], m["seconds"])
+            first.setdefault(m.level, m.seconds)
         return first
 
-    def blind_estimate(self) -> dict[str, Any] | None:
+    def blind_estimate(self) -> BlindEstimate | None:
         """What a blind search would have needed for the same answer (derived, not measured); None unless seeded.
 
         Its levels, one attempt each, and their accelerator time; the confirmations at the boundary are left
@@ -249,9 +282,8 @@ class SloSearch:
             elif self.point_seconds is not None:
                 seconds += self.point_seconds(lv) * scale
             else:
-                return {"levels": blind, "points": len(blind), "accelerator_minutes": None}
-        return {"levels": blind, "points": len(blind),
-                "accelerator_minutes": seconds * self.accelerators / 60.0}
+                return BlindEstimate(blind, None)
+        return BlindEstimate(blind, seconds * self.accelerators / 60.0)
 
     def answer_line(self) -> str:
         """The result on one line: the answer, what failed above it, the points measured, what seeding saved."""
@@ -269,29 +301,29 @@ class SloSearch:
         else:
             head = f"SLO {slo}: highest {what} meeting it {self.load_text(lv.answer)} " \
                    f"({self.load_text(lv.hi)} fails{self._why(lv.hi)})"
-        loads = len({m["level"] for m in self.measured})
+        loads = self.loads_measured
         line = f"{head}; {len(self.measured)} points measured ({loads} loads, " \
                f"{self.accelerator_minutes():.2f} accelerator-min)"
         blind = self.blind_estimate()
         if self.seed is not None:
             line += f"; seeded at {self.load_text(self.seed.level)} from {self.seed.source}"
         if blind is not None:
-            fewer = blind["points"] - loads
-            line += f"; a blind search needs {blind['points']} loads (derived): " \
+            fewer = blind.points - loads
+            line += f"; a blind search needs {blind.points} loads (derived): " \
                     f"{abs(fewer)} {'fewer' if fewer >= 0 else 'more'}"
-            if blind["accelerator_minutes"] is not None:
-                saved = blind["accelerator_minutes"] - self.accelerator_minutes(first_only=True)
+            if blind.accelerator_minutes is not None:
+                saved = blind.accelerator_minutes - self.accelerator_minutes(first_only=True)
                 line += f", ~{abs(saved):.2f} accelerator-min {'saved' if saved >= 0 else 'more'}"
         return line
 
     def _why(self, level: int) -> str:
-        fails = [m for m in self.measured if m["level"] == level and not m["passed"]]
+        fails = [m for m in self.measured if m.level == level and not m.passed]
         if not fails:
             return ""
         m = fails[-1]
-        if m["errors"]:
-            return f": {m['errors']} failed requests"
-        over = [(k, r) for k, r in m["ratios"].items() if r is not None and r > 1.0]
+        if m.errors:
+            return f": {m.errors} failed requests"
+        over = [(k, r) for k, r in m.ratios.items() if r is not None and r > 1.0]
         if not over:
             return ": no measured statistic"
         key, ratio = max(over, key=lambda kr: kr[1])
@@ -300,7 +332,7 @@ class SloSearch:
 
     def summary(self) -> dict[str, Any]:
         """The manifest's ``slo_search`` block."""
-        lv = self.levels
+        lv, blind = self.levels, self.blind_estimate()
         return {
             "slo": self.slo.to_dict(), "mode": self.mode, "step": self.step if self.mode == "rate" else None,
             "max_level": lv.max_level, "margin": self.margin, "repeats": lv.repeats, "factor": lv.factor,
@@ -308,12 +340,13 @@ class SloSearch:
             "done": lv.done, "answer": lv.answer if lv.done else None,
             "answer_load": (lv.answer if self.mode == "concurrency" else lv.answer * self.step) if lv.done else None,
             "at_ceiling": lv.done and lv.answer >= lv.max_level,
-            "points_measured": len(self.measured), "loads_measured": len({m["level"] for m in self.measured}),
+            "points_measured": len(self.measured), "loads_measured": self.loads_measured,
             "accelerator_minutes": self.accelerator_minutes(),
             "first_attempt_accelerator_minutes": self.accelerator_minutes(first_only=True),
-            "measured": self.measured,
+            "measured": [dataclasses.asdict(m) for m in self.measured],
             "decided": [{"level": level, "passed": passed} for level, passed in lv.decided],
             "seeded_from": None if self.seed is None else
             {"source": self.seed.source, "level": self.seed.level, **self.seed.detail},
-            "blind_estimate": self.blind_estimate(), "line": self.answer_line(),
+            "blind_estimate": None if blind is None else dict(dataclasses.asdict(blind), points=blind.points),
+            "line": self.answer_line(),
         }
