@@ -9,6 +9,7 @@ import pytest
 from scoville.load import LoadPoint
 from scoville.slo import Slo, SloError
 from scoville.slo_search import (
+    GUIDED_STEPS,
     SEED_FACTOR,
     LevelSearch,
     SeedInfo,
@@ -148,28 +149,36 @@ def test_a_tie_fails_and_repeats_one_never_repeats():
     assert search.done and search.answer == 1
 
 
-def test_the_first_step_out_goes_just_past_the_corrected_knee_later_ones_at_least_by_a_growing_factor():
+def test_hints_lead_to_the_other_side_of_the_hinted_boundary():
     search = LevelSearch(1024, start=40, factor=1.25, grow=True)
     search.record(40, False, hint=37)
-    assert search.next_level() == 37                    # expected to pass
+    assert search.next_level() == 37                    # after a fail: the hint itself, expected to pass
     search.record(37, True, hint=37)
-    assert search.next_level() == 38                    # bracketed: bisect
+    assert search.next_level() == 38                    # after a pass: one above it, expected to fail
+    search.record(38, False, hint=37)
+    assert search.done and search.answer == 37 and len(search.attempts) == 3
     search = LevelSearch(1024, start=40, factor=1.25, grow=True)
     search.record(40, True, hint=41)
-    assert search.next_level() == 42                    # expected to fail
+    assert search.next_level() == 42
     search.record(42, True, hint=43)
-    assert search.next_level() == 66                    # the hint fell short: at least x1.25², 42 -> 66
-    search = LevelSearch(1024, start=40, factor=1.25, grow=True)
-    search.record(40, False, hint=39)
-    search.record(39, False, hint=38)
-    assert search.next_level() == 24                    # 39 / 1.5625
-    search = LevelSearch(1024, start=40, factor=1.25)   # without grow the factor stays
-    search.record(40, True)
-    search.record(50, True)
-    assert search.next_level() == 63
+    search.record(44, True, hint=45)
+    search.record(46, True, hint=47)                    # three hints fell short: no more guidance
+    assert search.next_level() == math.ceil(46 * 1.25 ** 8)
     search = LevelSearch(64, start=60, factor=1.25)
-    search.record(60, True, hint=500)                   # a hint past the ceiling is clipped to it
+    search.record(60, True, hint=500)                   # a hint past the ceiling is not followed
     assert search.next_level() == 64
+    search = LevelSearch(1024, start=40, factor=1.25)
+    search.record(40, True, hint=39)                    # a hint behind what is known is not followed
+    assert search.next_level() == 50
+
+
+def test_hints_that_keep_landing_on_the_wrong_side_cost_a_bounded_number_of_levels():
+    for start, boundary in ((10, 30), (10, 500), (200, 20)):
+        plain = run(LevelSearch(1024, start=start, factor=SEED_FACTOR, grow=True), boundary)
+        search = LevelSearch(1024, start=start, factor=SEED_FACTOR, grow=True)
+        while (level := search.next_level()) is not None:   # each hint says: the boundary is right here
+            search.record(level, level <= boundary, hint=level if level <= boundary else level - 1)
+        assert search.answer == boundary and len(search.attempts) <= len(plain) + GUIDED_STEPS
 
 
 # ---- SloSearch: points in, verdicts, summary, the one line -----------------------------------------------------
@@ -194,13 +203,14 @@ def test_slo_search_on_an_analytic_curve_reports_the_answer_and_what_seeding_sav
     drive(blind, knee_rows(37.0))
     seeded = SloSearch(slo=slo, levels=LevelSearch(1024, start=40, factor=SEED_FACTOR, repeats=1, grow=True),
                        make_point=make_point, accelerators=2, seed=SeedInfo("h200/llama-3.1-8b", 40),
-                       point_seconds=lambda lv: float(lv))
+                       point_seconds=lambda lv: float(lv), knee_hint=lambda lv, check: 37)
     drive(seeded, knee_rows(37.0))
     for s in (blind, seeded):
         assert s.levels.answer == 37
     assert [m.level for m in blind.measured] == blind_levels(37, 1024)
     summary = seeded.summary()
     assert summary["answer"] == summary["answer_load"] == 37 and summary["done"] and not summary["at_ceiling"]
+    assert [m.level for m in seeded.measured] == [40, 37, 38]           # a right hint: three loads
     assert summary["points_measured"] == len(seeded.measured) < len(blind.measured)
     assert summary["blind_estimate"]["points"] == len(blind.measured)
     # seconds = level here, so the derived blind time is exactly the blind run's

@@ -5,9 +5,10 @@ req/s). Whether a level meets the SLO is assumed monotone: if it does, every low
 assumption ``LevelSearch`` proposes the next level to measure from the verdicts so far:
 
 * **blind**: start at 1 and double until a level fails or the ceiling is reached;
-* **seeded**: start at a predicted knee (``scoville.sim.knee``); the first step out goes just past the
-  knee the prediction gives once scaled through what the start measured, later ones by ``SEED_FACTOR``
-  (up while levels pass, down while they fail), until a pass and a fail bracket the boundary;
+* **seeded**: start at a predicted knee (``scoville.sim.knee``); each measurement, scaling the prediction
+  through itself, hints where the boundary lies, and the next level goes just to its other side (at most
+  ``GUIDED_STEPS`` times); otherwise step out by a factor that grows from ``SEED_FACTOR`` (up while levels
+  pass, down while they fail) until a pass and a fail bracket the boundary;
 * then **bisect** the bracket until the highest passing level and the lowest failing one are adjacent.
   The answer is the highest passing level (0 when level 1 fails; the ceiling when it passes: "at least").
 
@@ -39,6 +40,7 @@ SEED_FACTOR = 1.25      # step out of a predicted knee by this factor until brac
 BLIND_FACTOR = 2.0      # a blind search doubles from level 1
 MARGIN = 0.10           # a statistic within 10 % of its limit makes the verdict worth repeating
 REPEATS = 3             # attempts at most at such a level
+GUIDED_STEPS = 3        # steps at most that follow a hint (the rest bisect or step by the factor)
 
 
 @dataclass(frozen=True)
@@ -51,13 +53,13 @@ class Attempt:
 class LevelSearch:
     """Proposes the next level to measure; ``record`` each attempt's verdict; ``answer`` once ``done``.
 
-    ``record`` may carry a ``hint``: where the boundary lies judging by that measurement (a prediction
-    corrected by it, ``scoville.sim.knee.PredictedCurve.corrected_knee``). While only one side of the
-    boundary is known, the first step out of the start goes just past the hint (to a level expected to fail
-    after a pass, or to pass after a fail); later steps go at least ``factor`` further, so a hint that keeps
-    falling short costs at most one step more than stepping by the factor alone. With ``grow`` (seeded
-    searches) each further step squares the factor (x1.25, x1.56, x2.44, ...), so a seed far from the
-    boundary is left as fast as doubling would; without it (blind) the factor stays fixed.
+    ``record`` may carry a ``hint``: the highest level expected to pass judging by that measurement (a
+    prediction corrected by it, ``scoville.sim.knee.PredictedCurve.corrected_knee``). The next level then
+    goes to the other side of the hinted boundary (one above the hint after a pass, the hint itself after a
+    fail) when that lies strictly inside what is still unknown; at most ``GUIDED_STEPS`` levels follow
+    hints, so hints that keep landing on the wrong side cost a bounded number of extra levels. Otherwise
+    the search steps out (by ``factor``; with ``grow``, seeded searches, the factor squares at each step:
+    x1.25, x1.56, x2.44, ..., so a seed far from the boundary is left as fast as doubling would) or bisects.
     """
 
     def __init__(self, max_level: int, *, start: int = 1, factor: float = BLIND_FACTOR,
@@ -72,6 +74,7 @@ class LevelSearch:
         self.attempts: list[Attempt] = []
         self._votes: dict[int, list[Attempt]] = {}
         self._hint: int | None = None
+        self._guided = 0                 # levels measured because a hint proposed them
 
     def verdict(self, level: int) -> bool | None:
         """Whether a level meets the SLO by the majority of its attempts (a tie fails); None if unmeasured."""
@@ -120,26 +123,29 @@ class LevelSearch:
             return next((lv for lv in (lo, hi) if lv in self._votes and not self.confirmed(lv)), None)
         if not self._votes:
             return self.start
-        first_step = len(self._votes) == 1
+        guided = self._guided_level(lo, hi)
+        if guided is not None:
+            return guided
         factor = self.factor ** (2 ** min(len(self._votes) - 1, 6)) if self.grow else self.factor
         if hi > self.max_level:          # only passes so far: step up
-            step = max(lo + 1, math.ceil(lo * factor))
-            if self._hint is not None:
-                guess = max(self._hint + 1, lo + 1)
-                step = guess if first_step else max(guess, step)
-            return min(step, self.max_level)
+            return min(max(lo + 1, math.ceil(lo * factor)), self.max_level)
         if lo == 0:                      # only fails so far: step down
-            step = min(hi - 1, math.floor(hi / factor))
-            if self._hint is not None:
-                guess = min(self._hint, hi - 1)
-                step = guess if first_step else min(guess, step)
-            return max(step, 1)
+            return max(min(hi - 1, math.floor(hi / factor)), 1)
         return (lo + hi) // 2
+
+    def _guided_level(self, lo: int, hi: int) -> int | None:
+        """The other side of the last hint's boundary, when it is still unknown and hints may still lead."""
+        if self._hint is None or self._guided >= GUIDED_STEPS or not self.attempts:
+            return None
+        level = self._hint + 1 if self.attempts[-1].passed else self._hint
+        return level if lo < level < hi and level not in self._votes and level <= self.max_level else None
 
     def record(self, level: int, passed: bool, near: bool = False, hint: int | None = None) -> None:
         """One measured attempt at ``level`` (which must be the proposed one)."""
         if level != self.next_level():
             raise ValueError(f"level {level} was not proposed (expected {self.next_level()})")
+        if self._votes and level == self._guided_level(self.lo, self.hi):
+            self._guided += 1
         attempt = Attempt(level, passed, near)
         self.attempts.append(attempt)
         self._votes.setdefault(level, []).append(attempt)
@@ -197,7 +203,8 @@ class SloSearch:
     ``make_point(index, level)`` builds the point of a level (its request counts, its rate or concurrency);
     ``point_seconds(level)``, when given, predicts how long a point of that level takes (for the derived
     accelerator time of a blind search's levels this run did not measure); ``knee_hint(level, check)``,
-    when given, is where the boundary lies judging by that measurement (``LevelSearch.record``'s hint).
+    when given, is the highest level expected to pass judging by that measurement (``LevelSearch.record``'s
+    hint).
     """
 
     slo: Slo

@@ -5,8 +5,8 @@ closed-loop concurrency in milliseconds, so a load search can start where the SL
 instead of doubling up from 1. A steady state has means and no tail: every statistic of a limit (mean,
 median, p90, p99) is predicted by the estimate itself, as the analytic run's medians are, and ITL by TPOT.
 A tail limit is therefore placed optimistically; the first measurement corrects it (``corrected_knee``
-scales each predicted curve through the measured value, keeping the predicted shape), and the search's first
-step out goes just past that corrected knee.
+scales each predicted curve through the measured value, keeping the predicted shape), and the search goes to
+the other side of that corrected knee (``slo_search.LevelSearch``'s hints).
 
 For a request-rate search the knee is the request rate the deployment completes at the knee concurrency
 (the closed loop's throughput there), a seed only.
