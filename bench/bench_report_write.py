@@ -70,7 +70,7 @@ def open_times(packed: Path, rounds: int = 4) -> None:
     """Seconds from navigation to every chart drawn, for ``packed`` and a copy with plotly.js inlined as text."""
     from playwright.sync_api import sync_playwright
 
-    from scoville.report.html import plotly_js
+    from scoville.reporting.html import plotly_js
 
     text = packed.read_text()
     start = text.index('<script id="plotly-gz"')
@@ -101,12 +101,12 @@ def main() -> None:
     b = sweep_run(root, "B200", 1000, 2.0, 1)
     # cold: a fresh interpreter, imports included, as when `scoville sweep` ends
     code = ("import time, sys; t = time.perf_counter(); from pathlib import Path; "
-            "from scoville.report.html import write_report; "
+            "from scoville.reporting.html import write_report; "
             f"write_report([Path({str(a)!r})], Path({str(root / 'cold.html')!r})); "
             "print(f'{time.perf_counter() - t:.2f}')")
     cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     print(f"write_report, 1 run x 7 points, fresh process incl. imports: {cold} s (target < 2 s)")
-    from scoville.report.html import write_report
+    from scoville.reporting.html import write_report
 
     for label, dirs in (("1 run", [a]), ("2 runs", [a, b])):
         times = []

@@ -44,6 +44,7 @@ def test_open_run_runs_compare_and_report_read_what_the_cli_reads(simulated, tmp
         p["total_throughput_per_accelerator"] for p in run.points))
     out = scoville.report(run, out=tmp_path / "r.html")
     assert out.read_text().startswith("<!DOCTYPE html>")
+    assert run.report() == run.path / "report.html" and run.report().stat().st_size > 100_000
 
 
 def test_bad_options_are_one_line_errors_naming_the_flag(tmp_path):
@@ -65,3 +66,9 @@ def test_serve_yields_a_live_emulator_url_and_stops_it():
             assert json.load(r)["data"][0]["id"]
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{url}/v1/models", timeout=2)
+
+
+def test_every_export_is_listed_and_loads():
+    assert set(scoville.__all__) == {"__version__", *scoville._EXPORTS}
+    for name in scoville._EXPORTS:
+        assert getattr(scoville, name) is not None

@@ -132,7 +132,7 @@ def test_a_searched_run_is_listed_with_the_range_of_its_deployment_sizes():
 def test_show_chart_draws_the_runs_frontier_in_the_terminal(tmp_path, capsys):
     from scoville.analysis.frontier import frontier
     from scoville.cli import main
-    from scoville.report.terminal import FRONTIER
+    from scoville.reporting.terminal import FRONTIER
     from scoville.results.catalog import read_point_rows
 
     runs = tmp_path / "runs"

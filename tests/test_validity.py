@@ -16,7 +16,7 @@ from scoville.analysis.runs import load_systems
 from scoville.cli import runs_cmd
 from scoville.client.hostload import HostSample, client_cpu_share, steal_share
 from scoville.metrics import recompute
-from scoville.report.html import write_report
+from scoville.reporting.html import write_report
 from scoville.results.schema import POWER_SCHEMA, RequestRecord, records_to_table
 from scoville.results.store import read_point_metrics
 from scoville.validity import SIMULATED_BASIS, point_validity

@@ -18,7 +18,8 @@ _EXPORTS = {
     "SimulateSpec": "scoville.simulation", "WorkloadSpec": "scoville.workload.options", "LoadSpec": "scoville.load",
     "UserError": "scoville.errors",
 }
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["__version__", "Run", "open_run", "runs", "compare", "report", "simulate", "serve", "SimulateSpec",
+           "WorkloadSpec", "LoadSpec", "UserError"]
 
 if TYPE_CHECKING:
     from scoville.api import Run, compare, open_run, report, runs, serve, simulate

@@ -66,8 +66,8 @@ class Run:
         return read_records(self.path)
 
     def report(self, out: str | Path | None = None) -> Path:
-        """This run's HTML report (default: ``report.html`` beside ``run_dir``)."""
-        return report(self, out=out if out is not None else self.path.parent / f"{self.id}.html")
+        """This run's HTML report (default: ``report.html`` in the run's folder, where ``sweep`` writes it)."""
+        return report(self, out=out if out is not None else self.path / "report.html")
 
 
 def open_run(path: str | Path) -> Run:
@@ -116,7 +116,7 @@ def compare(*systems: Run | str | Path | Sequence[Run | str | Path], per: str = 
 def report(*systems: Run | str | Path | Sequence[Run | str | Path], out: str | Path = "report.html",
            title: str | None = None) -> Path:
     """One self-contained HTML report of the systems (the first is the baseline); returns its path."""
-    from scoville.report.html import write_report_groups
+    from scoville.reporting.html import write_report_groups
 
     return write_report_groups([_dirs(s) for s in systems], Path(out), title=title)
 

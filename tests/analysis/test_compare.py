@@ -127,11 +127,15 @@ def test_goodput_recomputes_slo_attainment_from_requests(tmp_path):
     assert [r["slo_attainment"] for r in rows] == [1.0, 0.0]
     assert rows[0]["goodput"] == pytest.approx(rows[0]["request_throughput"])
     assert rows[1]["goodput"] == 0.0
-    with pytest.raises(UserError, match="KEY=SECONDS"):
+    with pytest.raises(UserError, match="METRIC_s=SECONDS"):
         parse_slo("latency=3")
     for bad in ("ttft_s=0", "ttft_s=nan"):  # limits no request could ever meet
-        with pytest.raises(UserError, match="positive number"):
+        with pytest.raises(UserError, match="positive duration|not a duration"):
             parse_slo(bad)
+    # a statistic limit is also a per-request threshold; ITL alone has none
+    assert parse_slo("tpot_p90=50ms") == pytest.approx({"tpot_s": 0.05})
+    with pytest.raises(UserError, match="no per-request limit"):
+        parse_slo("itl_p90=50ms")
 
 
 def test_cost_per_million_tokens():

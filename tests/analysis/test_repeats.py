@@ -5,8 +5,8 @@ import pytest
 from runs_factory import BASELINE_POINTS, make_run
 
 from scoville.analysis import compare, load_systems
-from scoville.report.charts import frontier_chart
-from scoville.report.plotly_fig import figure
+from scoville.reporting.charts import frontier_chart
+from scoville.reporting.plotly_fig import figure
 from scoville.results.store import read_point_metrics
 from scoville.stats import REPEATS_BAND, REQUESTS_BAND
 

@@ -20,7 +20,7 @@ from scoville.client.scrape import Scraper
 from scoville.client.sweep import Sweep, run_sweep, sweep_from_manifest
 from scoville.load import concurrency_sweep
 from scoville.power.sources import plan_power, system_info
-from scoville.report.html import render
+from scoville.reporting.html import render
 from scoville.results.schema import RequestRecord, records_to_table
 from scoville.results.server_store import (
     SERVER_METRICS,

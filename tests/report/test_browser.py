@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from scoville.report.html import write_report
+from scoville.reporting.html import write_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -73,7 +73,7 @@ def test_the_decision_control_reads_every_systems_frontier_where_it_is_dragged(r
     sync_api = pytest.importorskip("playwright.sync_api")
     from scoville.analysis.frontier import frontier
     from scoville.analysis.runs import load_systems
-    from scoville.report.decision import decision_grid
+    from scoville.reporting.decision import decision_grid
 
     _, runs = report_runs
     out = write_report(runs[:2], tmp_path / "two.html")

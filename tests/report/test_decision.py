@@ -2,7 +2,7 @@
 
 from scoville.analysis.frontier import frontier
 from scoville.analysis.runs import load_systems
-from scoville.report.decision import decision_grid
+from scoville.reporting.decision import decision_grid
 
 
 def test_the_grid_starts_where_every_system_reaches_and_reads_each_frontier(report_runs):

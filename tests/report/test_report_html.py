@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from scoville.report.html import plotly_js, write_report
+from scoville.reporting.html import plotly_js, write_report
 
 
 def figures(html_text: str) -> dict:
@@ -108,7 +108,7 @@ def test_runs_without_power_or_with_a_broken_sample_still_report(tmp_path):
 
 
 def test_a_points_configuration_is_summarised_for_its_hover():
-    from scoville.report.charts import config_summary
+    from scoville.reporting.charts import config_summary
 
     cfg = json.dumps({"block_size": 16, "parallel": {"tp": 8, "dp": 1}, "replicas": 2, "disaggregation": None,
                       "precision": "fp8", "router": "least_loaded"})
@@ -219,8 +219,8 @@ def test_a_single_run_report_leads_with_its_frontier_and_says_what_it_shows(repo
 
 def test_a_one_point_chart_gets_a_range_a_reader_can_place_the_point_in():
     # plotly zooms onto a lone point and ticks it "33.1195k"; the figure pins a range around it instead
-    from scoville.report.charts import Chart, Series
-    from scoville.report.plotly_fig import figure
+    from scoville.reporting.charts import Chart, Series
+    from scoville.reporting.plotly_fig import figure
 
     one = Chart(id="c", title="t", x_label="x", y_label="y", y_log=True,
                 series=[Series("s", [61.8], [33_118.6], "points", "#000")])
@@ -263,7 +263,7 @@ def test_cdf_legends_name_every_point_once_even_when_loads_repeat():
     """A searched simulation replays several deployments at one concurrency: "c=1 c=1" told the reader nothing."""
     import numpy as np
 
-    from scoville.report.charts import cdf_charts
+    from scoville.reporting.charts import cdf_charts
 
     plan = [{"index": 0, "label": "c=1", "config": {"parallel": {"tp": 8}}},
             {"index": 1, "label": "c=1", "config": {"parallel": {"tp": 4}}},

@@ -1,6 +1,6 @@
 """`scoville show RUN --chart`: the frontier drawn as text, markers where the figures put them."""
 
-from scoville.report.terminal import DOMINATED, FRONTIER, THROUGHPUT_PER_ACCELERATOR, frontier_text, run_charts
+from scoville.reporting.terminal import DOMINATED, FRONTIER, THROUGHPUT_PER_ACCELERATOR, frontier_text, run_charts
 
 
 def rows(*points: tuple[float, float]) -> list[dict]:

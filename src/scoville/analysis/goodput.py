@@ -17,25 +17,18 @@ from scoville.errors import UserError
 from scoville.metrics import context_from_manifest, point_metrics
 from scoville.results.catalog import load_manifest
 from scoville.results.store import read_power, read_requests
+from scoville.slo import Slo
 
 SLO_KEYS = ("ttft_s", "tpot_s", "e2e_s")
 
 
 def parse_slo(text: str) -> dict[str, float]:
-    """``"ttft_s=2,tpot_s=0.05"`` -> {"ttft_s": 2.0, "tpot_s": 0.05}."""
-    slo: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = part.partition("=")
-        key = key.strip()
-        if not sep or key not in SLO_KEYS:
-            raise UserError(f"bad SLO {part!r}: write KEY=SECONDS with KEY one of {', '.join(SLO_KEYS)}")
-        try:
-            slo[key] = float(value)
-        except ValueError:
-            raise UserError(f"bad SLO {part!r}: {value!r} is not a number of seconds") from None
-        if not slo[key] > 0:  # also refuses nan, which no request could ever meet
-            raise UserError(f"bad SLO {part!r}: the limit must be a positive number of seconds")
-    return slo
+    """Per-request goodput thresholds of an SLO text (``scoville.slo``, the one parser): ``"ttft_s=2,tpot_s=0.05"``
+    -> {"ttft_s": 2.0, "tpot_s": 0.05}; a statistic limit such as ``tpot_p90=50ms`` serves as ``tpot_s=0.05``."""
+    thresholds = Slo.parse(text).per_request()
+    if not thresholds:
+        raise UserError(f"SLO {text!r} has no per-request limit (ITL has none); give ttft, tpot or e2e limits")
+    return thresholds
 
 
 def goodput(run_dir: Path, slo: dict[str, float]) -> list[dict[str, Any]]:

@@ -106,7 +106,7 @@ def register(app: typer.Typer) -> None:
         runs: RunsRoot = Path("runs"),
     ) -> None:
         """One self-contained HTML report (opens offline) with frontiers, comparison, latencies, power, manifests."""
-        from scoville.report.html import write_report_groups
+        from scoville.reporting.html import write_report_groups
 
         groups = resolve_groups(runs, run_refs)
         at = parse_interactivities(at_interactivity)
@@ -115,7 +115,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"report: [bold]{escape(str(path))}[/]")
             for folder, fmt in ((png, "png"), (svg, "svg")):
                 if folder is not None:
-                    from scoville.report.static import write_images
+                    from scoville.reporting.static import write_images
 
                     files = write_images(groups, folder, fmt)
                     console.print(f"{len(files)} {fmt.upper()} charts in [bold]{escape(str(folder))}[/]")

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from scoville.cli.point_table import fmt_cell
 from scoville.conventions import CONVENTIONS, ConventionPoint, Deviation
-from scoville.report.output import write_file
+from scoville.reporting.output import write_file
 
 # (headline key, header, scale): seconds shown as ms
 COLUMNS = [("ttft_s", "TTFT\nms", 1e3), ("tpot_s", "TPOT\nms", 1e3), ("itl_s", "ITL\nms", 1e3),
@@ -64,7 +64,7 @@ def diff_table(title: str, own: str, rows: list[Deviation]) -> Table:
 
 
 def write_records(records: list[dict[str, Any]], out: Path) -> Path:
-    """JSON, or Parquet when ``out`` ends in .parquet, through ``report.output.write_file``, which refuses any
+    """JSON, or Parquet when ``out`` ends in .parquet, through ``reporting.output.write_file``, which refuses any
     path inside a run folder: a run's own points.parquet can never be overwritten with another convention."""
     if out.suffix == ".parquet":
         sink = pa.BufferOutputStream()

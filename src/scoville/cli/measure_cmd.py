@@ -40,6 +40,8 @@ from scoville.cli.workload_options import (
     TraceOption,
     workload_kwargs,
 )
+from scoville.cli.search_options import (PredictOption, ProfileOption, SearchMaxOption, SearchOption,
+                                         SearchRateOption, SearchRepeatsOption, SloOption, build_search)
 from scoville.executor.options import ClientWorkersOption, ExecutorOption, RayAddressOption
 from scoville.workload.scenarios import resolve_workload
 
@@ -55,7 +57,7 @@ EMULATOR_DEFAULTS = {"hardware": "h200", "model": "llama-3.1-8b", "isl": 1024, "
 def _write_report(run_dir: Path) -> Path | None:
     """``<run_dir>/report.html`` via the report module when this build has it (else nothing)."""
     try:
-        from scoville.report.html import write_report
+        from scoville.reporting.html import write_report
     except ImportError:
         return None
     try:
@@ -142,7 +144,7 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
         print(json.dumps({"run_dir": str(result.run_dir), "run_id": result.run_dir.name, "status": result.status,
                           "power": manifest_power, "report": str(report) if report else None,
                           "points": result.rows, "outcomes": [msgspec.to_builtins(o) for o in result.outcomes],
-                          **({"loads": loads} if loads else {})},
+                          **({"loads": loads} if loads else {}), "slo_search": manifest.get("slo_search")},
                          indent=2, default=str))
     else:
         out = Console()
@@ -159,6 +161,8 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
         out.print(escape(f"run: {result.run_dir}" + (f"  (seed {seed})" if seed is not None else "")), soft_wrap=True)
         if report:
             out.print(escape(f"report: {report}"), soft_wrap=True)
+        if manifest.get("slo_search"):
+            out.print(escape(manifest["slo_search"]["line"]), soft_wrap=True)
     for line in failure_lines(result, labels):
         console.print(f"[yellow]failed[/]: {escape(line)}")
     if empty:
@@ -225,6 +229,13 @@ def register(app: typer.Typer) -> None:
         executor: ExecutorOption = "local",
         ray_address: RayAddressOption = None,
         ray_workers: ClientWorkersOption = 2,
+        slo: SloOption = None,
+        search: SearchOption = False,
+        search_rate: SearchRateOption = None,
+        search_max: SearchMaxOption = None,
+        predict: PredictOption = None,
+        profile: ProfileOption = None,
+        search_repeats: SearchRepeatsOption = 3,
     ) -> None:
         """Measure a latency-throughput curve: closed-loop concurrency or open-loop rate points."""
         # the measuring stack (aiohttp, the catalog) loads only when a sweep runs: `sweep --help` stays fast
@@ -271,11 +282,19 @@ def register(app: typer.Typer) -> None:
                                                               max_sessions=max_sessions, idle_gap_cap=idle_gap_cap,
                                                               replay=replay, trace_block_size=trace_block_size,
                                                               think_scale=think_scale))
-                points = load_plan(concurrency, rate, single=single, num_requests=num_requests,
-                                   warmup_requests=warmup_requests, duration=duration, burstiness=burstiness,
-                                   max_concurrency=max_concurrency, default_concurrency=default_c, workload=workload,
-                                   repeats=repeats)
                 n_acc = accelerators or int(system_defaults.get("accelerators") or 1)
+                slo_limits, search_plan = build_search(
+                    slo_text=slo, search=search, search_rate=search_rate, search_max=search_max, predict=predict,
+                    profile=profile, repeats=search_repeats, workload=workload, concurrency=concurrency, rate=rate,
+                    single=single, num_requests=num_requests, warmup_requests=warmup_requests, duration=duration,
+                    burstiness=burstiness, max_concurrency=max_concurrency, accelerators=n_acc)
+                if search_plan is not None and repeats > 1:
+                    raise ClientError("--repeats measures a fixed plan; a --search repeats at its boundary "
+                                      "(--search-repeats)")
+                points = [] if search_plan is not None else load_plan(
+                    concurrency, rate, single=single, num_requests=num_requests, warmup_requests=warmup_requests,
+                    duration=duration, burstiness=burstiness, max_concurrency=max_concurrency,
+                    default_concurrency=default_c, workload=workload, repeats=repeats)
                 if rated_watts is None and system_defaults.get("rated_watts_per_accelerator") and power != "all-in":
                     rated_watts = system_defaults["rated_watts_per_accelerator"]
                 source = power or ("rated" if (hardware or rated_watts) else "none")
@@ -294,7 +313,8 @@ def register(app: typer.Typer) -> None:
                 sweep = Sweep(cfg=cfg, workload=workload, points=points, power=plan, system=system,
                               model={"name": model_name or None}, compat=compat, seed=seed, workers=workers,
                               emulator=emulator, executor=executor, ray_address=ray_address,
-                              ray_workers=ray_workers, max_model_len=max_model_len, scrape_interval=scrape_interval)
+                              ray_workers=ray_workers, max_model_len=max_model_len, scrape_interval=scrape_interval,
+                              plan=search_plan, slo=(slo_limits.per_request() or None) if slo_limits is not None else None)
                 with progress:
                     result = run_sweep(sweep, runs, observer=progress, command=redacted_argv(sys.argv))
             sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))

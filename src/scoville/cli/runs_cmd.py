@@ -117,7 +117,7 @@ def register(app: typer.Typer) -> None:
                                        SERVER_LATENCY_COLUMNS))
             console.print(points_table("server side, load", rows, SERVER_LOAD_COLUMNS))
         if chart:
-            from scoville.report.terminal import run_charts
+            from scoville.reporting.terminal import run_charts
 
             for text in run_charts(rows, width=min(console.width, 100)):
                 console.print()

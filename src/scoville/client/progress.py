@@ -52,7 +52,7 @@ class LiveProgress:
         tpot = f"{median(self._tpot) * 1e3:.2f} ms" if self._tpot else "–"
         pos, n = self._position
         line = Text.assemble(
-            ("point ", "dim"), (f"{self._label}", "bold"), (f" ({pos + 1}/{n})  ", "dim"),
+            ("point ", "dim"), (f"{self._label}", "bold"), (f" ({pos + 1}/{n or '?'})  ", "dim"),
             (f"{self._done}/{self._total or '?'} requests  ", ""),
             ("TTFT p50 ", "dim"), (ttft, "cyan"), ("  TPOT p50 ", "dim"), (tpot, "cyan"),
             ("  errors ", "dim"), (str(self._errors), "red" if self._errors else "green"),
@@ -71,7 +71,7 @@ class LiveProgress:
         self._last_error = ""
         if self.enabled and not self.live:
             warm = f" after {point.warmup_requests} warm-up" if point.warmup_requests else ""
-            self.console.print(f"point {escape(self._label)} ({position + 1}/{total}): {point.num_requests} "
+            self.console.print(f"point {escape(self._label)} ({position + 1}/{total or '?'}): {point.num_requests} "
                                f"requests{warm}", soft_wrap=True)
 
     def record(self, rec: RequestRecord) -> None:

@@ -44,7 +44,8 @@ from scoville.power.nvml import NvmlSampler
 from scoville.power.sources import PowerError, PowerPlan
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import PointOutcome, RequestRecord
-from scoville.results.store import POWER, RunError, RunLock, RunWriter, measured_points, read_journal, read_manifest
+from scoville.results.store import (POWER, RunError, RunLock, RunWriter, measured_points, read_journal,
+                                    read_manifest, read_point_metrics)
 from scoville.workload.scenarios import Workload, fit_context
 
 EXECUTORS = ("local", "ray")
@@ -57,6 +58,16 @@ class Observer(Protocol):
     def record(self, rec: RequestRecord) -> None: ...
     def end_point(self, point: LoadPoint, row: dict[str, Any] | None) -> None: ...
     def warn(self, message: str) -> None: ...
+
+
+class AdaptivePlan(Protocol):
+    """Load points chosen one at a time from what the earlier ones measured (``scoville.slo_search.SloSearch``)."""
+
+    @property
+    def widest_concurrency(self) -> int: ...
+    def next_point(self, index: int) -> LoadPoint | None: ...
+    def observe(self, point: LoadPoint, row: dict[str, Any] | None, seconds: float) -> Any: ...
+    def summary(self) -> dict[str, Any]: ...
 
 
 class _Silent:
@@ -94,6 +105,7 @@ class Sweep:
     ray_workers: int = 2
     max_model_len: int | None = None    # the server's context window; None = as its /v1/models says
     scrape_interval: float = 1.0        # seconds between scrapes of the server's /metrics; 0 = off
+    plan: AdaptivePlan | None = None    # points proposed one by one (an SLO search); ``points`` starts empty
 
 
 @dataclass
@@ -336,10 +348,26 @@ def _close_run(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSampler 
     return rows, errors[0] if errors else None
 
 
+def _planned_points(writer: RunWriter, plan: AdaptivePlan, points: list[LoadPoint]) -> Iterator[LoadPoint]:
+    """The points an adaptive plan proposes, each added to the manifest's load plan before it is measured
+    (so show, report and compare read a search run as any other)."""
+    while (point := plan.next_point(len(points))) is not None:
+        points.append(point)
+        writer.manifest["load_plan"]["points"].append(dict(point.to_dict(), label=point.label()))
+        writer.manifest["load_plan"]["mode"] = point.mode
+        writer.save_manifest()
+        yield point
+
+
+def _point_row(run_dir: Path, index: int) -> dict[str, Any] | None:
+    return next((r for r in read_point_metrics(run_dir) if r["point"] == index), None)
+
+
 def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> SweepResult:
     """Measure the points the run still lacks; end the run "complete" or "interrupted", never "running"."""
     done = measured_points(writer.run_dir)
     todo = [p for p in sweep.points if p.index not in done]
+    points = iter(todo) if sweep.plan is None else _planned_points(writer, sweep.plan, sweep.points)
     outcomes: list[PointOutcome] = []
     status, stop_error = "interrupted", None
     sampler = None
@@ -349,15 +377,21 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
             {"t": writer.now(), "unix": time.time()})
         if hasattr(pool, "describe"):
             writer.manifest["executor"] = pool.describe()
+        if sweep.plan is not None:
+            writer.manifest["slo_search"] = sweep.plan.summary()
         writer.save_manifest()
         sampler = _start_sampler(writer, sweep)
         scraper.probe()
         writer.manifest["server_metrics"] = scraper.manifest()
-        for position, point in enumerate(todo):
-            observer.start_point(point, position, len(todo))
+        for position, point in enumerate(points):
+            observer.start_point(point, position, len(todo) if sweep.plan is None else 0)  # 0: not known
+            t_point = writer.now()
             outcomes.append(_measure_point(writer, sweep, pool, sampler, point, observer, scraper))
             if outcomes[-1].server_unreachable:
                 raise _ServerGone(outcomes[-1], point.label())
+            if sweep.plan is not None:
+                sweep.plan.observe(point, _point_row(writer.run_dir, point.index), writer.now() - t_point)
+                writer.manifest["slo_search"] = sweep.plan.summary()
         status = "complete"
     except KeyboardInterrupt:
         pass
@@ -391,10 +425,16 @@ def _point_runner(sweep: Sweep, workers: int) -> Any:
     return WorkerPool(workers, sweep.cfg, sweep.workload) if workers > 1 else None
 
 
+def _widest(sweep: Sweep) -> int:
+    """The most requests any point of the sweep may have in flight (an adaptive plan's ceiling included)."""
+    widest = max((p.concurrency or 1 for p in sweep.points), default=1)
+    return max(widest, sweep.plan.widest_concurrency) if sweep.plan is not None else widest
+
+
 def _workers_for(sweep: Sweep) -> int:
     if sweep.workers > 0:
         return sweep.workers
-    return auto_workers(max((p.concurrency or 1) for p in sweep.points) if sweep.points else 1)
+    return auto_workers(_widest(sweep))
 
 
 def check_options(*, executor: str, compat: str, max_model_len: int | None) -> None:
@@ -413,16 +453,14 @@ def check_options(*, executor: str, compat: str, max_model_len: int | None) -> N
 
 def validate(sweep: Sweep) -> None:
     """Everything that can be checked before a request is sent or a run directory made (ClientError, one line)."""
-    if not sweep.points:
+    if not sweep.points and sweep.plan is None:
         raise ClientError("nothing to measure: the load plan has no points")
     check_options(executor=sweep.executor, compat=sweep.compat, max_model_len=sweep.max_model_len)
     if not (0 <= sweep.scrape_interval < float("inf")):  # also refuses NaN
         raise ClientError(f"--scrape-interval must be 0 (off) or a positive number of seconds "
                           f"(got {sweep.scrape_interval:g})")
     if sweep.executor == "local":
-        workers = _workers_for(sweep)
-        widest = max((p.concurrency or 0) for p in sweep.points)
-        ensure_open_files(-(-widest // workers))
+        ensure_open_files(-(-_widest(sweep) // _workers_for(sweep)))
 
 
 def _fit(sweep: Sweep, probe_info: dict[str, Any]) -> None:
@@ -510,6 +548,9 @@ def resume_sweep(run_dir: Path, *, api_key: str | None = None, base_url: str | N
         manifest = read_manifest(run_dir)
         if manifest.get("source") != "measured":
             raise ClientError(f"{run_dir} is a {manifest.get('source')} run; only measured runs resume here")
+        if "slo_search" in manifest:
+            raise ClientError(f"{run_dir} is an SLO search, which cannot be resumed; run the search again "
+                              "(its measured points stay in this run)")
         sweep = sweep_from_manifest(manifest, api_key=api_key, base_url=base_url)
         validate(sweep)
     except BaseException:

@@ -4,7 +4,7 @@ plotly.js is read from the installed plotly Python package and inlined, gzipped 
 of script becomes 2 MB: a report is small enough to mail), and unpacked by the browser's own
 DecompressionStream; the file opens offline and makes no network request (no CDN, no web fonts). Figures
 are built as plain JSON from the renderer-neutral chart specs in
-``scoville.report.charts``; the sweep command calls ``write_report`` after every
+``scoville.reporting.charts``; the sweep command calls ``write_report`` after every
 sweep, so it avoids anything slow (no plotly.graph_objects, no matplotlib).
 """
 
@@ -27,12 +27,12 @@ import scoville
 from scoville.analysis.compare import Comparison, compare, fmt_ms, fmt_seconds, fmt_usd, fmt_value
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
-from scoville.report.decision import DECISION_SCRIPT, decision_grid, decision_html
-from scoville.report.charts import (Chart, cdf_charts, config_summary, frontier_charts, latency_samples, power_chart,
+from scoville.reporting.decision import DECISION_SCRIPT, decision_grid, decision_html
+from scoville.reporting.charts import (Chart, cdf_charts, config_summary, frontier_charts, latency_samples, power_chart,
                                     ratio_charts, safe_id, system_colors)
 from scoville.power.sources import manifest_power_basis
-from scoville.report.output import check_destination, write_file
-from scoville.report.plotly_fig import figure
+from scoville.reporting.output import check_destination, write_file
+from scoville.reporting.plotly_fig import figure
 from scoville.results.catalog import read_power_samples, read_records
 from scoville.results.manifest import source_label
 from scoville.session_metrics import points_session_metrics, turn_metrics
@@ -448,7 +448,7 @@ def write_report_groups(groups: list[list[Path]], out: Path, *, title: str | Non
                         at: Sequence[float | str] = ("common",)) -> Path:
     """Write the report for systems that may pool several runs each; returns ``out``.
 
-    The destination is checked before the (slow) rendering, and again when written (see report.output).
+    The destination is checked before the (slow) rendering, and again when written (see reporting.output).
     """
     out = Path(out)
     check_destination(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scoville.report.charts import Chart
+from scoville.reporting.charts import Chart
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 

@@ -13,11 +13,11 @@ from typing import Any, Sequence
 
 from scoville.analysis.runs import load_systems
 from scoville.errors import UserError
-from scoville.report.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
+from scoville.reporting.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
                                     ratio_charts, safe_id)
 from scoville.power.sources import manifest_power_basis
-from scoville.report.output import check_destination, write_file
-from scoville.report.plotly_fig import log_ticks, tick_label
+from scoville.reporting.output import check_destination, write_file
+from scoville.reporting.plotly_fig import log_ticks, tick_label
 from scoville.results.catalog import read_power_samples, read_records
 
 FORMATS = ("png", "svg")
@@ -70,7 +70,7 @@ def _band_bars(ax: object, s: object) -> None:
 
 
 def draw(chart: Chart, path: Path) -> Path:
-    """Render one chart to ``path`` (format from its suffix), written as report.output writes any report file."""
+    """Render one chart to ``path`` (format from its suffix), written as reporting.output writes any report file."""
     check_destination(path)
     import matplotlib
 
