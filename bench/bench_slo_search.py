@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from scoville.cli.search_options import build_search  # noqa: E402
+from scoville.search_plan import build_search  # noqa: E402
 from scoville.client.config import ClientConfig  # noqa: E402
 from scoville.client.sweep import Sweep, emulator_target, run_sweep  # noqa: E402
 from scoville.power.sources import plan_power, system_info  # noqa: E402

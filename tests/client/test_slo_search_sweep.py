@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from client_support import Behaviour, run_cli
 
-from scoville.cli.search_options import build_search
+from scoville.search_plan import build_search
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.sweep import Sweep, resume_sweep, run_sweep

@@ -41,7 +41,8 @@ from scoville.cli.workload_options import (
     workload_kwargs,
 )
 from scoville.cli.search_options import (PredictOption, ProfileOption, SearchMaxOption, SearchOption,
-                                         SearchRateOption, SearchRepeatsOption, SloOption, build_search)
+                                         SearchRateOption, SearchRepeatsOption, SloOption)
+from scoville.search_plan import build_search
 from scoville.executor.options import ClientWorkersOption, ExecutorOption, RayAddressOption
 from scoville.workload.scenarios import resolve_workload
 
