@@ -72,3 +72,32 @@ def test_every_export_is_listed_and_loads():
     assert set(scoville.__all__) == {"__version__", *scoville._EXPORTS}
     for name in scoville._EXPORTS:
         assert getattr(scoville, name) is not None
+
+
+def test_the_cli_options_and_the_specs_are_the_same_names():
+    """Every option of `sweep` and `simulate` is a field of its spec (flat), and every field an option: the
+    command line and the API cannot drift apart."""
+    import typer
+
+    from scoville.cli import measure_cmd, simulate_cmd
+    from scoville.load import LoadSpec
+    from scoville.measurement import SweepSpec
+    from scoville.simulation import SimulateSpec
+    from scoville.workload.options import WorkloadSpec
+
+    app = typer.Typer()
+    measure_cmd.register(app)
+    simulate_cmd.register(app)
+    commands = typer.main.get_command(app).commands
+    renamed = {"cost_per_hour_opt": "cost_per_hour", "scenario_name": "scenario", "stop_at_eos": "ignore_eos"}
+    cli_only = {"json_out", "resume", "_ignore_eos"}
+
+    def options(command: str) -> set[str]:
+        return {renamed.get(p.name, p.name) for p in commands[command].params} - cli_only
+
+    def flat(spec) -> set[str]:
+        return (set(spec.model_fields) - {"workload", "load"}) | set(WorkloadSpec.model_fields) | set(
+            LoadSpec.model_fields)
+
+    assert options("sweep") == flat(SweepSpec) - {"single"}          # `run` sets single
+    assert options("simulate") == flat(SimulateSpec) - {"repeats"}   # the search replays no repeats

@@ -14,17 +14,20 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Run": "scoville.api", "open_run": "scoville.api", "runs": "scoville.api", "compare": "scoville.api",
-    "report": "scoville.api", "simulate": "scoville.api", "serve": "scoville.api",
+    "report": "scoville.api", "simulate": "scoville.api", "serve": "scoville.api", "sweep": "scoville.api",
+    "SweepSpec": "scoville.measurement",
     "SimulateSpec": "scoville.simulation", "WorkloadSpec": "scoville.workload.options", "LoadSpec": "scoville.load",
     "UserError": "scoville.errors",
 }
-__all__ = ["__version__", "Run", "open_run", "runs", "compare", "report", "simulate", "serve", "SimulateSpec",
+__all__ = ["__version__", "Run", "open_run", "runs", "compare", "report", "simulate", "serve", "sweep",
+           "SweepSpec", "SimulateSpec",
            "WorkloadSpec", "LoadSpec", "UserError"]
 
 if TYPE_CHECKING:
-    from scoville.api import Run, compare, open_run, report, runs, serve, simulate
+    from scoville.api import Run, compare, open_run, report, runs, serve, simulate, sweep
     from scoville.errors import UserError
     from scoville.load import LoadSpec
+    from scoville.measurement import SweepSpec
     from scoville.simulation import SimulateSpec
     from scoville.workload.options import WorkloadSpec
 

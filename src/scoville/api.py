@@ -127,13 +127,22 @@ def simulate(hardware: str | None = None, model: str | None = None, **options: A
     from scoville.load import LoadSpec
     from scoville.simulation import SimulateSpec
     from scoville.simulation import simulate as run_simulation
+    from scoville.spec import take_fields
     from scoville.workload.options import WorkloadSpec
 
-    workload = {k: options.pop(k) for k in list(options) if k in WorkloadSpec.model_fields}
-    load = {k: options.pop(k) for k in list(options) if k in LoadSpec.model_fields}
+    workload, load = take_fields(options, WorkloadSpec), take_fields(options, LoadSpec)
     spec = SimulateSpec.of(hardware=hardware, model=model, workload=WorkloadSpec.of(**workload),
                            load=LoadSpec.of(**load), **options)
     return Run(run_simulation(spec).run_dir)
+
+
+def sweep(url: str | None = None, **options: Any) -> Run:
+    """Measure a server (``url``; None: the built-in emulator), as ``scoville sweep``: ``options`` are its options
+    by name (``isl``, ``osl``, ``concurrency``, ``hardware``, ``slo``, ``search``, ``repeats``, ``runs`` ...)."""
+    from scoville.measurement import flat_spec
+    from scoville.measurement import sweep as measure
+
+    return Run(measure(flat_spec(url=url, **options)).run_dir)
 
 
 @contextmanager

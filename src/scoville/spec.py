@@ -30,3 +30,9 @@ class Spec(BaseModel):
             flag = "--" + "-".join(str(x) for x in err["loc"] if isinstance(x, str)).replace("_", "-")
             more = f" ({len(e.errors())} problems in all)" if len(e.errors()) > 1 else ""
             raise UserError(f"{flag}: {err['msg']}{more}") from None
+
+
+def take_fields(options: dict[str, Any], spec: type[Spec]) -> dict[str, Any]:
+    """Remove from ``options`` (given flat, as a command line gives them) the ones ``spec`` declares, and return
+    them: how ``isl=`` or ``concurrency=`` reach a command's workload and load sub-specs."""
+    return {k: options.pop(k) for k in list(options) if k in spec.model_fields}

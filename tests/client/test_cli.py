@@ -51,7 +51,7 @@ def test_run_json_output_and_summary(server, tmp_path):
     (["sweep", "--concurrency", "1", "--rate", "2"], "not both"),
     (["sweep", "--scenario", "9k9k"], "unknown scenario '9k9k'"),
     (["sweep", "--power", "all-in"], "needs a --hardware"),
-    (["sweep", "--api", "grpc"], "unknown --api"),
+    (["sweep", "--api", "grpc"], "--api: Input should be 'completions' or 'chat'"),
 ])
 def test_bad_options_end_in_one_line(server, tmp_path, args, message):
     p = scoville(*args, "--url", server.base_url, "--runs", str(tmp_path))
@@ -78,8 +78,8 @@ def test_read_timeout_bounds_a_silent_stream_and_is_recorded(server, tmp_path):
      "--url is the server, not an endpoint: drop '/v1/completions' (--url http://127.0.0.1:9)"),
     (["--url", "http://127.0.0.1:9/v1/chat/completions/"],
      "drop '/v1/chat/completions' (--url http://127.0.0.1:9 --api chat)"),
-    (["--url", "http://127.0.0.1:9", "--timeout", "-1"], "--timeout must be a positive number"),
-    (["--url", "http://127.0.0.1:9", "--read-timeout", "0"], "--read-timeout must be a positive number"),
+    (["--url", "http://127.0.0.1:9", "--timeout", "-1"], "--timeout: Input should be greater than 0"),
+    (["--url", "http://127.0.0.1:9", "--read-timeout", "0"], "--read-timeout: Input should be greater than 0"),
 ])
 def test_bad_target_options_end_in_one_line_before_any_request(tmp_path, args, message):
     p = scoville("run", *args, "--isl", "16", "--osl", "4", "--num-requests", "1", "--runs", str(tmp_path))

@@ -239,7 +239,7 @@ def test_ray_missing_is_one_line_and_no_run(server, tmp_path):
 
 def test_an_unknown_executor_is_one_line_before_the_emulator_or_a_run(tmp_path):
     p = scoville("sweep", "--executor", "raay", "--runs", str(tmp_path / "runs"))
-    assert p.returncode == 2 and "unknown --executor 'raay'" in one_line(p.stderr)
+    assert p.returncode == 2 and "--executor: Input should be 'local' or 'ray'" in one_line(p.stderr)
     assert not (tmp_path / "runs").exists() and "emulator" not in p.stderr
 
 

@@ -1,15 +1,13 @@
 """``scoville sweep`` and ``scoville run``: measure an OpenAI-compatible server (or the built-in emulator).
 
-Thin: options become a ``scoville.client.sweep.Sweep``; the library does the
-work; this module prints the live progress, the summary table and the one-line
-errors. ``run`` is ``sweep`` restricted to one load point.
+Thin: options become a ``scoville.measurement.SweepSpec`` and ``scoville.measurement.sweep`` does the work
+(the same call as ``scoville.sweep`` in Python); this module prints the live progress, the summary table and
+the one-line errors. ``run`` is ``sweep`` restricted to one load point.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import secrets
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -21,11 +19,10 @@ from rich.markup import escape
 
 from scoville.cli.point_table import (LOAD_COLUMNS, POINT_COLUMNS, interval_table, invalid_note, points_table,
                                         print_token_sections)
-from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress
-from scoville.load import DEFAULT_CONCURRENCY, load_plan
-from scoville.power.sources import NO_POWER_BASIS, cost_per_hour, plan_power, power_basis_text, system_info
+from scoville.load import LoadSpec
+from scoville.power.sources import NO_POWER_BASIS, power_basis_text
 from scoville.results.store import read_journal, read_manifest
 from scoville.cli.workload_options import (
     IdleGapCapOption,
@@ -38,21 +35,17 @@ from scoville.cli.workload_options import (
     TraceBlockSizeOption,
     TraceFormatOption,
     TraceOption,
-    workload_kwargs,
 )
 from scoville.cli.search_options import (PredictOption, ProfileOption, SearchMaxOption, SearchOption,
                                          SearchRateOption, SearchRepeatsOption, SloOption)
-from scoville.search_plan import build_search
 from scoville.executor.options import ClientWorkersOption, ExecutorOption, RayAddressOption
-from scoville.workload.scenarios import resolve_workload
+from scoville.workload.options import WorkloadSpec
 
 if TYPE_CHECKING:
     from scoville.client.sweep import SweepResult
 
 console = Console(stderr=True)
 
-EMULATOR_DEFAULTS = {"hardware": "h200", "model": "llama-3.1-8b", "isl": 1024, "osl": 128,
-                     "concurrency": "1,2,4,8,16,32,64"}
 
 
 def _write_report(run_dir: Path) -> Path | None:
@@ -240,13 +233,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Measure a latency-throughput curve: closed-loop concurrency or open-loop rate points."""
         # the measuring stack (aiohttp, the catalog) loads only when a sweep runs: `sweep --help` stays fast
-        from scoville.client.sweep import (Sweep, SweepInterrupted, check_options, emulator_target, resume_hint,
-                                           resume_sweep, run_sweep)
+        from scoville.client.sweep import SweepInterrupted, resume_hint, resume_sweep
+        from scoville.measurement import SweepSpec
+        from scoville.measurement import sweep as measure
         from scoville.results.catalog import resolve_run
 
         single = ctx.info_name == "run"
-        if seed is None:
-            seed = secrets.randbelow(2**31)
         progress = LiveProgress(console, enabled=not json_out, live=console.is_terminal)
         try:
             if resume:
@@ -255,69 +247,25 @@ def register(app: typer.Typer) -> None:
                 with progress:
                     result = resume_sweep(run_dir, api_key=api_key, base_url=url, observer=progress)
                 sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))
-            check_options(executor=executor, compat=compat, max_model_len=max_model_len)
-            with contextlib.ExitStack() as stack:
-                emulator = None
-                default_c = DEFAULT_CONCURRENCY
-                wl_isl, wl_osl, wl_name = isl, osl, scenario_name
-                system_defaults: dict[str, Any] = {}
-                if url is None:
-                    hw = hardware or EMULATOR_DEFAULTS["hardware"]
-                    mdl = model or EMULATOR_DEFAULTS["model"]
-                    console.print(f"no --url: measuring the built-in emulator ({hw}, {mdl})")
-                    handle = stack.enter_context(emulator_target(hw, mdl, None, api_key))
-                    target_url, model_name = handle.base_url, handle.model
-                    system_defaults = dict(getattr(handle, "system", {}) or {})
-                    emulator = {"hardware": hw, "model": mdl, "config": getattr(handle, "config", None)}
-                    hardware = system_defaults.get("hardware") or hw
-                    if wl_name is None and wl_isl is None and wl_osl is None and trace is None:
-                        wl_isl, wl_osl = EMULATOR_DEFAULTS["isl"], EMULATOR_DEFAULTS["osl"]
-                    default_c = EMULATOR_DEFAULTS["concurrency"]
-                else:
-                    target_url, model_name = url, model or ""
-                    if wl_name is None and wl_isl is None and wl_osl is None and trace is None:
-                        wl_name = "1k1k"
-                workload = resolve_workload(wl_name, isl=wl_isl, osl=wl_osl, range_ratio=range_ratio, seed=seed,
-                                            **workload_kwargs(trace=trace, trace_format=trace_format,
-                                                              time_scale=time_scale, sample=sample,
-                                                              max_sessions=max_sessions, idle_gap_cap=idle_gap_cap,
-                                                              replay=replay, trace_block_size=trace_block_size,
-                                                              think_scale=think_scale))
-                n_acc = accelerators or int(system_defaults.get("accelerators") or 1)
-                slo_limits, search_plan = build_search(
-                    slo_text=slo, search=search, search_rate=search_rate, search_max=search_max, predict=predict,
-                    profile=profile, repeats=search_repeats, workload=workload, concurrency=concurrency, rate=rate,
-                    single=single, num_requests=num_requests, warmup_requests=warmup_requests, duration=duration,
-                    burstiness=burstiness, max_concurrency=max_concurrency, accelerators=n_acc)
-                if search_plan is not None and repeats > 1:
-                    raise ClientError("--repeats measures a fixed plan; a --search repeats at its boundary "
-                                      "(--search-repeats)")
-                points = [] if search_plan is not None else load_plan(
-                    concurrency, rate, single=single, num_requests=num_requests, warmup_requests=warmup_requests,
-                    duration=duration, burstiness=burstiness, max_concurrency=max_concurrency,
-                    default_concurrency=default_c, workload=workload, repeats=repeats)
-                if rated_watts is None and system_defaults.get("rated_watts_per_accelerator") and power != "all-in":
-                    rated_watts = system_defaults["rated_watts_per_accelerator"]
-                source = power or ("rated" if (hardware or rated_watts) else "none")
-                plan = plan_power(source, hardware=hardware, accelerators=n_acc, rated_watts=rated_watts,
-                                  csv_path=str(power_csv) if power_csv else None, boundary=power_boundary)
-                cost = cost_per_hour(cost_per_hour_opt, hardware)
-                if cost is None:
-                    cost = system_defaults.get("cost_per_accelerator_hour")
-                system = system_info(hardware, n_acc, plan, cost)
-                if ray_address and executor != "ray":
-                    raise ClientError("--ray-address only applies with --executor ray")
-                cfg = ClientConfig(base_url=target_url, model=model_name, api=api, api_key=api_key,
-                                   ignore_eos=not stop_at_eos, timeout_s=timeout, read_timeout_s=read_timeout,
-                                   vocab_size=vocab_size,
-                                   tokenizer=tokenizer)
-                sweep = Sweep(cfg=cfg, workload=workload, points=points, power=plan, system=system,
-                              model={"name": model_name or None}, compat=compat, seed=seed, workers=workers,
-                              emulator=emulator, executor=executor, ray_address=ray_address,
-                              ray_workers=ray_workers, max_model_len=max_model_len, scrape_interval=scrape_interval,
-                              plan=search_plan, slo=(slo_limits.per_request() or None) if slo_limits is not None else None)
-                with progress:
-                    result = run_sweep(sweep, runs, observer=progress, command=redacted_argv(sys.argv))
+            spec = SweepSpec.of(
+                url=url, api_key=api_key, model=model, api=api, ignore_eos=not stop_at_eos, timeout=timeout,
+                read_timeout=read_timeout, tokenizer=tokenizer, vocab_size=vocab_size, max_model_len=max_model_len,
+                scrape_interval=scrape_interval, single=single, seed=seed, compat=compat, hardware=hardware,
+                accelerators=accelerators, power=power, power_csv=power_csv, power_boundary=power_boundary,
+                rated_watts=rated_watts, cost_per_hour=cost_per_hour_opt, slo=slo, search=search,
+                search_rate=search_rate, search_max=search_max, predict=predict, profile=profile,
+                search_repeats=search_repeats, runs=runs, workers=workers, executor=executor,
+                ray_address=ray_address, ray_workers=ray_workers,
+                workload=WorkloadSpec.of(scenario=scenario_name, isl=isl, osl=osl, range_ratio=range_ratio,
+                                         trace=trace, trace_format=trace_format, time_scale=time_scale,
+                                         sample=sample, max_sessions=max_sessions, idle_gap_cap=idle_gap_cap,
+                                         replay=replay, trace_block_size=trace_block_size, think_scale=think_scale),
+                load=LoadSpec.of(concurrency=concurrency, rate=rate, burstiness=burstiness,
+                                 max_concurrency=max_concurrency, num_requests=num_requests,
+                                 warmup_requests=warmup_requests, duration=duration, repeats=repeats))
+            with progress:
+                result = measure(spec, observer=progress, command=redacted_argv(sys.argv),
+                                 on_info=lambda line: console.print(escape(line)))
             sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))
         except SweepInterrupted as e:
             kept = len(read_journal(e.result.run_dir))

@@ -1,14 +1,14 @@
 """Workload flags shared by ``sweep``, ``run`` and ``simulate``: traces and session knobs (and ``--repeats``).
 
-Declared once so the measuring client and the simulator spell, explain and
-validate them identically; ``workload_kwargs`` turns the given ones into
-``scoville.workload.scenarios.resolve_workload`` keyword arguments.
+Declared once so the measuring client and the simulator spell and explain them identically; the commands
+put the given ones into a ``scoville.workload.options.WorkloadSpec``, which validates them and resolves the
+workload.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -34,18 +34,3 @@ ThinkScaleOption = Annotated[Optional[float], typer.Option(
 RepeatsOption = Annotated[int, typer.Option(
     "--repeats", rich_help_panel="Load", help="Measure every load this many times (fresh prompts each time); "
                                               "figures then carry 95% bootstrap intervals across the repeats.")]
-
-
-def workload_kwargs(*, trace: Path | None, trace_format: str | None, time_scale: float | None,
-                    sample: float | None, max_sessions: int | None, idle_gap_cap: float | None,
-                    replay: str | None, trace_block_size: int | None, think_scale: float | None) -> dict[str, Any]:
-    """The given flags as resolve_workload keywords (flags left out are not passed, so defaults hold)."""
-    options = {"time_scale": time_scale, "sample": sample, "max_sessions": max_sessions,
-               "idle_gap_cap_s": idle_gap_cap, "replay": replay, "block_size": trace_block_size,
-               "think_scale": think_scale}
-    kwargs: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
-    if trace is not None:
-        kwargs["trace"] = trace
-    if trace_format is not None:
-        kwargs["trace_format"] = trace_format
-    return kwargs
