@@ -2,6 +2,7 @@
 
 import json
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,14 @@ def test_the_cli_options_and_the_specs_are_the_same_names():
 
     assert options("sweep") == flat(SweepSpec) - {"single"}          # `run` sets single
     assert options("simulate") == flat(SimulateSpec) - {"repeats"}   # the search replays no repeats
+
+
+def test_simulate_writes_its_report_when_asked(tmp_path, capsys):
+    from scoville.cli import main
+
+    main(["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--scenario", "1k1k", "--concurrency", "1-4",
+          "--no-disagg", "--runs", str(tmp_path), "--report"])
+    captured = capsys.readouterr()
+    run_dir = Path(captured.out.strip().splitlines()[-1])
+    assert (run_dir / "report.html").stat().st_size > 100_000
+    assert f"report: {run_dir / 'report.html'}" in captured.err.replace("\n", "")

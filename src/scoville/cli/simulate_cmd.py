@@ -102,6 +102,7 @@ def register(app: typer.Typer) -> None:
         trace_block_size: TraceBlockSizeOption = None,
         think_scale: ThinkScaleOption = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the points as JSON on stdout.")] = False,
+        report: Annotated[bool, typer.Option("--report", help="Also write the run's report.html (about 1 s more).")] = False,
     ) -> None:
         """Predict the latency-throughput-energy frontier of a model on a system (searches deployments unless --config)."""
         from scoville.simulation import SimulateSpec, simulate
@@ -111,7 +112,7 @@ def register(app: typer.Typer) -> None:
             framework=framework, mtp=mtp or "auto", max_accelerators=max_accelerators,
             disaggregation=disaggregation, fidelity=fidelity, cost_backend=cost_backend, profile=profile,
             power=power, compat=compat, seed=seed, runs=runs, executor=executor, ray_address=ray_address,
-            workers=workers,
+            workers=workers, report=report,
             workload=WorkloadSpec.of(scenario=scenario, isl=isl, osl=osl, range_ratio=range_ratio, trace=trace,
                                      trace_format=trace_format, time_scale=time_scale, sample=sample,
                                      max_sessions=max_sessions, idle_gap_cap=idle_gap_cap, replay=replay,
@@ -164,7 +165,9 @@ def _summary(run_dir: Path, json_out: bool) -> None:
                           band("interactivity"), band("total_throughput_per_accelerator"))
         out.print(table)
     console.print(f"power: {manifest_power_basis(manifest)}")
-    console.print(f"report: scoville report {escape(str(run_dir))}", soft_wrap=True)
+    written = run_dir / "report.html"
+    console.print(f"report: {escape(str(written))}" if written.exists()
+                  else f"report: scoville report {escape(str(run_dir))} (or simulate --report)", soft_wrap=True)
     print(run_dir)
 
 
