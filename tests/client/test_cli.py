@@ -158,6 +158,9 @@ def test_a_sweep_without_a_terminal_prints_a_line_as_each_point_starts_and_ends(
     p = scoville("sweep", "--url", server.base_url, "--isl", "16", "--osl", "4", "--concurrency", "1,2",
                  "--num-requests", "2", "--warmup-requests", "0", "--runs", str(tmp_path), columns=80)
     assert p.returncode == 0, p.stderr
+    # the summary fits an 80-column terminal; only the run's and the report's paths are never wrapped
+    table = [line for line in p.stdout.splitlines() if not line.startswith(("run: ", "report: "))]
+    assert table and max(len(line) for line in table) <= 80
     lines = p.stderr.splitlines()
     assert [line for line in lines if line.startswith("point ")] == ["point c=1 (1/2): 2 requests",
                                                                      "point c=2 (2/2): 2 requests"]
