@@ -123,8 +123,8 @@ def decision_html(grid: DecisionGrid) -> str:
     contenders = grid.systems[1:]
     ratio_heads = "".join(f"<th>{html.escape(c)}<br>vs {html.escape(grid.systems[0])}</th>" for c in contenders)
     heads = "".join(f"<th>{html.escape(s)}</th>" for s in grid.systems)
-    ratios_note = (" The last columns say how many times better each system is than the first; where lower is "
-                   "better (cost, energy), that is the first's figure over the other's." if contenders else "")
+    ratios_note = (" The last columns are each system's figure over the first's, as in the comparison tables: "
+                   "above 1 is better for throughput, below 1 for cost and energy." if contenders else "")
     return (
         '<section id="decide"><h2>Read off at an interactivity</h2>'
         '<p class="note">Drag to choose a speed per user; each figure is read off that system\'s own frontier '
@@ -152,14 +152,13 @@ function decideAt(i) {
     const tr = document.createElement('tr');
     const cell = (text, cls) => { const td = document.createElement('td'); td.textContent = text;
       if (cls) td.className = cls; tr.appendChild(td); };
-    cell(m.name + ' (' + m.unit + ')');
+    cell(m.name + ' (' + m.unit + (m.better === 'lower' ? ', lower is better' : '') + ')');
     m.cells.forEach(perX => { const [v, bound] = perX[i];
       cell((bound === 'at least' ? '\\u2265 ' : bound === 'at most' ? '\\u2264 ' : '') + fmtNum(v),
            v === null ? 'undef' : ''); });
     const base = m.cells[0][i][0];
     m.cells.slice(1).forEach(perX => { const v = perX[i][0];
-      const r = (v === null || base === null || v === 0 || base === 0) ? null
-        : (m.better === 'higher' ? v / base : base / v);
+      const r = (v === null || base === null || base === 0) ? null : v / base;
       cell(r === null ? '\\u2014' : fmtNum(r) + '\\u00d7', r === null ? 'undef' : ''); });
     return tr;
   }));

@@ -69,7 +69,7 @@ pre { background: var(--bg-alt); padding: 12px; border-radius: 6px; font-size: 1
 .decide-control { display: flex; align-items: center; gap: 10px; font-size: 15px; margin: 10px 0; flex-wrap: wrap; }
 .decide-control input { flex: 1 1 320px; max-width: 720px; } .decide-control output { font-weight: 600;
 min-width: 4em; text-align: right; font-variant-numeric: tabular-nums; }
-table.decide th { white-space: normal; vertical-align: bottom; }
+table.decide th, table.cmp th { white-space: normal; vertical-align: bottom; }
 @media (max-width: 1000px) { .grid2, .grid3 { grid-template-columns: 1fr; } }
 """
 
