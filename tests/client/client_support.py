@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -342,3 +343,22 @@ def wait_until(pred: Callable[[], object], timeout: float) -> None:
         if time.monotonic() > end:
             raise AssertionError("condition not reached")
         time.sleep(0.02)
+
+
+def raw_socket_server(reply: Callable[[bytes], bytes]) -> socket.socket:
+    """A loopback listener that answers each connection's first read with ``reply(request)`` and closes it: for
+    servers no HTTP framework would write (another protocol, a keep-alive it does not keep). Close the
+    returned listener to stop it."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(reply(conn.recv(65536)))
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener

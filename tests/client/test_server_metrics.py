@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 import typer
 from aiohttp import web
-from client_support import Behaviour, FakeServer, Served
+from client_support import Behaviour, FakeServer, Served, raw_socket_server
 from typer.testing import CliRunner
 
 from scoville.cli import runs_cmd
@@ -396,26 +396,15 @@ def test_against_the_emulator_the_server_counts_every_request_of_every_point(emu
 
 def test_a_kept_alive_connection_the_server_dropped_is_opened_again():
     """A server that closes every connection after answering, although it said keep-alive."""
-    import socket
-    import threading
-
     body = b'vllm:num_requests_running{model_name="m"} 3\n'
-    listener = socket.create_server(("127.0.0.1", 0))
     answered = []
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(65536)
-                answered.append(1)   # counted before the answer goes out, so the count never lags the client
-                conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Type: text/plain\r\n"
-                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    def reply(request: bytes) -> bytes:
+        answered.append(1)   # counted before the answer goes out, so the count never lags the client
+        return (b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Type: text/plain\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 
-    threading.Thread(target=serve, daemon=True).start()
+    listener = raw_socket_server(reply)
     warned: list[str] = []
     scraper = Scraper(ClientConfig(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}", model="m"),
                       lambda: float(len(answered)), 3600.0, warned.append)

@@ -8,7 +8,7 @@ import time
 import msgspec
 import pyarrow.parquet as pq
 import pytest
-from client_support import Behaviour
+from client_support import Behaviour, raw_socket_server
 
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
@@ -68,23 +68,8 @@ def test_unreachable_server_fails_fast_with_one_line_and_no_run(tmp_path):
 
 def test_a_port_that_does_not_speak_http_fails_with_one_line_and_no_run(tmp_path):
     """--url pointing at another service (say SSH's port): a ClientError naming the URL, not aiohttp's traceback."""
-    import socket
-    import threading
-
-    listener = socket.create_server(("127.0.0.1", 0))
+    listener = raw_socket_server(lambda request: b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
     port = listener.getsockname()[1]
-
-    def answer() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(65536)
-                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
-
-    threading.Thread(target=answer, daemon=True).start()
     sweep = Sweep(cfg=ClientConfig(base_url=f"http://127.0.0.1:{port}", model="m"), workload=WL,
                   points=concurrency_sweep([1], num_requests=1), power=plan_power("rated", hardware="h200",
                                                                                    accelerators=1), system={})
