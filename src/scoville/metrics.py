@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scoville.load import repeat_columns
+from scoville.results.schema import COMPAT_MODES
 from scoville.results.server_store import read_server_metrics
 from scoville.results.store import RunError, read_manifest, read_power, read_requests, write_point_metrics
 from scoville.server_metrics import point_server_columns
@@ -36,7 +37,6 @@ from scoville.stats import request_intervals
 from scoville.token_metrics import token_metrics
 from scoville.validity import point_validity
 
-COMPAT_MODES = ("inferencex", "clean")
 PERCENTILES = {"median": 50, "p90": 90, "p99": 99}
 
 

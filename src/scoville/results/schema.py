@@ -18,6 +18,10 @@ import pyarrow as pa
 #    local tokenizer's counts ``input_tokens_local`` / ``output_tokens_local`` (``--tokenizer``).
 SCHEMA_VERSION = 3
 
+# How a run's metrics are defined (its manifest's ``compat``; scoville.metrics has both definitions): the run
+# schema's own vocabulary, so the catalog can check a manifest without importing the metrics.
+COMPAT_MODES = ("inferencex", "clean")
+
 # The largest count a record stores: token and chunk counts go to int32 Arrow columns, so a
 # server reporting 2**64 - 1 tokens must be refused when parsed, not crash compaction later.
 MAX_COUNT = 2**31 - 1
