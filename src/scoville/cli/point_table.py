@@ -23,6 +23,10 @@ def fmt_cell(v: object, scale: float = 1.0) -> str:
 INVALID_MARK = "!"
 
 
+def _flag(v: bool) -> str:
+    return "yes" if v else "no"
+
+
 def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, float]]) -> Table:
     """One row per load point; each column is (metric key, header, scale).
 
@@ -34,7 +38,8 @@ def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, flo
     for _, header, _ in columns:
         table.add_column(header, justify="right")
     for r in rows:
-        cells = [fmt_cell(r.get(key), scale) for key, _, scale in columns]
+        cells = [_flag(r.get(key)) if isinstance(r.get(key), bool) else fmt_cell(r.get(key), scale)
+                 for key, _, scale in columns]
         if r.get("valid") is False:
             cells[0] += INVALID_MARK
         table.add_row(*[escape(c) for c in cells])
@@ -67,9 +72,19 @@ LOAD_COLUMNS = [
 ]
 
 def invalid_note(rows: list[dict]) -> str | None:
-    """The reasons of every invalid point, one line each, to print below ``points_table`` (None when all valid)."""
-    lines = [f"{INVALID_MARK} point {r.get('label') or r.get('point')}: {reason.get('code')}: {reason.get('detail')}"
-             for r in rows if r.get("valid") is False for reason in r.get("invalid_reasons") or []]
+    """Why points are invalid, to print below ``points_table``: one line a reason, naming every point it hit and
+    the first one's details (a busy VM's steal would otherwise repeat on every point); None when all are valid."""
+    hits: dict[str, list[tuple[str, str]]] = {}
+    for r in rows:
+        if r.get("valid") is False:
+            for reason in r.get("invalid_reasons") or []:
+                hits.setdefault(str(reason.get("code")), []).append((str(r.get("label") or r.get("point")),
+                                                                     str(reason.get("detail"))))
+    lines = []
+    for code, points in hits.items():
+        where = f"point {points[0][0]}" if len(points) == 1 else f"points {', '.join(p for p, _ in points)}"
+        first = "" if len(points) == 1 else f" ({points[0][0]})"
+        lines.append(f"{INVALID_MARK} {where}: {code}: {points[0][1]}{first}")
     return "\n".join(lines) if lines else None
 
 

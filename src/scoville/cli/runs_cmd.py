@@ -111,11 +111,11 @@ def register(app: typer.Typer) -> None:
         console.print(escape(basis if basis == NO_POWER_BASIS else f"power: {basis}"))
         console.print(points_table("load points", rows, POINT_COLUMNS))
         print_token_sections(console, rows)
-        _print_validity(rows)
         if has_server_metrics(rows):
             console.print(points_table("server side, means (its /metrics; warm-up included)", rows,
                                        SERVER_LATENCY_COLUMNS))
             console.print(points_table("server side, load", rows, SERVER_LOAD_COLUMNS))
+        _print_validity(rows)
         if chart:
             from scoville.reporting.terminal import run_charts
 
