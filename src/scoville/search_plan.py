@@ -19,6 +19,7 @@ from scoville.slo import Slo, SloCheck
 from scoville.slo_search import BLIND_FACTOR, REPEATS, SEED_FACTOR, LevelSearch, SeedInfo, SloSearch
 
 DEFAULT_MAX_LEVEL = 1024
+MAX_SEARCH_MAX = 1_000_000   # users or req/s: far past any server, and a prediction curve that still fits memory
 
 
 def build_search(*, slo_text: str | None, search: bool, search_rate: float | None, search_max: float | None,
@@ -47,6 +48,8 @@ def build_search(*, slo_text: str | None, search: bool, search_rate: float | Non
                           "(ttft_s=... is a per-request goodput limit)")
     if profile is not None and predict is None:
         raise ClientError("--profile calibrates the prediction; give --predict HARDWARE/MODEL with it")
+    if search_max is not None and not (math.isfinite(search_max) and 0 < search_max <= MAX_SEARCH_MAX):
+        raise ClientError(f"--search-max must be a load between 0 and {MAX_SEARCH_MAX} (got {search_max})")
     step = 1.0 if search_rate is None else search_rate
     if not step > 0 or not math.isfinite(step):
         raise ClientError(f"--search-rate must be a positive number of requests/s (got {search_rate})")

@@ -57,9 +57,6 @@ class SloLimit:
         """The metrics-row column this limit is checked against (statistic limits only)."""
         return f"{self.metric}_s_{self.stat}"
 
-    def text(self) -> str:
-        return f"{self.key}={format_seconds(self.limit_s)}"
-
 
 @dataclass(frozen=True)
 class SloCheck:
@@ -72,10 +69,6 @@ class SloCheck:
     def near(self, margin: float) -> bool:
         """Whether some statistic lies within ``margin`` (relative) of its limit, on either side."""
         return any(abs(r - 1.0) <= margin for r in self.ratios.values() if math.isfinite(r))
-
-    def worst(self) -> str | None:
-        """The key of the statistic closest to (or furthest over) its limit."""
-        return max(self.ratios, key=lambda k: self.ratios[k]) if self.ratios else None
 
 
 @dataclass(frozen=True)
@@ -108,16 +101,8 @@ class Slo:
             raise SloError(f"empty SLO {text!r}: {_FORMS}")
         return cls(tuple(limits))
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, float]) -> Slo:
-        """The Slo a manifest stored (``to_dict``)."""
-        return cls.parse(",".join(f"{k}={v!r}" for k, v in d.items()))
-
     def to_dict(self) -> dict[str, float]:
         return {lim.key: lim.limit_s for lim in self.limits}
-
-    def text(self) -> str:
-        return ",".join(lim.text() for lim in self.limits)
 
     @property
     def statistic_limits(self) -> tuple[SloLimit, ...]:

@@ -101,3 +101,15 @@ def test_doubt_about_interactivity_widens_the_interval_of_a_steep_frontier():
     assert a_vague.interval == (0.0, float("inf"))
     assert a_vague.ratio_interval[0] <= 1.0 <= a_vague.ratio_interval[1]
     assert "not distinguishable" in vague.table()[1][-1][-1]
+
+
+def test_a_load_is_valid_only_if_every_repeat_is_and_keeps_their_reasons():
+    from scoville.analysis.repeats import combine_repeats
+
+    reason = {"code": "errors", "detail": "3 of 40 measured requests failed"}
+    rows = [{"point": 0, "load": "c=4", "repeat": 1, "valid": True, "invalid_reasons": [], "tpot_s_median": 0.02},
+            {"point": 1, "load": "c=4", "repeat": 2, "valid": False, "invalid_reasons": [reason],
+             "tpot_s_median": 0.03}]
+    row = combine_repeats(rows)
+    assert row["valid"] is False and row["invalid_reasons"] == [reason]
+    assert combine_repeats([dict(rows[0]), dict(rows[0], point=1, repeat=2)])["valid"] is True

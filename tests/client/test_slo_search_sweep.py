@@ -65,6 +65,8 @@ def test_a_search_that_fails_at_the_first_load_measures_one_point(server, tmp_pa
     (dict(slo_text="ttft_p90=2s", concurrency="1,2"), "drop --concurrency"),
     (dict(slo_text="ttft_p90=2s", single=True), "scoville sweep --search"),
     (dict(slo_text="ttft_p90=2s", search_max=0.5), "below the first load"),
+    (dict(slo_text="ttft_p90=2s", search_max=float("inf")), "--search-max must be a load between 0 and"),
+    (dict(slo_text="ttft_p90=2s", search_max=float("nan")), "--search-max must be a load between 0 and"),
     (dict(slo_text="ttft_p90=2s", profile=Path("p.json")), "give --predict"),
     (dict(slo_text="ttft_p90=2s", predict="h200"), "HARDWARE/MODEL"),
     (dict(slo_text="ttft_p90=2s", search=False, predict="h200/llama-3.1-8b"), "add --search"),

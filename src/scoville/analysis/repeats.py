@@ -29,6 +29,7 @@ HEADLINE = (
 SUMMED = ("num_requests", "num_ok", "num_errors", "cached_tokens", "energy_j")   # counts of the whole load
 SAME = ("point", "concurrency", "rate", "accelerators")                          # the load itself
 DROPPED = ("repeat", "band_kind", "window_start_s", "window_end_s")             # one repeat's, not the load's
+VALIDITY = ("valid", "invalid_reasons")    # the load is valid only if every repeat is; it keeps every reason
 
 
 def _number(v: Any) -> bool:
@@ -60,7 +61,7 @@ def combine_repeats(repeats: Sequence[dict[str, Any]]) -> dict[str, Any]:
     keys = list(dict.fromkeys(k for r in repeats for k in r))
     row: dict[str, Any] = {}
     for key in keys:
-        if key in DROPPED or key.endswith(("_lo", "_hi")):
+        if key in DROPPED or key in VALIDITY or key.endswith(("_lo", "_hi")):
             continue
         values = [r.get(key) for r in repeats]
         numbers = [float(v) for v in values if _number(v)]
@@ -71,6 +72,9 @@ def combine_repeats(repeats: Sequence[dict[str, Any]]) -> dict[str, Any]:
         else:
             row[key] = float(np.mean(numbers))
     row.update(label=first["load"], repeats=len(repeats), repeat_points=[r.get("point") for r in repeats])
+    if any("valid" in r for r in repeats):
+        row["valid"] = all(r.get("valid") is not False for r in repeats)
+        row["invalid_reasons"] = [reason for r in repeats for reason in (r.get("invalid_reasons") or [])]
     rng = new_rng()
     for key in HEADLINE:
         ci = mean_interval(np.array([r.get(key) if _number(r.get(key)) else np.nan for r in repeats]), rng)

@@ -133,7 +133,8 @@ class Scraper:
                   "without them (--scrape-interval 0 turns scraping off)")
         return False
 
-    def _scrape(self) -> None:
+    def _scrape(self) -> bool:
+        """One scrape into the window's rows; False when it failed (warned once per run)."""
         assert self.path is not None
         t = self.now()
         try:
@@ -143,9 +144,10 @@ class Scraper:
                 self._failed = True
                 self.warn(f"a scrape of {self.cfg.base_url}{self.path} failed ({e}); server-side figures of "
                           "the points it falls in may be missing (said once per run)")
-            return
+            return False
         with self._lock:
             self._rows += [(t, self._point, s) for s in samples]
+        return True
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -177,10 +179,11 @@ class Scraper:
         self._halt()
         deadline = time.monotonic() + SETTLE_S
         while True:
-            self._scrape()
+            scraped = self._scrape()
             if self._caught_up(finished) or time.monotonic() >= deadline:
                 break
-            self._drop_last_scrape()   # only the final end scrape stays: the others would read idle gauges
+            if scraped:   # only the final end scrape stays: the others would read idle gauges
+                self._drop_last_scrape()
             time.sleep(SETTLE_STEP_S)
         with self._lock:
             rows, self._rows = self._rows, []

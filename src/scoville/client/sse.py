@@ -271,5 +271,5 @@ class StreamParser:
                 self.reasoning += n - 1 if thought else 0
             elif self._thinking:
                 self.reasoning += n
-            if self.t_first_content is None and not self._thinking:
+            if self.t_first_content is None and answered:   # a chunk without text may still be reasoning
                 self.t_first_content = t

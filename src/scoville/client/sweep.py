@@ -287,8 +287,8 @@ def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSamp
         pool.run_point(point, **kwargs)
     else:
         run_point_here(sweep.cfg, sweep.workload, point, **kwargs)
+    host_end = hostload.sample(pids)   # before the end scrape, whose wait for the server is no client time
     scraper.stop(writer.run_dir, sum(1 for r in records if r.ok))
-    host_end = hostload.sample(pids)
     _flush_energy(writer, sampler, mark, point.index)
     writer.write_point(point.index, records)
     outcome = point_outcome(point.index, writer.attempt, t_start, records,
