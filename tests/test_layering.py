@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -36,8 +37,9 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports() -> list[tuple[str, str, bool]]:
-    """(importer, imported, lazy) for every scoville import in the source tree."""
+@lru_cache(maxsize=1)
+def imports() -> tuple[tuple[str, str, bool], ...]:
+    """(importer, imported, lazy) for every scoville import in the source tree (parsed once per session)."""
     edges: list[tuple[str, str, bool]] = []
     for path in SRC.rglob("*.py"):
         importer = _module(path)
@@ -55,7 +57,7 @@ def imports() -> list[tuple[str, str, bool]]:
                 walk(child, inner)
 
         walk(ast.parse(path.read_text()), False)
-    return edges
+    return tuple(edges)
 
 
 def _in(module: str, packages: tuple[str, ...]) -> bool:
