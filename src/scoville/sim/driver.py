@@ -161,7 +161,7 @@ def simulate_point(config: SimConfig, workload: Any, point: LoadPoint, *, seed: 
         tr = engine.pop_trace(rid)
         ok = tr.error is None
         cols.request_id.append(rid)
-        cols.session_id.append(spec.session_id or sessions[si].session_id)
+        cols.session_id.append(spec.session_id)   # as the client records it: none for a single-turn request
         cols.turn.append(spec.turn)
         cols.t_sent.append(t_sent)
         cols.t_first.append(tr.t_first)
