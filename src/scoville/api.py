@@ -10,7 +10,7 @@
     scoville.runs("runs").df()                                  # the catalog as a DuckDB relation
 
 Every function takes the options its command takes, by the same names (``scoville simulate --help``), and
-returns typed objects. docs/python-api.md shows each example; tests/test_api.py runs them.
+returns typed objects. docs/python-api.md shows each of them, and tests/test_api_docs.py runs that page.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the imports below load their stacks only when a function ru
     import pyarrow as pa
 
     from scoville.analysis.compare import Comparison
+
 
 @dataclass(frozen=True)
 class Run:
