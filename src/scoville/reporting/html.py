@@ -33,7 +33,7 @@ from scoville.reporting.charts import (Chart, cdf_charts, config_summary, fronti
 from scoville.power.sources import manifest_power_basis
 from scoville.reporting.output import check_destination, write_file
 from scoville.reporting.plotly_fig import figure
-from scoville.results.catalog import read_power_samples, read_records
+from scoville.results.catalog import accelerator_count, read_power_samples, read_records
 from scoville.results.manifest import source_label
 from scoville.session_metrics import points_session_metrics, turn_metrics
 from scoville.validity import basis_text
@@ -235,16 +235,14 @@ def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     # A searched simulation's points each carry their own deployment: the run-level system and serving blocks
     # describe only the search's starting configuration, so they must not be shown as what ran.
     searched = any(p.get("config") for p in points)
-    sizes = sorted({p["accelerators"] for p in points if p.get("accelerators")})
-    count = (f"{sizes[0]}–{sizes[-1]}" if len(sizes) > 1 else str(sizes[0])) if searched and sizes \
-        else js(system.get("accelerators"))
     per_point = "each point's own deployment (table below)"
     return [
         ("run id", js(manifest.get("run_id"))),
         ("source", js(source_label(manifest))),
         ("status", js(manifest.get("status"))),
         ("created", js(manifest.get("created_at"))),
-        ("hardware", f"{js(system.get('hardware'))} × {count} accelerators" + (" (per point)" if searched else "")),
+        ("hardware", f"{js(system.get('hardware'))} × {accelerator_count(manifest, dash='–')} accelerators"
+                     + (" (per point)" if searched else "")),
         ("rated power per accelerator", f"{js(system.get('rated_watts_per_accelerator'))} W"),
         ("power source, boundary", f"{js(power.get('source'))}, {js(power.get('boundary') or system.get('power_boundary'))}"
                                    + (f" ({power['watts_per_accelerator']:g} W per accelerator)"

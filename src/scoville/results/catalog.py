@@ -303,13 +303,18 @@ def run_status(run_dir: Path, m: dict[str, Any]) -> str | None:
     return status
 
 
-def system_label(m: dict[str, Any]) -> str:
-    """"h200 x8"; a searched simulated run whose frontier points use different deployment sizes gives their
-    range ("gb300 x4-66"), not the largest alone."""
-    system = m.get("system") or {}
+def accelerator_count(m: dict[str, Any], dash: str = "-") -> str:
+    """"8"; a searched simulated run, whose points each carry their own deployment, gives the points' sizes
+    ("4-66", or the one size they share), not the search's starting configuration."""
     sizes = sorted({p["accelerators"] for p in (m.get("load_plan") or {}).get("points", []) if p.get("accelerators")})
-    count = f"{sizes[0]}-{sizes[-1]}" if len(sizes) > 1 else str(system.get("accelerators"))
-    return f"{system.get('hardware')} x{count}"
+    if sizes:
+        return f"{sizes[0]}{dash}{sizes[-1]}" if len(sizes) > 1 else str(sizes[0])
+    return str((m.get("system") or {}).get("accelerators"))
+
+
+def system_label(m: dict[str, Any]) -> str:
+    """"h200 x8", "gb300 x4-66" (``accelerator_count``)."""
+    return f"{(m.get('system') or {}).get('hardware')} x{accelerator_count(m)}"
 
 
 def manifest_row(run_dir: Path, m: dict[str, Any]) -> dict[str, Any]:
