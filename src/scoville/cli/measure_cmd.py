@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 console = Console(stderr=True)
 
 
-
 def _write_report(run_dir: Path) -> Path | None:
     """``<run_dir>/report.html`` via the report module when this build has it (else nothing)."""
     try:
@@ -235,7 +234,7 @@ def register(app: typer.Typer) -> None:
         # the measuring stack (aiohttp, the catalog) loads only when a sweep runs: `sweep --help` stays fast
         from scoville.client.sweep import SweepInterrupted, resume_hint, resume_sweep
         from scoville.measurement import SweepSpec
-        from scoville.measurement import sweep as measure
+        from scoville.measurement import sweep as measure_spec
         from scoville.results.catalog import resolve_run
 
         single = ctx.info_name == "run"
@@ -264,7 +263,7 @@ def register(app: typer.Typer) -> None:
                                  max_concurrency=max_concurrency, num_requests=num_requests,
                                  warmup_requests=warmup_requests, duration=duration, repeats=repeats))
             with progress:
-                result = measure(spec, observer=progress, command=redacted_argv(sys.argv),
+                result = measure_spec(spec, observer=progress, command=redacted_argv(sys.argv),
                                  on_info=lambda line: console.print(escape(line)))
             sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))
         except SweepInterrupted as e:

@@ -45,7 +45,7 @@ from scoville.power.sources import PowerError, PowerPlan
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import PointOutcome, RequestRecord
 from scoville.results.store import (POWER, RunError, RunLock, RunWriter, measured_points, read_journal,
-                                    read_manifest, read_point_metrics)
+                                    read_manifest)
 from scoville.workload.scenarios import Workload, fit_context
 
 EXECUTORS = ("local", "ray")
@@ -267,8 +267,9 @@ def _flush_energy(writer: RunWriter, sampler: NvmlSampler | None, mark: dict[str
 
 
 def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSampler | None, point: LoadPoint,
-                   observer: Observer, scraper: Scraper) -> PointOutcome:
-    """Send one point, journal every record as it comes, compact it, and record how it went."""
+                   observer: Observer, scraper: Scraper) -> tuple[PointOutcome, dict[str, Any] | None]:
+    """Send one point, journal every record as it comes, compact it, and record how it went; returns the
+    outcome and the point's metrics row (None when it measured nothing)."""
     records: list[RequestRecord] = []
 
     def on_record(rec: RequestRecord) -> None:
@@ -298,10 +299,11 @@ def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSamp
     writer.manifest.setdefault("point_results", {})[str(point.index)] = msgspec.to_builtins(outcome)
     writer.save_manifest()
     rows = recompute(writer.run_dir)
-    observer.end_point(point, next((r for r in rows if r["point"] == point.index), None))
+    row = next((r for r in rows if r["point"] == point.index), None)
+    observer.end_point(point, row)
     if outcome.unexpected_cache_hits:
         observer.warn(cache_warning(point.label(), outcome))
-    return outcome
+    return outcome, row
 
 
 def _start_sampler(writer: RunWriter, sweep: Sweep) -> NvmlSampler | None:
@@ -359,10 +361,6 @@ def _planned_points(writer: RunWriter, plan: AdaptivePlan, points: list[LoadPoin
         yield point
 
 
-def _point_row(run_dir: Path, index: int) -> dict[str, Any] | None:
-    return next((r for r in read_point_metrics(run_dir) if r["point"] == index), None)
-
-
 def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> SweepResult:
     """Measure the points the run still lacks; end the run "complete" or "interrupted", never "running"."""
     done = measured_points(writer.run_dir)
@@ -386,11 +384,12 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
         for position, point in enumerate(points):
             observer.start_point(point, position, len(todo) if sweep.plan is None else 0)  # 0: not known
             t_point = writer.now()
-            outcomes.append(_measure_point(writer, sweep, pool, sampler, point, observer, scraper))
+            outcome, row = _measure_point(writer, sweep, pool, sampler, point, observer, scraper)
+            outcomes.append(outcome)
             if outcomes[-1].server_unreachable:
                 raise _ServerGone(outcomes[-1], point.label())
             if sweep.plan is not None:
-                sweep.plan.observe(point, _point_row(writer.run_dir, point.index), writer.now() - t_point)
+                sweep.plan.observe(point, row, writer.now() - t_point)
                 writer.manifest["slo_search"] = sweep.plan.summary()
         status = "complete"
     except KeyboardInterrupt:
