@@ -125,25 +125,20 @@ def report(*systems: Run | str | Path | Sequence[Run | str | Path], out: str | P
 def simulate(hardware: str | None = None, model: str | None = None, **options: Any) -> Run:
     """Predict a frontier, as ``scoville simulate``: ``options`` are its options by name (``scenario``, ``isl``,
     ``concurrency``, ``precision``, ``fidelity``, ``runs`` ...); workload and load options may be given flat."""
-    from scoville.load import LoadSpec
     from scoville.simulation import SimulateSpec
     from scoville.simulation import simulate as run_simulation
-    from scoville.spec import take_fields
-    from scoville.workload.options import WorkloadSpec
 
-    workload, load = take_fields(options, WorkloadSpec), take_fields(options, LoadSpec)
-    spec = SimulateSpec.of(hardware=hardware, model=model, workload=WorkloadSpec.of(**workload),
-                           load=LoadSpec.of(**load), **options)
+    spec = SimulateSpec.of_flat(hardware=hardware, model=model, **options)
     return Run(run_simulation(spec).run_dir)
 
 
 def sweep(url: str | None = None, **options: Any) -> Run:
     """Measure a server (``url``; None: the built-in emulator), as ``scoville sweep``: ``options`` are its options
     by name (``isl``, ``osl``, ``concurrency``, ``hardware``, ``slo``, ``search``, ``repeats``, ``runs`` ...)."""
-    from scoville.measurement import flat_spec
+    from scoville.measurement import SweepSpec
     from scoville.measurement import sweep as measure
 
-    return Run(measure(flat_spec(url=url, **options)).run_dir)
+    return Run(measure(SweepSpec.of_flat(url=url, **options)).run_dir)
 
 
 @contextmanager

@@ -12,12 +12,12 @@ import contextlib
 import secrets
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from scoville.load import DEFAULT_CONCURRENCY, LoadSpec
-from scoville.spec import Spec, take_fields
+from scoville.spec import Spec
 from scoville.workload.options import WorkloadSpec
 
 if TYPE_CHECKING:
@@ -137,9 +137,3 @@ def sweep(spec: SweepSpec, *, observer: Observer | None = None, command: list[st
                     scrape_interval=spec.scrape_interval, plan=search_plan, slo=per_request)
         return run_sweep(run, spec.runs, observer=observer, command=command)
 
-
-def flat_spec(**options: Any) -> SweepSpec:
-    """A ``SweepSpec`` from options given flat (``isl=``, ``concurrency=``), as the CLI and ``scoville.sweep``
-    take them: workload and load options are routed into their sub-specs."""
-    workload, load = take_fields(options, WorkloadSpec), take_fields(options, LoadSpec)
-    return SweepSpec.of(workload=WorkloadSpec.of(**workload), load=LoadSpec.of(**load), **options)

@@ -31,8 +31,14 @@ class Spec(BaseModel):
             more = f" ({len(e.errors())} problems in all)" if len(e.errors()) > 1 else ""
             raise UserError(f"{flag}: {err['msg']}{more}") from None
 
+    @classmethod
+    def of_flat(cls: type[S], **options: Any) -> S:
+        """The spec of options given flat, as a command line gives them (``isl=``, ``concurrency=``): each
+        sub-spec field (``workload``, ``load``) takes the options it declares, the spec the rest."""
+        nested = {}
+        for name, field in cls.model_fields.items():
+            sub = field.annotation
+            if isinstance(sub, type) and issubclass(sub, Spec):
+                nested[name] = sub.of(**{k: options.pop(k) for k in list(options) if k in sub.model_fields})
+        return cls.of(**nested, **options)
 
-def take_fields(options: dict[str, Any], spec: type[Spec]) -> dict[str, Any]:
-    """Remove from ``options`` (given flat, as a command line gives them) the ones ``spec`` declares, and return
-    them: how ``isl=`` or ``concurrency=`` reach a command's workload and load sub-specs."""
-    return {k: options.pop(k) for k in list(options) if k in spec.model_fields}

@@ -21,7 +21,6 @@ from scoville.cli.point_table import (LOAD_COLUMNS, POINT_COLUMNS, interval_tabl
                                         print_token_sections)
 from scoville.client.errors import ClientError
 from scoville.client.progress import LiveProgress
-from scoville.load import LoadSpec
 from scoville.power.sources import NO_POWER_BASIS, power_basis_text
 from scoville.results.store import read_journal, read_manifest
 from scoville.cli.workload_options import (
@@ -39,7 +38,6 @@ from scoville.cli.workload_options import (
 from scoville.cli.search_options import (PredictOption, ProfileOption, SearchMaxOption, SearchOption,
                                          SearchRateOption, SearchRepeatsOption, SloOption)
 from scoville.executor.options import ClientWorkersOption, ExecutorOption, RayAddressOption
-from scoville.workload.options import WorkloadSpec
 
 if TYPE_CHECKING:
     from scoville.client.sweep import SweepResult
@@ -246,7 +244,7 @@ def register(app: typer.Typer) -> None:
                 with progress:
                     result = resume_sweep(run_dir, api_key=api_key, base_url=url, observer=progress)
                 sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))
-            spec = SweepSpec.of(
+            spec = SweepSpec.of_flat(
                 url=url, api_key=api_key, model=model, api=api, ignore_eos=not stop_at_eos, timeout=timeout,
                 read_timeout=read_timeout, tokenizer=tokenizer, vocab_size=vocab_size, max_model_len=max_model_len,
                 scrape_interval=scrape_interval, single=single, seed=seed, compat=compat, hardware=hardware,
@@ -254,14 +252,12 @@ def register(app: typer.Typer) -> None:
                 rated_watts=rated_watts, cost_per_hour=cost_per_hour_opt, slo=slo, search=search,
                 search_rate=search_rate, search_max=search_max, predict=predict, profile=profile,
                 search_repeats=search_repeats, runs=runs, workers=workers, executor=executor,
-                ray_address=ray_address, ray_workers=ray_workers,
-                workload=WorkloadSpec.of(scenario=scenario_name, isl=isl, osl=osl, range_ratio=range_ratio,
-                                         trace=trace, trace_format=trace_format, time_scale=time_scale,
-                                         sample=sample, max_sessions=max_sessions, idle_gap_cap=idle_gap_cap,
-                                         replay=replay, trace_block_size=trace_block_size, think_scale=think_scale),
-                load=LoadSpec.of(concurrency=concurrency, rate=rate, burstiness=burstiness,
-                                 max_concurrency=max_concurrency, num_requests=num_requests,
-                                 warmup_requests=warmup_requests, duration=duration, repeats=repeats))
+                ray_address=ray_address, ray_workers=ray_workers, scenario=scenario_name, isl=isl, osl=osl,
+                range_ratio=range_ratio, trace=trace, trace_format=trace_format, time_scale=time_scale,
+                sample=sample, max_sessions=max_sessions, idle_gap_cap=idle_gap_cap, replay=replay,
+                trace_block_size=trace_block_size, think_scale=think_scale, concurrency=concurrency, rate=rate,
+                burstiness=burstiness, max_concurrency=max_concurrency, num_requests=num_requests,
+                warmup_requests=warmup_requests, duration=duration, repeats=repeats)
             with progress:
                 result = measure_spec(spec, observer=progress, command=redacted_argv(sys.argv),
                                  on_info=lambda line: console.print(escape(line)))

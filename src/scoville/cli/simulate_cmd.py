@@ -35,11 +35,9 @@ from scoville.cli.workload_options import (
     TraceOption,
 )
 from scoville.executor.options import ExecutorOption, RayAddressOption
-from scoville.load import LoadSpec
 from scoville.power.sources import manifest_power_basis
 from scoville.results.store import read_manifest, read_point_metrics
 from scoville.sim.config import SimConfig
-from scoville.workload.options import WorkloadSpec
 
 console = Console(stderr=True)
 
@@ -107,19 +105,16 @@ def register(app: typer.Typer) -> None:
         """Predict the latency-throughput-energy frontier of a model on a system (searches deployments unless --config)."""
         from scoville.simulation import SimulateSpec, simulate
 
-        spec = SimulateSpec.of(
+        spec = SimulateSpec.of_flat(
             hardware=hardware, model=model, config=config, precision=precision, kv_dtype=kv_dtype or "auto",
             framework=framework, mtp=mtp or "auto", max_accelerators=max_accelerators,
             disaggregation=disaggregation, fidelity=fidelity, cost_backend=cost_backend, profile=profile,
             power=power, compat=compat, seed=seed, runs=runs, executor=executor, ray_address=ray_address,
-            workers=workers, report=report,
-            workload=WorkloadSpec.of(scenario=scenario, isl=isl, osl=osl, range_ratio=range_ratio, trace=trace,
-                                     trace_format=trace_format, time_scale=time_scale, sample=sample,
-                                     max_sessions=max_sessions, idle_gap_cap=idle_gap_cap, replay=replay,
-                                     trace_block_size=trace_block_size, think_scale=think_scale),
-            load=LoadSpec.of(concurrency=concurrency, rate=rate, burstiness=burstiness,
-                             max_concurrency=max_concurrency, num_requests=num_requests,
-                             warmup_requests=warmup_requests, duration=duration))
+            workers=workers, report=report, scenario=scenario, isl=isl, osl=osl, range_ratio=range_ratio,
+            trace=trace, trace_format=trace_format, time_scale=time_scale, sample=sample, max_sessions=max_sessions,
+            idle_gap_cap=idle_gap_cap, replay=replay, trace_block_size=trace_block_size, think_scale=think_scale,
+            concurrency=concurrency, rate=rate, burstiness=burstiness, max_concurrency=max_concurrency,
+            num_requests=num_requests, warmup_requests=warmup_requests, duration=duration)
         with _progress() as bar:
             search_task = bar.add_task("searching deployments", total=None, visible=spec.config is None)
             point_task = bar.add_task("simulating points", total=None, visible=False)
