@@ -8,35 +8,12 @@ the same model and cost catalogs the engine uses.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from scoville.emulator.server import Emulator, EmulatorOptions
 from scoville.errors import UserError
 from scoville.power.sources import DEFAULT_COST_PRESET
-from scoville.sim.config import SimConfig
-
-DEFAULT_HARDWARE = "h200"
-DEFAULT_MODEL = "llama-3.1-8b"
-
-
-def pinned_config(hardware: str | None = None, model: str | None = None,
-                  config: dict[str, Any] | str | Path | None = None, *, framework: str | None = None,
-                  profile: str | Path | None = None) -> SimConfig:
-    """The configuration the emulator serves: a file or mapping, with hardware/model (and the serving
-    framework whose costs to use, a calibration profile) filled in where the file leaves them out. Prefix
-    caching is on unless the config says otherwise, as in the vLLM it stands in for (v1's default)."""
-    overrides = {"hardware": hardware.lower() if hardware else None, "model": model, "framework": framework,
-                 "profile": str(profile) if profile is not None else None, "enable_prefix_caching": True}
-    if isinstance(config, (str, Path)):
-        return SimConfig.from_file(Path(config), **overrides)
-    data = dict(config or {})
-    for key, value in overrides.items():
-        if value is not None:
-            data.setdefault(key, value)
-    data.setdefault("hardware", DEFAULT_HARDWARE)
-    data.setdefault("model", DEFAULT_MODEL)
-    return SimConfig.parse(data, where="emulator config")
+from scoville.sim.config import SimConfig, pinned_config  # noqa: F401  (the emulator's entry point to it)
 
 
 def system_info(cfg: SimConfig) -> dict[str, Any]:

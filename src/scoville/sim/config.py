@@ -204,3 +204,28 @@ class SimConfig(_Strict):
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
             raise SimConfigError(f"{where}: {loc}: {err['msg']} ({len(e.errors())} problem(s) in all)") from None
+
+
+# What the emulator serves when given no hardware or model (``scoville serve``, ``sweep`` without --url).
+DEFAULT_HARDWARE = "h200"
+DEFAULT_MODEL = "llama-3.1-8b"
+
+
+def pinned_config(hardware: str | None = None, model: str | None = None,
+                  config: dict[str, Any] | str | Path | None = None, *, framework: str | None = None,
+                  profile: str | Path | None = None, where: str = "emulator config") -> SimConfig:
+    """The configuration the emulator serves: a file or mapping, with hardware/model (and the serving
+    framework whose costs to use, a calibration profile) filled in where the file leaves them out. Prefix
+    caching is on unless the config says otherwise, as in the vLLM it stands in for (v1's default). The
+    emulator serves it, and an SLO search's ``--predict`` predicts it (``sim.knee``)."""
+    overrides = {"hardware": hardware.lower() if hardware else None, "model": model, "framework": framework,
+                 "profile": str(profile) if profile is not None else None, "enable_prefix_caching": True}
+    if isinstance(config, (str, Path)):
+        return SimConfig.from_file(Path(config), **overrides)
+    data = dict(config or {})
+    for key, value in overrides.items():
+        if value is not None:
+            data.setdefault(key, value)
+    data.setdefault("hardware", DEFAULT_HARDWARE)
+    data.setdefault("model", DEFAULT_MODEL)
+    return SimConfig.parse(data, where=where)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scoville.sim.config import SimConfig, SimConfigError
+from scoville.sim.config import SimConfig, SimConfigError, pinned_config
 from scoville.sim.steady import Protocol, estimate
 from scoville.slo import Slo
 
@@ -82,15 +82,13 @@ class PredictedCurve:
 def predict_config(predict: str, profile: Path | None = None) -> SimConfig:
     """``HARDWARE/MODEL`` (the simulator's default deployment of it, as the emulator serves) or a SimConfig file."""
     path = Path(predict)
-    extra = {"profile": str(profile)} if profile is not None else {}
     if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
-        return SimConfig.from_file(path, **extra)
+        return pinned_config(config=path, profile=profile)
     hardware, sep, model = predict.partition("/")
     if not sep or not hardware or not model:
         raise SimConfigError(f"--predict {predict!r}: give HARDWARE/MODEL such as h200/llama-3.1-8b, "
                              "or a SimConfig YAML/JSON file")
-    return SimConfig.parse({"hardware": hardware.lower(), "model": model, "enable_prefix_caching": True, **extra},
-                           where="--predict")
+    return pinned_config(hardware, model, profile=profile, where="--predict")
 
 
 def predict_curve(config: SimConfig, isl: float, osl: float, max_concurrency: int, *,
