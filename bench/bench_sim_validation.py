@@ -47,6 +47,7 @@ from scoville.sim.config import SimConfig  # noqa: E402
 from scoville.sim.hardware import load_hardware  # noqa: E402
 from scoville.sim.search import SearchSpace, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
+from scoville.simulation import resolve_kv_dtype  # noqa: E402
 
 TOL = 0.35
 RANGE = 0.9          # InferenceX draws lengths uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
@@ -79,10 +80,6 @@ def measured_tput(row: SiliconRow) -> float:
     return row.concurrency * (isl + osl) / e2e / row.accelerators
 
 
-def _kv(hw: str) -> str:
-    return "fp8" if "fp8" in load_hardware(hw).flops_tflops else "bf16"
-
-
 # -- 1. pinned ----------------------------------------------------------------------------------------
 Envelopes = dict[tuple, list[tuple[float, float]]]   # frontier group -> predicted (tok/s/user, tok/s/GPU) per row
 
@@ -101,7 +98,7 @@ def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
         model, hw, fw, prec, tp, dp, ep = key[:7]
         isl, osl, spread = _lengths(rs[0])
         try:
-            cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": prec, "kv_dtype": _kv(hw),
+            cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": prec, "kv_dtype": resolve_kv_dtype(None, hw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
                                             "max_num_seqs": 4096})
             est = estimate(cfg, isl, osl, np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread)
@@ -245,7 +242,7 @@ def pinned_public() -> dict[str, list[Cmp]]:
         prec = _precision(model, p.get("precision"), p["hardware"])
         try:
             cfg = SimConfig.model_validate({"hardware": p["hardware"], "model": model, "precision": prec,
-                                            "kv_dtype": _kv(p["hardware"]), "framework": _public_framework(p),
+                                            "kv_dtype": resolve_kv_dtype(None, p["hardware"]), "framework": _public_framework(p),
                                             "parallel": {"tp": tp, "dp": dp if dp > 1 and ep > 1 else 1,
                                                          "ep": ep}, "max_num_seqs": 4096})
             est = estimate(cfg, p["isl"] * f, p["osl"] * f, np.array([float(p["concurrency"])]),
@@ -291,7 +288,7 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
     for key, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
         g = key[:6]
         model, hw, prec, fw, isl, osl = g
-        base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw), kv_dtype=_kv(hw),
+        base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw), kv_dtype=resolve_kv_dtype(None, hw),
                          framework=fw)
         # silicon groups are unified, non-speculative deployments of a few sizes: search that space; public
         # points are InferenceX's frontiers over everything it ran: the default search
@@ -456,7 +453,7 @@ def report_ratios(res: list[Cmp]) -> None:
 # -- 4. trends ----------------------------------------------------------------------------------------------
 def _curve(hw: str, model: str, precision: str | None, framework: str, isl: int = 8192, osl: int = 1024,
            disagg: bool = True, mtp: str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    base = SimConfig(hardware=hw, model=model, precision=precision, kv_dtype=_kv(hw), framework=framework)
+    base = SimConfig(hardware=hw, model=model, precision=precision, kv_dtype=resolve_kv_dtype(None, hw), framework=framework)
     r = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=64,
                space=SearchSpace(max_concurrency=4096, disaggregation=disagg, mtp=mtp))
     return (np.array([p.interactivity for p in r.frontier])[::-1],
