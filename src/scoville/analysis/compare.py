@@ -435,13 +435,8 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("common",), 
 
 def _read(f: Frontier, x: float) -> tuple[float | None, str | None, str | None]:
     """(value, bound, why undefined) of a frontier at x."""
-    value = f.at(x)
-    if value is not None:
-        return value, None, None
-    floor = f.at_least(x)
-    if floor is not None:
-        return floor, "at least", None
-    return None, None, f.why_undefined(x)
+    value, bound = f.read(x)
+    return value, bound, None if value is not None else f.why_undefined(x)
 
 
 def _at(f: Frontier, base: Frontier, x: float, rule: str | None) -> AtInteractivity:

@@ -96,6 +96,17 @@ class Frontier:
             return None
         return self.points[0].y if self.x_dir == "higher" else self.points[-1].y
 
+    def read(self, x: float) -> tuple[float | None, str | None]:
+        """y at x and, where x lies below the measured range, the bound it is instead: (value, None) on the
+        frontier, (bound, "at least" or, for a lower-better y, "at most") below it, (None, None) past it."""
+        value = self.at(x)
+        if value is not None:
+            return value, None
+        bound = self.at_least(x)
+        if bound is None:
+            return None, None
+        return bound, "at least" if self.y_dir == "higher" else "at most"
+
     @property
     def reach(self) -> float | None:
         """The best x the frontier attains (highest interactivity, lowest latency)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scoville.analysis.frontier import Direction, Frontier, frontier
+from scoville.analysis.frontier import Direction, frontier
 from scoville.analysis.runs import System
 from scoville.power.sources import CATALOG_BASES, catalog_watts
 
@@ -67,16 +67,6 @@ class DecisionGrid:
                              for m in self.measures]}
 
 
-def _reading(f: Frontier, x: float) -> Reading:
-    value = f.at(x)
-    if value is not None:
-        return Reading(value)
-    bound = f.at_least(x)
-    if bound is None:
-        return Reading(None)
-    return Reading(bound, "at least" if f.y_dir == "higher" else "at most")
-
-
 def decision_grid(systems: Sequence[System], points: int = GRID_POINTS) -> DecisionGrid | None:
     """The grid over every interactivity some system reaches (log-spaced), or None when no system has a frontier."""
     speed = [frontier(s.rows, "interactivity", MEASURES[0].key) for s in systems]
@@ -91,7 +81,7 @@ def decision_grid(systems: Sequence[System], points: int = GRID_POINTS) -> Decis
     readings = {}
     for m in measures:
         fronts = [frontier(s.rows, "interactivity", m.key, y_dir=m.better) for s in systems]
-        readings[m.key] = [[_reading(f, x) for x in xs] for f in fronts]
+        readings[m.key] = [[Reading(*f.read(x)) for x in xs] for f in fronts]
     after_per_kw = next((i + 1 for i, m in enumerate(measures) if m.key == "total_throughput_per_kw"), 1)
     measures[after_per_kw:after_per_kw] = _catalog_basis_measures(systems, readings[MEASURES[0].key], readings)
     return DecisionGrid(xs, xs.index(common), [s.label for s in systems], measures, readings)
