@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scoville.errors import UserError
+from scoville.latency import request_tpot
 from scoville.metrics import _tokens_in_window, _window, itl_gaps
 from scoville.results.store import read_manifest, read_requests
 
@@ -136,7 +137,7 @@ def point_under(records: pa.Table, conv: Convention, *, point: int, label: str |
     t_sent, t_first, t_done, out = (col(ok, n) for n in ("t_sent", "t_first_token", "t_done", "output_tokens"))
     ttft = t_first - t_sent
     with np.errstate(divide="ignore", invalid="ignore"):
-        decode = ((t_done - t_first) / (out - 1))[out > 1]
+        decode = request_tpot(t_first, t_done, out)[out > 1]
         tpot = decode if conv.tpot == "decode" else ((t_done - t_sent) / out)[out > 0]
     if conv.itl in ("chunk_gaps", "per_token"):
         itl = itl_gaps(ok.column("token_times"), ok.column("token_counts"),

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from scoville.latency import request_tpot
 from scoville.load import repeat_columns
 from scoville.results.schema import COMPAT_MODES
 from scoville.results.server_store import read_server_metrics
@@ -172,7 +173,8 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
     ttft = t_first - t_sent
     e2e = t_done - t_sent
     multi = out_tok > 1
-    tpot = np.where(multi, (t_done - t_first) / np.maximum(out_tok - 1, 1), np.nan)[multi]
+    per_request_tpot = request_tpot(t_first, t_done, out_tok)
+    tpot = per_request_tpot[multi]
     itl = itl_gaps(ok.column("token_times"), ok.column("token_counts"), ctx.compat)
 
     row.update(summarize(ttft, "ttft_s"))
@@ -215,8 +217,7 @@ def point_metrics(requests: pa.Table, ctx: PointContext, power: pa.Table | None 
         if "ttft_s" in ctx.slo:
             good &= ttft <= ctx.slo["ttft_s"]
         if "tpot_s" in ctx.slo:
-            per_req_tpot = np.where(multi, (t_done - t_first) / np.maximum(out_tok - 1, 1), 0.0)
-            good &= per_req_tpot <= ctx.slo["tpot_s"]
+            good &= np.where(multi, per_request_tpot, 0.0) <= ctx.slo["tpot_s"]
         if "e2e_s" in ctx.slo:
             good &= e2e <= ctx.slo["e2e_s"]
         row["goodput"] = float(good.sum()) / request_span

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from prometheus_client.parser import text_string_to_metric_families
 
+from scoville.latency import request_tpot
 from scoville.results.server_store import SERVER_SCHEMA
 
 Kind = Literal["counter", "histogram", "gauge"]
@@ -313,8 +314,8 @@ def client_window_means(records: pa.Table) -> tuple[int, float | None, float | N
     t_sent, t_first, t_done, out = col("t_sent"), col("t_first_token"), col("t_done"), col("output_tokens")
     ttft = t_first - t_sent
     ttft = ttft[np.isfinite(ttft)]
-    multi = (out > 1) & np.isfinite(t_done) & np.isfinite(t_first)
-    tpot = (t_done[multi] - t_first[multi]) / (out[multi] - 1)
+    tpot = request_tpot(t_first, t_done, out)
+    tpot = tpot[np.isfinite(tpot)]
     return (ok.num_rows, float(ttft.mean()) if ttft.size else None, float(tpot.mean()) if tpot.size else None)
 
 

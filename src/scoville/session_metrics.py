@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from scoville.latency import request_tpot
 from scoville.metrics import cache_hit_rate, summarize
 from scoville.results.store import read_manifest, read_requests
 
@@ -50,7 +51,7 @@ def with_latencies(ok: pa.Table) -> pa.Table:
     """``ok`` plus session key and per-request ttft_s, tpot_s (null for 1-token replies), e2e_s."""
     t_sent, t_first, t_done = _col(ok, "t_sent"), _col(ok, "t_first_token"), _col(ok, "t_done")
     out_tok = _col(ok, "output_tokens")
-    tpot = np.where(out_tok > 1, (t_done - t_first) / np.maximum(out_tok - 1, 1), np.nan)
+    tpot = request_tpot(t_first, t_done, out_tok)
     key = pc.coalesce(ok.column("session_id"), ok.column("request_id"))
     cached = ok.column("cached_tokens")
     return ok.append_column("session_key", key) \

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from scoville.analysis.compare import UNITS
 from scoville.analysis.frontier import frontier
 from scoville.analysis.runs import System
+from scoville.latency import request_tpot
 from scoville.metrics import itl_gaps  # the one definition of ITL
 from scoville.stats import PREDICTION_BAND
 
@@ -328,7 +329,7 @@ def latency_samples(requests: pa.Table, compat: str = "inferencex") -> dict[int,
         multi = n_out > 1
         out[idx] = {
             "ttft": first - sent,
-            "tpot": ((done - first) / np.maximum(n_out - 1, 1))[multi],
+            "tpot": request_tpot(first, done, n_out)[multi],
             "itl": itl_gaps(sub.column("token_times"), sub.column("token_counts"), compat),
             "window": np.array([sent.min(), done.max()]),
         }
