@@ -21,6 +21,9 @@ ourselves; every figure here is validation. Four views:
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted.
 4. **Published trends** (InferenceX blog statements, with their sources).
 
+Views 1 and 2 also print how often the measured figure lies inside the prediction's 80% band (the band
+``simulate`` writes beside every point): about 80% when the stated uncertainty is honest.
+
 Every number printed is computed here; nothing is hard-coded but the published figures themselves.
 """
 
@@ -43,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validation_data import SiliconRow, load_silicon  # noqa: E402
 
 from scoville.errors import UserError  # noqa: E402
+from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
 from scoville.sim.hardware import load_hardware  # noqa: E402
 from scoville.sim.search import SearchSpace, search  # noqa: E402
@@ -62,10 +66,23 @@ class Cmp:
     measured: float
     predicted: float
     layout: tuple[int, int, int] | None = None
+    band: tuple[float, float] | None = None     # the prediction's 80% band (10th-90th percentile), where it has one
 
     @property
     def err(self) -> float:
         return self.predicted / self.measured - 1.0
+
+    @property
+    def covered(self) -> bool | None:
+        """Whether the measured figure lies inside the predicted band (None without a band)."""
+        return None if self.band is None else self.band[0] <= self.measured <= self.band[1]
+
+
+def coverage(cmps: list[Cmp]) -> str:
+    """Share of measured figures inside their predicted 80% bands: about 80% when the bands mean what they
+    say, far less when the model is surer than it should be."""
+    hits = [c.covered for c in cmps if c.covered is not None]
+    return f"{np.mean(hits):.0%}" if hits else "-"
 
 
 def _lengths(row: SiliconRow) -> tuple[float, float, float]:
@@ -107,9 +124,10 @@ def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
             continue
         name = f"{_short(model)} {hw} {fw} {prec or 'native'}"
         for i, r in enumerate(rs):
-            out["tpot"].append(Cmp(name, r.split, r.tpot_ms, est.tpot[i] * 1e3))
-            out["ttft"].append(Cmp(name, r.split, r.ttft_ms, est.ttft[i] * 1e3))
-            out["tput"].append(Cmp(name, r.split, measured_tput(r), float(est.total_tput_per_accelerator[i])))
+            tpot, ttft, tput = est.tpot[i] * 1e3, est.ttft[i] * 1e3, float(est.total_tput_per_accelerator[i])
+            out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[i])))
+            out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[i])))
+            out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[i])))
             if r.concurrency <= LIGHT_LOAD:
                 out["ttft_light_load"].append(Cmp(f"{fw} {_prompt_bucket(r.isl)}", r.split, r.ttft_ms, est.ttft[i] * 1e3))
             if not key[-1]:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
@@ -161,6 +179,10 @@ def report_pinned(res: dict[str, list[Cmp]]) -> None:
             line.append(f"{m} med {np.median(errs):.0%} within35 {np.mean(errs <= TOL):.0%}")
         n = sum(1 for c in res["tpot"] if split is None or c.split == split)
         print(f"   ALL {split or 'both':8s} n={n:5d}  " + " | ".join(line))
+    print("   measured inside the predicted 80% band (10th-90th percentile; ~80% if the bands are honest):")
+    for split in ("dev", "holdout"):
+        cells = [f"{m} {coverage([c for c in res[m] if c.split == split])}" for m in ("tpot", "ttft", "tput")]
+        print(f"   ALL {split:8s} " + " | ".join(cells))
 
 
 # -- 2. frontier with the default search ------------------------------------------------------------------
@@ -309,9 +331,14 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
         else:
             curves.setdefault(g, (xs, ys))
         name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}{'' if key[6] else ' [public]'}"
+        shift = np.exp(Z90 * np.array([p.sigma for p in res.frontier])[::-1])
         for p in pts:
             pred = _achievable(xs, ys, p.interactivity)
-            out.append(Cmp(name, p.split, p.tput, pred, _chosen_layout(res.frontier, p.interactivity)))
+            # the band of a frontier read: the frontier of every point at its slow-and-lean corner (TPOT and
+            # throughput share one sigma, so they move together) up to that of its fast-and-rich corner
+            lo = _achievable(xs / shift, ys / shift, p.interactivity)
+            hi = _achievable(xs * shift, ys * shift, p.interactivity)
+            out.append(Cmp(name, p.split, p.tput, pred, _chosen_layout(res.frontier, p.interactivity), band=(lo, hi)))
     return out, curves, t_total
 
 
@@ -344,7 +371,8 @@ def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
         errs = np.array([c.err for c in res if c.split == split])
         if errs.size:
             print(f"   ALL {split:8s} n={errs.size:4d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
-                  f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}")
+                  f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}  "
+                  f"inside the 80% band: {coverage([c for c in res if c.split == split])}")
     print(f"   ({searches} default searches, {seconds:.1f} s in all)")
 
 
