@@ -243,7 +243,7 @@ def public_points() -> list[MeasuredPoint]:
         y = p.get("tput_per_gpu_total")
         if not model or not x or not y or not p.get("isl") or not p.get("osl") or _pinned_public(p):
             continue
-        prec = {"fp4": "fp4", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp8": "fp8"}.get(p.get("precision") or "", None)
+        prec = {"fp4": "fp4", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp8": "fp8"}.get(p.get("precision") or "")
         out.append(MeasuredPoint((model, p["hardware"], prec, _public_framework(p), int(p["isl"]), int(p["osl"])),
                                  "public", x, y, p["source"]))
     return out

@@ -32,8 +32,8 @@ import datetime as dt
 import os
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 TOKENS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048]
 # (n, k) of the real-vLLM check's model (hidden 512, 8 heads / 4 KV heads of 64, FFN 1408, vocab 32000), bracketed
@@ -178,7 +178,7 @@ def main() -> None:
     with open("/proc/cpuinfo") as f:
         model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
     (args.out / "SOURCE.md").write_text(
-        f"Measured by `bench/measure_cpu_kernels.py` on {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC "
+        f"Measured by `bench/measure_cpu_kernels.py` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC "
         f"in {time.time() - t0:.0f} s: vLLM {vllm.__version__}, torch {torch.__version__}, {model}, "
         f"{args.threads} torch thread(s), affinity {sorted(os.sched_getaffinity(0))}, "
         f"load average {os.getloadavg()[0]:.2f} at the end. Best of >= 5 repeats per point; times in ms.\n")

@@ -12,7 +12,7 @@ a frontier that ends at 169 tok/s/user says nothing about 200.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

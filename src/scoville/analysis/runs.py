@@ -18,8 +18,8 @@ from scoville.analysis.cost import add_cost_columns
 from scoville.analysis.repeats import aggregate_repeats
 from scoville.metrics import run_metrics
 from scoville.power.sources import power_basis_text
-from scoville.results.manifest import source_label
 from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest, read_point_rows, skip
+from scoville.results.manifest import source_label
 
 
 @dataclass

@@ -8,7 +8,7 @@ went. ``scoville simulate --profile`` / ``serve --profile`` then use it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -95,12 +95,12 @@ def register(app: typer.Typer) -> None:
                                                       "'latest') of one model on one deployment.", show_default=False)],
         hardware: Annotated[str, typer.Option(help="Hardware entry the runs were measured on (catalog name or "
                                                    "YAML path).")],
-        model: Annotated[Optional[str], typer.Option(help="Model (catalog name or config.json path); default: the "
+        model: Annotated[str | None, typer.Option(help="Model (catalog name or config.json path); default: the "
                                                           "runs' model.")] = None,
         framework: Annotated[str, typer.Option(help="Serving stack the runs measured: vllm | sglang | trtllm.")] = "vllm",
-        fit_points: Annotated[Optional[str], typer.Option("--fit-points", help="Points to fit on, e.g. c=1,c=8 or "
+        fit_points: Annotated[str | None, typer.Option("--fit-points", help="Points to fit on, e.g. c=1,c=8 or "
                                                           "RUN:c=4 (default: all; the rest are held out).")] = None,
-        config: Annotated[Optional[Path], typer.Option(help="The measured deployment's SimConfig (YAML/JSON): "
+        config: Annotated[Path | None, typer.Option(help="The measured deployment's SimConfig (YAML/JSON): "
                                                             "max_num_seqs, max_num_batched_tokens, parallel, "
                                                             "kv_capacity_tokens...")] = None,
         output: Annotated[Path, typer.Option("-o", "--output", help="Profile file to write.")] = Path("profile.yaml"),

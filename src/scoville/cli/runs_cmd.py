@@ -7,22 +7,38 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoville.cli.point_table import (POINT_COLUMNS, SERVER_LATENCY_COLUMNS, SERVER_LOAD_COLUMNS, fmt_cell,
-                                      has_server_metrics, invalid_note, model_text, points_table,
-                                      print_token_sections)
+from scoville.cli.point_table import (
+    POINT_COLUMNS,
+    SERVER_LATENCY_COLUMNS,
+    SERVER_LOAD_COLUMNS,
+    fmt_cell,
+    has_server_metrics,
+    invalid_note,
+    model_text,
+    points_table,
+    print_token_sections,
+)
 from scoville.conventions import CONVENTIONS
 from scoville.errors import UserError
 from scoville.metrics import recompute
 from scoville.power.sources import NO_POWER_BASIS, manifest_power_basis
-from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
-                                      run_status, system_label)
+from scoville.results.catalog import (
+    READ_ERRORS,
+    describe_error,
+    load_manifest,
+    query,
+    read_point_rows,
+    resolve_run,
+    run_status,
+    system_label,
+)
 from scoville.results.manifest import source_label
 from scoville.results.store import RunError
 from scoville.validity import basis_text
@@ -134,7 +150,7 @@ def register(app: typer.Typer) -> None:
     @app.command("recompute")
     def recompute_cmd(
         run: str, runs: RunsRoot = Path("runs"),
-        as_: Annotated[Optional[str], typer.Option(
+        as_: Annotated[str | None, typer.Option(
             "--as", rich_help_panel="Conventions", metavar="NAME",
             help=f"Re-derive under another tool's definitions ({', '.join(CONVENTIONS)}); "
                  "points.parquet is left as it is.")] = None,
@@ -144,7 +160,7 @@ def register(app: typer.Typer) -> None:
                  "each is from the run's own (with --as: that one only).")] = False,
         json_out: Annotated[bool, typer.Option("--json", rich_help_panel="Output",
                                                help="Machine-readable output on stdout.")] = False,
-        out: Annotated[Optional[Path], typer.Option(
+        out: Annotated[Path | None, typer.Option(
             "-o", "--out", rich_help_panel="Output",
             help="Also write the --as/--diff rows here: JSON, or Parquet for *.parquet (never into a run).")] = None,
     ) -> None:

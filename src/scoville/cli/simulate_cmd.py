@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -50,44 +50,44 @@ def _progress() -> Progress:
 def register(app: typer.Typer) -> None:
     @app.command("simulate")
     def simulate_cmd(
-        hardware: Annotated[Optional[str], typer.Option(help="System from the catalog (h200, gb300, mi355x, jalapeno...) "
+        hardware: Annotated[str | None, typer.Option(help="System from the catalog (h200, gb300, mi355x, jalapeno...) "
                                                              "or a hardware YAML path.")] = None,
-        model: Annotated[Optional[str], typer.Option(help="Model from the catalog (deepseek-r1, gpt-oss-120b...) "
+        model: Annotated[str | None, typer.Option(help="Model from the catalog (deepseek-r1, gpt-oss-120b...) "
                                                           "or a config.json path.")] = None,
-        scenario: Annotated[Optional[str], typer.Option(help="Workload: 8k1k, 1k1k, chat-multiturn, ...")] = None,
-        isl: Annotated[Optional[int], typer.Option(help="Custom input length (with --osl).")] = None,
-        osl: Annotated[Optional[int], typer.Option(help="Custom output length (with --isl).")] = None,
-        concurrency: Annotated[Optional[str], typer.Option(
+        scenario: Annotated[str | None, typer.Option(help="Workload: 8k1k, 1k1k, chat-multiturn, ...")] = None,
+        isl: Annotated[int | None, typer.Option(help="Custom input length (with --osl).")] = None,
+        osl: Annotated[int | None, typer.Option(help="Custom output length (with --isl).")] = None,
+        concurrency: Annotated[str | None, typer.Option(
             help="Closed-loop levels: 1,2,4 or 1-1024 (doubling); with the search, the range it covers.")] = None,
-        rate: Annotated[Optional[str], typer.Option(help="Open-loop request rates (req/s), e.g. 1,2,4 (--config).")] = None,
-        config: Annotated[Optional[Path], typer.Option(help="Pin one SimConfig (YAML/JSON) instead of searching.")] = None,
-        precision: Annotated[Optional[str], typer.Option(
+        rate: Annotated[str | None, typer.Option(help="Open-loop request rates (req/s), e.g. 1,2,4 (--config).")] = None,
+        config: Annotated[Path | None, typer.Option(help="Pin one SimConfig (YAML/JSON) instead of searching.")] = None,
+        precision: Annotated[str | None, typer.Option(
             help="Weight precision: native (checkpoint), fp8, nvfp4/mxfp4/fp4, int4, bf16.")] = None,
-        kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache: auto (fp8 where supported) | bf16 | fp8.")] = None,
+        kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV cache: auto (fp8 where supported) | bf16 | fp8.")] = None,
         framework: Annotated[str, typer.Option(help="Serving stack whose kernels and overheads to use: vllm | sglang | trtllm.")] = "vllm",
-        mtp: Annotated[Optional[str], typer.Option(
+        mtp: Annotated[str | None, typer.Option(
             help="Speculative decoding: auto (search MTP drafts on models with MTP heads) | off | K[:ACCEPT].")] = None,
-        max_accelerators: Annotated[Optional[int], typer.Option(
+        max_accelerators: Annotated[int | None, typer.Option(
             "--max-accelerators", help="Largest deployment the search may use (default: the scale-up domain, "
                                        "or two domains' worth when the model needs more).")] = None,
         disaggregation: Annotated[bool, typer.Option("--disagg/--no-disagg", help="Search prefill/decode pools too.")] = True,
-        fidelity: Annotated[Optional[str], typer.Option(
+        fidelity: Annotated[str | None, typer.Option(
             help="analytic (estimator, ~1 s) | des (replay every frontier request in the engine).")] = None,
         cost_backend: Annotated[str, typer.Option("--cost-backend", help="Operator times: auto (measured tables "
                                                   "where they exist) | measured | transfer (datasheet only).")] = "auto",
-        profile: Annotated[Optional[Path], typer.Option(help="Calibration profile from `scoville calibrate`.")] = None,
-        range_ratio: Annotated[Optional[float], typer.Option(help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed.")] = None,
+        profile: Annotated[Path | None, typer.Option(help="Calibration profile from `scoville calibrate`.")] = None,
+        range_ratio: Annotated[float | None, typer.Option(help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed.")] = None,
         burstiness: Annotated[float, typer.Option(help="Gamma shape of --rate arrivals (1 = Poisson).")] = 1.0,
-        max_concurrency: Annotated[Optional[int], typer.Option(help="Cap on requests in flight for --rate points.")] = None,
-        num_requests: Annotated[Optional[int], typer.Option(help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
-        warmup_requests: Annotated[Optional[int], typer.Option(help="Warm-up requests per point (default 2·C).")] = None,
-        duration: Annotated[Optional[float], typer.Option(help="Stop sending after this many (simulated) seconds per point.")] = None,
+        max_concurrency: Annotated[int | None, typer.Option(help="Cap on requests in flight for --rate points.")] = None,
+        num_requests: Annotated[int | None, typer.Option(help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
+        warmup_requests: Annotated[int | None, typer.Option(help="Warm-up requests per point (default 2·C).")] = None,
+        duration: Annotated[float | None, typer.Option(help="Stop sending after this many (simulated) seconds per point.")] = None,
         power: Annotated[str, typer.Option(help="Per-kW power: rated | all-in | model (utilisation; needs --fidelity des).")] = "rated",
         compat: Annotated[str, typer.Option(help="Metric method: inferencex | clean.")] = "inferencex",
         seed: Annotated[int, typer.Option(help="Seed for workload draws and speculative acceptance.")] = 0,
         executor: ExecutorOption = "local",
         ray_address: RayAddressOption = None,
-        workers: Annotated[Optional[int], typer.Option(help="Local worker processes that replay --fidelity des "
+        workers: Annotated[int | None, typer.Option(help="Local worker processes that replay --fidelity des "
                                                           "points in parallel (default: one sequential loop).")] = None,
         runs: Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")] = Path("runs"),
         trace: TraceOption = None,

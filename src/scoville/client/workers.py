@@ -23,14 +23,14 @@ import multiprocessing as mp
 import os
 import resource
 import signal
+from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
 from scoville.client.config import ClientConfig
-from scoville.client.driver import (LocalCounters, drive_point, point_sessions, request_cap, run_async,
-                                    session_count)
+from scoville.client.driver import LocalCounters, drive_point, point_sessions, request_cap, run_async, session_count
 from scoville.client.errors import ClientError
 from scoville.client.fastpath import ClientLimitError
 from scoville.load import LoadPoint

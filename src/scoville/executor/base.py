@@ -15,7 +15,8 @@ A failing item never disappears into a pool: its exception comes back as a
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import msgspec
 
@@ -108,7 +109,7 @@ class Executor(abc.ABC):
         """What ran the work, for manifests."""
         return {"kind": self.kind}
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Executor:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -9,13 +9,13 @@ calls ``make_executor(executor, ray_address)`` (or, for measured load,
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 ExecutorOption = Annotated[str, typer.Option(
     "--executor", rich_help_panel="Execution", help="Where work runs: local (worker processes here) | ray (a Ray cluster).")]
-RayAddressOption = Annotated[Optional[str], typer.Option(
+RayAddressOption = Annotated[str | None, typer.Option(
     "--ray-address", rich_help_panel="Execution", envvar="RAY_ADDRESS",
     help="Ray cluster to join with --executor ray: HOST:6379 of `ray start --head`, or 'auto'. "
          "Default: RAY_ADDRESS, else a cluster started on this machine, else a new local one.")]

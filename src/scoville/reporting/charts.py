@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +77,7 @@ class Chart:
             lo, hi, x = math.log10(lo), math.log10(hi), math.log10(x)
         return "left" if hi == lo or (x - lo) / (hi - lo) > 0.5 else "right"
 
-    def autoscale(self) -> "Chart":
+    def autoscale(self) -> Chart:
         """Log axes where the plotted values span decades."""
         self.x_log = _spans_decades([v for s in self.series for v in s.x])
         self.y_log = _spans_decades([v for s in self.series for v in s.y])

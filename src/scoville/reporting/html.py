@@ -14,11 +14,12 @@ import base64
 import gzip
 import html
 import json
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,10 +28,19 @@ import scoville
 from scoville.analysis.compare import Comparison, compare, fmt_ms, fmt_seconds, fmt_usd, fmt_value
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
-from scoville.reporting.decision import DECISION_SCRIPT, decision_grid, decision_html
-from scoville.reporting.charts import (Chart, cdf_charts, config_summary, frontier_charts, latency_samples, power_chart,
-                                    ratio_charts, safe_id, system_colors)
 from scoville.power.sources import manifest_power_basis
+from scoville.reporting.charts import (
+    Chart,
+    cdf_charts,
+    config_summary,
+    frontier_charts,
+    latency_samples,
+    power_chart,
+    ratio_charts,
+    safe_id,
+    system_colors,
+)
+from scoville.reporting.decision import DECISION_SCRIPT, decision_grid, decision_html
 from scoville.reporting.output import check_destination, write_file
 from scoville.reporting.plotly_fig import figure
 from scoville.results.catalog import accelerator_count, read_power_samples, read_records
@@ -396,7 +406,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
                      f' <span class="meta">{_e(s.source)} · power {_e(s.power_basis)} · '
                      f'{_e(", ".join(d.name for d in s.run_dirs))}</span></span>' for s in systems)
     body = [f"<h1>{_e(title)}</h1>",
-            f'<div class="meta">generated {datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} by scoville '
+            f'<div class="meta">generated {datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")} by scoville '
             f"{_e(scoville.__version__)}</div>",
             f'<div class="systems">{legend}</div>',
             comparison_section(comparisons, left_out) if len(systems) > 1 else "",

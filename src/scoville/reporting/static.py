@@ -8,14 +8,22 @@ keeping ``write_report`` fast.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from scoville.analysis.runs import load_systems
 from scoville.errors import UserError
-from scoville.reporting.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
-                                    ratio_charts, safe_id)
 from scoville.power.sources import manifest_power_basis
+from scoville.reporting.charts import (
+    Chart,
+    cdf_charts,
+    frontier_charts,
+    latency_samples,
+    power_chart,
+    ratio_charts,
+    safe_id,
+)
 from scoville.reporting.output import check_destination, write_file
 from scoville.reporting.plotly_fig import log_ticks, tick_label
 from scoville.results.catalog import read_power_samples, read_records

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -764,7 +764,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
         sigma=sigma, prior=start,
         deployment=cfg.model_dump(exclude={"profile"}),
         fitted_on=[FitPoint(run_id=t.run_id, label=t.label) for t in fitset], points=points, fit=info,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"), scoville_version=scoville.__version__,
+        created=datetime.now(UTC).isoformat(timespec="seconds"), scoville_version=scoville.__version__,
         **fitted,
     )
     report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma)

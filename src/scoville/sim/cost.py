@@ -189,7 +189,7 @@ class StepCost:
         S = max(S, 1.0) if scalar else np.maximum(S, 1.0)
         q_dec = 1.0 + self.drafts                                  # tokens each decoding sequence feeds
         if decode_seqs is None:
-            D = S - (1.0 if scalar and T > S * q_dec else 0.0) if scalar else S - (T > S * q_dec)
+            D = S - (1.0 if scalar and S * q_dec < T else 0.0) if scalar else S - (S * q_dec < T)
         else:
             D = float(decode_seqs) if scalar else np.asarray(decode_seqs, dtype=np.float64)
         Kd = (K * D / S) if decode_kv is None else (float(decode_kv) if scalar else np.asarray(decode_kv, dtype=np.float64))

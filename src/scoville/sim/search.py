@@ -28,14 +28,22 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from scoville.errors import UserError
-from scoville.sim.config import DisaggregationConfig, ParallelConfig, PoolConfig, SimConfig, SimConfigError, SpeculativeConfig
+from scoville.sim.config import (
+    DisaggregationConfig,
+    ParallelConfig,
+    PoolConfig,
+    SimConfig,
+    SimConfigError,
+    SpeculativeConfig,
+)
 from scoville.sim.cost import MissingKernelTables
 from scoville.sim.engine import step_cost
 from scoville.sim.hardware import Hardware, load_hardware
@@ -197,7 +205,7 @@ def pareto(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
 
 
 def _concurrency(space: SearchSpace) -> np.ndarray:
-    g = CONC_GRID[(CONC_GRID >= space.min_concurrency) & (CONC_GRID <= space.max_concurrency)]
+    g = CONC_GRID[(space.min_concurrency <= CONC_GRID) & (space.max_concurrency >= CONC_GRID)]
     return g if g.size else np.array([float(space.min_concurrency)])
 
 

@@ -189,7 +189,7 @@ class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
         """Whether prompts repeat earlier tokens (a shared prefix, or later turns re-sending the context)."""
         return self.shared_prefix_tokens > 0 or self.turns.kind != "fixed" or self.turns.a >= 1.5
 
-    def fit_context(self, limit: int) -> "SessionWorkload":
+    def fit_context(self, limit: int) -> SessionWorkload:
         """Sessions shaped for a ``limit``-token window: each ends before the turn that would not fit."""
         return msgspec.structs.replace(self, context_limit=min(self.context_limit, limit))
 
@@ -291,7 +291,7 @@ class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
     def reuses_prefixes(self) -> bool:
         return any(c.reuses_prefixes for c in self.components)
 
-    def fit_context(self, limit: int) -> "MixWorkload":
+    def fit_context(self, limit: int) -> MixWorkload:
         return msgspec.structs.replace(self, components=tuple(c.fit_context(limit) for c in self.components))
 
     def parameters(self) -> dict[str, str]:

@@ -17,8 +17,8 @@ Needs ``aiconfigurator-core`` (the tables) and SciPy (the least squares): ``pip 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 import numpy as np
 import pyarrow.compute as pc

@@ -14,10 +14,9 @@ import json
 import json.decoder
 import json.scanner
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from typing import IO, Iterator
+from typing import IO, Any
 
 import msgspec
 

@@ -28,8 +28,9 @@ into a file, edited and replayed.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, TextIO
+from typing import TextIO
 
 from scoville.workload.spec import Session
 from scoville.workload.traces.common import (

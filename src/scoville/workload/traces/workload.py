@@ -141,7 +141,7 @@ class TraceWorkload:
         """Whether prompts share blocks (hash ids) or later turns follow earlier ones."""
         return any(len(s.turns) > 1 or any(t.hash_ids for t in s.turns) for s in self.trace_sessions)
 
-    def fit_context(self, limit: int) -> "TraceWorkload":
+    def fit_context(self, limit: int) -> TraceWorkload:
         """This trace replayed within a ``limit``-token window (see ``_fit``)."""
         options = msgspec.structs.replace(self.options, context_limit=min(limit, self.options.context_limit or limit))
         return TraceWorkload(self.path, self.format, self._all, options, self.sha256)
