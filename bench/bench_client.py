@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import msgspec
@@ -255,7 +256,7 @@ def run_peer(venv: Path, base: str, *, streams: int, requests: int, osl: int, ti
     after = http_json(f"{base}/stats")
     sent = after["sent"] - before["sent"]
     # Sustained: the best 50% stretch of the server's sent counter while aiperf streamed.
-    rates = [(b["sent"] - a["sent"]) / (b["t"] - a["t"]) for a, b in zip(samples, samples[1:]) if b["t"] > a["t"]]
+    rates = [(b["sent"] - a["sent"]) / (b["t"] - a["t"]) for a, b in pairwise(samples) if b["t"] > a["t"]]
     busy = sorted(r for r in rates if r > 0)
     sustained = float(np.median(busy[len(busy) // 2:])) if busy else 0.0
     shutil.rmtree(work, ignore_errors=True)
@@ -283,7 +284,7 @@ def server_rate_during(base: str, fn):
     finally:
         stop.set()
         th.join()
-    rates = [(b["sent"] - a["sent"]) / (b["t"] - a["t"]) for a, b in zip(samples, samples[1:]) if b["t"] > a["t"]]
+    rates = [(b["sent"] - a["sent"]) / (b["t"] - a["t"]) for a, b in pairwise(samples) if b["t"] > a["t"]]
     busy = sorted(r for r in rates if r > 0)
     return result, float(np.median(busy[len(busy) // 2:])) if busy else 0.0
 

@@ -106,7 +106,7 @@ def fidelity(args: argparse.Namespace, runs: Path) -> None:
     print(f"{'C':>4} {'n':>4} {'TPOT sim ms':>11} {'TPOT emu ms':>11} {'ratio':>6} {'out tok/s sim':>13} "
           f"{'out tok/s emu':>13} {'ratio':>6} {'tot tok/s ratio':>15} {'TTFT sim s':>10} {'TTFT emu s':>10}")
     worst = 0.0
-    for p, r in zip(points, rows):
+    for p, r in zip(points, rows, strict=False):
         s = sim[p.index]
         rt = r["tpot_s_median"] / s["tpot_s_median"]
         ro = r["output_throughput"] / s["output_throughput"]

@@ -83,13 +83,13 @@ def fit(ref: dict[str, Any], start: FrameworkCosts) -> FrameworkCosts:
     from scipy.optimize import minimize
 
     def unpack(x: np.ndarray) -> FrameworkCosts:
-        vals = dict(zip(FIT_KEYS, np.exp(x)))
+        vals = dict(zip(FIT_KEYS, np.exp(x), strict=True))
         return msgspec.structs.replace(start, **vals)
 
     def loss(x: np.ndarray) -> float:
         rows = errors(ref, unpack(x))
         data = sum(np.log(pred / pub) ** 2 for _, _, pub, pred in rows)
-        prior = sum(((xi - np.log(PRIOR[k][0])) / PRIOR[k][1]) ** 2 for k, xi in zip(FIT_KEYS, x))
+        prior = sum(((xi - np.log(PRIOR[k][0])) / PRIOR[k][1]) ** 2 for k, xi in zip(FIT_KEYS, x, strict=True))
         return float(data + 0.1 * prior)
 
     x0 = np.log([getattr(start, k) for k in FIT_KEYS])

@@ -101,7 +101,7 @@ def _attention(torch, ops, heads: int, kv_heads: int, head_dim: int, seq_lens: l
     qsl[1:] = torch.cumsum(torch.tensor(query_lens, dtype=torch.int32), 0)
     lens = torch.tensor(seq_lens, dtype=torch.int32)
     slots = torch.cat([table[i, (torch.arange(s - q, s) // BLOCK)].long() * BLOCK + torch.arange(s - q, s) % BLOCK
-                       for i, (s, q) in enumerate(zip(seq_lens, query_lens))])
+                       for i, (s, q) in enumerate(zip(seq_lens, query_lens, strict=True))])
     q = torch.randn(tokens, heads, head_dim, dtype=torch.bfloat16)
     k = torch.randn(tokens, kv_heads, head_dim, dtype=torch.bfloat16)
     v = torch.randn(tokens, kv_heads, head_dim, dtype=torch.bfloat16)

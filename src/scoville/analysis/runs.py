@@ -132,7 +132,7 @@ def load_system(run_dirs: list[Path], label: str | None = None) -> System:
     """Pool one or more run directories into one system."""
     manifests = [load_manifest(d) for d in run_dirs]
     rows: list[dict[str, Any]] = []
-    for d, m in zip(run_dirs, manifests):
+    for d, m in zip(run_dirs, manifests, strict=True):
         rows.extend(point_rows(d, m))
     sys_ = System(label or _base_label(manifests, run_dirs), list(run_dirs), manifests, aggregate_repeats(rows),
                   rows)

@@ -59,7 +59,7 @@ def errors_table(report: CalibrationReport) -> Table:
         m = p.measured
         cells = [escape(p.run_id[-6:]), escape(p.workload), escape(p.label),
                  "[bold]fit[/]" if p.role == "fit" else "held-out"]
-        for (name, _), value, scale in zip(METRICS, (m.ttft_s, m.tpot_s, m.total_tok_s), (1e3, 1e3, 1.0)):
+        for (name, _), value, scale in zip(METRICS, (m.ttft_s, m.tpot_s, m.total_tok_s), (1e3, 1e3, 1.0), strict=True):
             cells.append("–" if value is None else f"{value * scale:,.4g}")
             cells.append(f"{_pct(p.error('before', name))} → {_pct(p.error('after', name))}")
         table.add_row(*cells)

@@ -71,7 +71,7 @@ def warnings_as_lines() -> Iterator[None]:
 def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
     """A query result as a Rich table, or as JSON records."""
     if json_out:
-        print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
+        print(json.dumps([dict(zip(cols, r, strict=True)) for r in rows], indent=2, default=str))
         return
     cells = [[escape(fmt_cell(v)) for v in r] for r in rows]   # data (labels, JSON, SQL), never Rich markup
     # No box, one space between columns, and every column as wide as its longest word: `ls`'s seven columns fit

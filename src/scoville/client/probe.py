@@ -98,7 +98,7 @@ async def _one_token_words(http: aiohttp.ClientSession, cfg: ClientConfig) -> tu
         counts = await asyncio.gather(*(_token_count(http, cfg, " " + w) for w in WORDS))
     except (TimeoutError, aiohttp.ClientError, ValueError):
         return ()
-    words = tuple(w for w, n in zip(WORDS, counts) if n == 1)
+    words = tuple(w for w, n in zip(WORDS, counts, strict=True) if n == 1)
     return words if len(words) >= MIN_PROMPT_WORDS else ()
 
 

@@ -219,7 +219,7 @@ class WorkerPool:
             child.close()
             self.conns.append(parent)
             self.procs.append(p)
-        for c, p in zip(self.conns, self.procs):
+        for c, p in zip(self.conns, self.procs, strict=True):
             try:
                 ready = c.poll(60) and c.recv_bytes() == b"S"
             except (EOFError, OSError):

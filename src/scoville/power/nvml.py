@@ -74,7 +74,7 @@ class NvmlSampler:
 
     def sample_once(self) -> None:
         """Read every device once (one row per device)."""
-        for d, h in zip(self.devices, self._handles):
+        for d, h in zip(self.devices, self._handles, strict=True):
             try:
                 mw = self.nvml.nvmlDeviceGetPowerUsage(h)
             except Exception:
@@ -113,7 +113,7 @@ class NvmlSampler:
         """The energy counters now: {"t", "joules": {device: J}} (empty when unsupported)."""
         joules = {}
         if self.energy_supported:
-            for d, h in zip(self.devices, self._handles):
+            for d, h in zip(self.devices, self._handles, strict=True):
                 mj = self._energy_mj(h)
                 if mj is not None:
                     joules[f"gpu{d}"] = mj / 1000.0

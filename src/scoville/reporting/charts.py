@@ -178,7 +178,7 @@ def frontier_chart(systems: Sequence[System], x_key: str, per: str, metric: str 
     if kinds:
         chart.note = "; ".join(filter(None, [chart.note, "bars: " + " · ".join(kinds)]))
     chart.autoscale()  # from the measured points only; the lines are drawn on the chosen scale
-    for s, series in zip(with_y, chart.series[1::2]):
+    for s, series in zip(with_y, chart.series[1::2], strict=True):
         f = frontier(s.rows, x_metric, y_metric)
         series.x, series.y = f.curve(80, log_x=chart.x_log)
     return chart
@@ -305,7 +305,7 @@ def point_colors(n: int) -> list[str]:
         lo = int(pos)
         hi = min(lo + 1, len(_VIRIDIS) - 1)
         frac = pos - lo
-        rgb = [round(a + (b - a) * frac) for a, b in zip(_VIRIDIS[lo], _VIRIDIS[hi])]
+        rgb = [round(a + (b - a) * frac) for a, b in zip(_VIRIDIS[lo], _VIRIDIS[hi], strict=True)]
         out.append("#" + "".join(f"{c:02x}" for c in rgb))
     return out
 
@@ -377,7 +377,7 @@ def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[
         title = ITL_TITLES.get(compat, title) if kind == "itl" else title
         chart = Chart(id=f"cdf-{kind}-{run_id}", title=f"{label}: {title} CDF" if label else f"{title} CDF", x_label=f"{kind.upper()} (s)",
                       y_label="fraction of requests" if kind != "itl" else "fraction of gaps")
-        for color, (idx, s) in zip(colors, samples.items()):
+        for color, (idx, s) in zip(colors, samples.items(), strict=True):
             xs, ys = _quantile_curve(s[kind])
             if xs:
                 chart.series.append(Series(str(labels.get(idx, idx)), xs, ys, "line", color, step=True))

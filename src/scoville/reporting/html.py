@@ -424,7 +424,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
             run_summary(comparisons, left_out) if len(systems) == 1 else "",
             decision_html(decide) if decide is not None and len(systems) == 1 else ""]
     for s in systems:
-        for d, m in zip(s.run_dirs, s.manifests):
+        for d, m in zip(s.run_dirs, s.manifests, strict=True):
             body.append(run_section(s, d, m, colors[s.label], figures))
     data = json.dumps(figures, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     decide_data = json.dumps(decide.to_json() if decide else None, separators=(",", ":"), allow_nan=False)

@@ -38,7 +38,7 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
     advantage = ratio_charts(systems)
     charts = advantage + charts
     for s in systems:
-        for d, m in zip(s.run_dirs, s.manifests):
+        for d, m in zip(s.run_dirs, s.manifests, strict=True):
             plan = (m.get("load_plan") or {}).get("points", [])
             run_id = safe_id(m.get("run_id", d.name))
             requests = read_records(d)
@@ -67,7 +67,7 @@ def _apply_log_ticks(axis: Any, values: Sequence[float]) -> None:
 
 def _band_bars(ax: object, s: object) -> None:
     """Error bars on the points that carry a band (a bootstrap interval or the simulator's), on either axis."""
-    for i, (x, y) in enumerate(zip(s.x, s.y)):  # type: ignore[attr-defined]
+    for i, (x, y) in enumerate(zip(s.x, s.y, strict=True)):  # type: ignore[attr-defined]
         xb = s.x_band[i] if s.x_band else None  # type: ignore[attr-defined]
         yb = s.y_band[i] if s.y_band else None  # type: ignore[attr-defined]
         if xb is None and yb is None:

@@ -405,7 +405,7 @@ def measured_points(run_dir: Path) -> set[int]:
             continue  # unreadable: measure it again
         ok = table.column("ok").to_pylist()
         warm = table.column("warmup").to_pylist()
-        if any(o and not w for o, w in zip(ok, warm)):
+        if any(o and not w for o, w in zip(ok, warm, strict=True)):
             out.add(p)
     return out
 

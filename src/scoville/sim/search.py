@@ -260,7 +260,7 @@ def _near_envelope(decode: dict[_Layout, tuple[np.ndarray, np.ndarray]], isl: fl
     pts = []
     for key, (tpot, n) in decode.items():
         tput = n * (isl + osl) / ((osl - 1.0) * tpot) / key[0].accelerators
-        pts += [(1.0 / t, y, key) for t, y in zip(tpot, tput)]
+        pts += [(1.0 / t, y, key) for t, y in zip(tpot, tput, strict=True)]
     xs = np.array([x for x, _, _ in pts])
     ys = np.array([y for _, y, _ in pts])
     front = pareto(xs, ys)

@@ -296,7 +296,7 @@ class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
 
     def parameters(self) -> dict[str, str]:
         total = sum(self.weights)
-        return {c.name: f"{w / total:.0%} of sessions" for c, w in zip(self.components, self.weights)}
+        return {c.name: f"{w / total:.0%} of sessions" for c, w in zip(self.components, self.weights, strict=True)}
 
     def choices(self, count: int, stream: int = 0) -> np.ndarray:
         p = np.asarray(self.weights, dtype=float)

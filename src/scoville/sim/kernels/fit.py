@@ -176,7 +176,7 @@ def _comm_samples(rng: np.random.Generator) -> dict[str, dict[str, tuple[np.ndar
                 wire = (2.0 if cls == "allreduce" else 1.0) * (gpus - 1) / gpus * size
                 prev = out[cls].get(system)
                 x, r, y = wire / link, np.full(size.size, np.log2(gpus)), lat
-                out[cls][system] = (x, r, y) if prev is None else tuple(np.concatenate(p) for p in zip(prev, (x, r, y)))  # type: ignore[assignment]
+                out[cls][system] = (x, r, y) if prev is None else tuple(np.concatenate(p) for p in zip(prev, (x, r, y), strict=True))  # type: ignore[assignment]
     return out
 
 

@@ -108,7 +108,7 @@ def write_scoville_trace(path: Path, sessions: Iterable[Session], arrivals: Iter
 def _write_rows(f: TextIO, sessions: list[Session], starts: list[float | None], bs: int) -> int:
     n = 0
     f.write(json.dumps({"format": FORMAT_TAG, "version": 1, "block_size": bs}) + "\n")
-    for session, start in zip(sessions, starts):
+    for session, start in zip(sessions, starts, strict=True):
         for k, r in enumerate(session.requests):
             row: dict[str, object] = {"session_id": session.session_id}
             if k == 0 and start is not None:

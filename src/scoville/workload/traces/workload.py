@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,7 @@ class TraceWorkload:
 
     def _think_times(self, s: TraceSession) -> list[float]:
         out = [0.0]
-        for prev, cur in zip(s.turns, s.turns[1:]):
+        for prev, cur in pairwise(s.turns):
             if cur.think_s is not None:
                 gap = cur.think_s
             elif cur.t is not None and prev.t is not None:
