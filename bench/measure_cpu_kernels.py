@@ -73,7 +73,7 @@ def measure_gemm(torch, rows: list[dict], max_call_s: float) -> None:
                 if 2.0 * m * n * k / 30e9 > max_call_s:
                     break
                 x = torch.randn(m, k, dtype=torch.bfloat16)
-                ms = best_ms(lambda: layer.cpu_linear(x, layer.weight, None))
+                ms = best_ms(lambda layer=layer, x=x: layer.cpu_linear(x, layer.weight, None))
                 rows.append(dict(framework="VLLM", op_name="gemm", kernel_source="dispatch_cpu_unquantized_gemm",
                                  gemm_dtype="bfloat16", m=m, n=n, k=k, latency=ms))
             print(f"gemm n={n} k={k}: m=1 {rows[first]['latency']:.3f} ms, m={rows[-1]['m']} "

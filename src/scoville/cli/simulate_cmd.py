@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -154,10 +154,8 @@ def _summary(run_dir: Path, json_out: bool) -> None:
         for i, p in enumerate(plan):
             cfg = SimConfig.model_validate(p["config"])
             pr = preds[i] if i < len(preds) else None
-            band = lambda key: ("" if pr is None else  # noqa: E731
-                                f"{pr[key + '_band'][0]:,.0f}-{pr[key + '_band'][1]:,.0f}")
             table.add_row(str(p.get("label")), escape(cfg.label() + _drafts(cfg)), str(cfg.accelerators),
-                          band("interactivity"), band("total_throughput_per_accelerator"))
+                          _band(pr, "interactivity"), _band(pr, "total_throughput_per_accelerator"))
         out.print(table)
     console.print(f"power: {manifest_power_basis(manifest)}")
     written = run_dir / "report.html"
@@ -168,3 +166,11 @@ def _summary(run_dir: Path, json_out: bool) -> None:
 
 def _drafts(cfg: SimConfig) -> str:
     return f" mtp{cfg.speculative.num_draft_tokens}" if cfg.speculative else ""
+
+
+def _band(prediction: dict[str, Any] | None, key: str) -> str:
+    """A point's 80% band of ``key`` as "low-high" (empty when the point has no prediction)."""
+    if prediction is None:
+        return ""
+    band = prediction[key + "_band"]
+    return f"{band[0]:,.0f}-{band[1]:,.0f}"

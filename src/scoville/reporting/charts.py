@@ -323,7 +323,7 @@ def latency_samples(requests: pa.Table, compat: str = "inferencex") -> dict[int,
     for idx in sorted(set(points.tolist())):
         sub = ok.filter(pc.equal(ok.column("point"), idx))
 
-        def col(name: str) -> np.ndarray:
+        def col(name: str, sub: pa.Table = sub) -> np.ndarray:
             return sub.column(name).to_numpy(zero_copy_only=False).astype(float)
 
         sent, first, done, n_out = col("t_sent"), col("t_first_token"), col("t_done"), col("output_tokens")
