@@ -74,7 +74,7 @@ class Run:
 def open_run(path: str | Path) -> Run:
     """A run directory as a ``Run``; a missing or damaged manifest is a one-line ``UserError``."""
     run = Run(Path(path))
-    run.manifest  # read now, so a bad path fails here and not on first use
+    _ = run.manifest  # read now, so a bad path fails here and not on first use
     return run
 
 

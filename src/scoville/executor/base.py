@@ -102,7 +102,7 @@ class Executor(abc.ABC):
                 close()
         return out
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op by default, not abstract: a backend without resources keeps it
         """Release the backend's resources (processes, cluster connection)."""
 
     def describe(self) -> dict[str, Any]:

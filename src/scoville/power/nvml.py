@@ -13,6 +13,7 @@ boundary is the shipped code path.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -104,10 +105,8 @@ class NvmlSampler:
             self._thread.join(5)
             self._thread = None
         self.sample_once()  # a closing sample so the window's end is covered
-        try:
+        with contextlib.suppress(Exception):
             self.nvml.nvmlShutdown()
-        except Exception:
-            pass
 
     def mark(self) -> dict[str, Any]:
         """The energy counters now: {"t", "joules": {device: J}} (empty when unsupported)."""

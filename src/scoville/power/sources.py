@@ -116,7 +116,8 @@ def cost_per_hour(value: str | None, hardware: str | None) -> float | None:
         presets = hw.cost_per_hour if hw is not None else {}
         if value not in presets:
             known = ", ".join(presets) or "none (give --hardware)"
-            raise PowerError(f"--cost-per-hour {value!r} is neither a number nor a preset of {hardware}; presets: {known}")
+            raise PowerError(f"--cost-per-hour {value!r} is neither a number nor a preset of {hardware}; "
+                             f"presets: {known}") from None
         return float(presets[value])
     if not (math.isfinite(dollars) and dollars > 0):  # float() also reads "nan" and "inf"
         raise PowerError("--cost-per-hour must be a positive number of dollars per accelerator-hour")

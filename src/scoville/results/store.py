@@ -18,6 +18,7 @@ journal for points that never finished.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -323,10 +324,8 @@ class RunWriter:
     def close(self) -> None:
         """Release the journal and the lock without touching the manifest (after a failed write)."""
         if getattr(self, "_journal", None) is not None:
-            try:
+            with contextlib.suppress(OSError):  # a full disk can fail the final flush; what was written stays
                 self._journal.close()
-            except OSError:  # a full disk can fail the final flush; what was written stays
-                pass
             self._journal = None
         if self._lock is not None:
             self._lock.release()

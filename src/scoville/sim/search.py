@@ -284,11 +284,11 @@ def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: li
     hw = load_hardware(base.hardware)
     limit = space.max_accelerators or default_max_accelerators(hw, load_model(base.model), base)
     prefill = _best_prefill_layouts(base, layouts, isl, space.prefill_budget)
-    O = max(osl, 2.0)
+    out_len = max(osl, 2.0)
     screened: list[tuple[float, float, tuple]] = []
     for dec, d in promising:
         tpot, n = decode[(dec, d)]
-        rate = n / ((O - 1.0) * tpot)                             # completions/s per decode instance
+        rate = n / ((out_len - 1.0) * tpot)                       # completions/s per decode instance
         for pre, t_prompt in prefill:
             for n_d in (1, 2, 4, 8, 16):
                 n_p = np.maximum(1, np.ceil(n_d * rate * t_prompt / PREFILL_UTILISATION))

@@ -187,7 +187,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     """Closed-loop steady state of ``config.replicas`` unified instances (see module docstring)."""
     c_all = np.asarray(concurrency, dtype=np.float64)
     cost = step_cost(config, config.parallel)
-    P, O = float(isl), max(float(osl), 2.0)
+    P, O = float(isl), max(float(osl), 2.0)  # noqa: E741 - the module docstring's P and O
     AL = _acceptance_length(config)
     k = config.speculative.num_draft_tokens if config.speculative else 0
     q_dec = 1 + k
@@ -253,7 +253,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     assert d is not None
     c_all = np.asarray(concurrency, dtype=np.float64)
     pc, dc = step_cost(config, d.prefill.parallel), step_cost(config, d.decode.parallel)
-    P, O = float(isl), max(float(osl), 2.0)
+    P, O = float(isl), max(float(osl), 2.0)  # noqa: E741 - the module docstring's P and O
     AL = _acceptance_length(config)
     k = config.speculative.num_draft_tokens if config.speculative else 0
     q_dec = 1 + k
