@@ -97,7 +97,8 @@ def register(app: typer.Typer) -> None:
                                                    "YAML path).")],
         model: Annotated[str | None, typer.Option(help="Model (catalog name or config.json path); default: the "
                                                           "runs' model.")] = None,
-        framework: Annotated[str, typer.Option(help="Serving stack the runs measured: vllm | sglang | trtllm.")] = "vllm",
+        framework: Annotated[str, typer.Option(
+            help="Serving stack the runs measured: vllm | sglang | trtllm.")] = "vllm",
         fit_points: Annotated[str | None, typer.Option("--fit-points", help="Points to fit on, e.g. c=1,c=8 or "
                                                           "RUN:c=4 (default: all; the rest are held out).")] = None,
         config: Annotated[Path | None, typer.Option(help="The measured deployment's SimConfig (YAML/JSON): "

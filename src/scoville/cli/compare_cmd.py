@@ -25,8 +25,8 @@ from scoville.results.catalog import resolve_run
 
 console = Console()
 
-RunRefs = Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs to compare (first = baseline); A+B pools runs into one "
-                                                    "system.", show_default=False)]
+RunRefs = Annotated[list[str], typer.Argument(
+    metavar="RUN...", help="Runs to compare (first = baseline); A+B pools runs into one system.", show_default=False)]
 RunsRoot = Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")]
 AtOption = Annotated[str, typer.Option("--at-interactivity",
                                        help="tok/s/user to compare at, e.g. 100,169; 'common' = the highest "

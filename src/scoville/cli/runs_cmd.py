@@ -99,8 +99,8 @@ def register(app: typer.Typer) -> None:
     def ls_cmd(runs: RunsRoot = Path("runs"), json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
         """List the runs under --runs."""
         with warnings_as_lines():
-            cols, rows = query(runs, "SELECT run_id, origin AS source, status, system, model, workload, points FROM runs "
-                                     "ORDER BY run_id")
+            cols, rows = query(runs, "SELECT run_id, origin AS source, status, system, model, workload, points "
+                                     "FROM runs ORDER BY run_id")
         if not rows and not json_out:
             console.print(f"no runs under {runs}/")
             return

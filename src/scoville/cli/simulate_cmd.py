@@ -59,30 +59,41 @@ def register(app: typer.Typer) -> None:
         osl: Annotated[int | None, typer.Option(help="Custom output length (with --isl).")] = None,
         concurrency: Annotated[str | None, typer.Option(
             help="Closed-loop levels: 1,2,4 or 1-1024 (doubling); with the search, the range it covers.")] = None,
-        rate: Annotated[str | None, typer.Option(help="Open-loop request rates (req/s), e.g. 1,2,4 (--config).")] = None,
-        config: Annotated[Path | None, typer.Option(help="Pin one SimConfig (YAML/JSON) instead of searching.")] = None,
+        rate: Annotated[str | None, typer.Option(
+            help="Open-loop request rates (req/s), e.g. 1,2,4 (--config).")] = None,
+        config: Annotated[Path | None, typer.Option(
+            help="Pin one SimConfig (YAML/JSON) instead of searching.")] = None,
         precision: Annotated[str | None, typer.Option(
             help="Weight precision: native (checkpoint), fp8, nvfp4/mxfp4/fp4, int4, bf16.")] = None,
-        kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV cache: auto (fp8 where supported) | bf16 | fp8.")] = None,
-        framework: Annotated[str, typer.Option(help="Serving stack whose kernels and overheads to use: vllm | sglang | trtllm.")] = "vllm",
+        kv_dtype: Annotated[str | None, typer.Option(
+            "--kv-dtype", help="KV cache: auto (fp8 where supported) | bf16 | fp8.")] = None,
+        framework: Annotated[str, typer.Option(
+            help="Serving stack whose kernels and overheads to use: vllm | sglang | trtllm.")] = "vllm",
         mtp: Annotated[str | None, typer.Option(
             help="Speculative decoding: auto (search MTP drafts on models with MTP heads) | off | K[:ACCEPT].")] = None,
         max_accelerators: Annotated[int | None, typer.Option(
             "--max-accelerators", help="Largest deployment the search may use (default: the scale-up domain, "
                                        "or two domains' worth when the model needs more).")] = None,
-        disaggregation: Annotated[bool, typer.Option("--disagg/--no-disagg", help="Search prefill/decode pools too.")] = True,
+        disaggregation: Annotated[bool, typer.Option(
+            "--disagg/--no-disagg", help="Search prefill/decode pools too.")] = True,
         fidelity: Annotated[str | None, typer.Option(
             help="analytic (estimator, ~1 s) | des (replay every frontier request in the engine).")] = None,
-        cost_backend: Annotated[str, typer.Option("--cost-backend", help="Operator times: auto (measured tables "
-                                                  "where they exist) | measured | transfer (datasheet only).")] = "auto",
+        cost_backend: Annotated[str, typer.Option(
+            "--cost-backend", help="Operator times: auto (measured tables where they exist) | measured | "
+                                   "transfer (datasheet only).")] = "auto",
         profile: Annotated[Path | None, typer.Option(help="Calibration profile from `scoville calibrate`.")] = None,
-        range_ratio: Annotated[float | None, typer.Option(help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed.")] = None,
+        range_ratio: Annotated[float | None, typer.Option(
+            help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed.")] = None,
         burstiness: Annotated[float, typer.Option(help="Gamma shape of --rate arrivals (1 = Poisson).")] = 1.0,
-        max_concurrency: Annotated[int | None, typer.Option(help="Cap on requests in flight for --rate points.")] = None,
-        num_requests: Annotated[int | None, typer.Option(help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
+        max_concurrency: Annotated[int | None, typer.Option(
+            help="Cap on requests in flight for --rate points.")] = None,
+        num_requests: Annotated[int | None, typer.Option(
+            help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
         warmup_requests: Annotated[int | None, typer.Option(help="Warm-up requests per point (default 2·C).")] = None,
-        duration: Annotated[float | None, typer.Option(help="Stop sending after this many (simulated) seconds per point.")] = None,
-        power: Annotated[str, typer.Option(help="Per-kW power: rated | all-in | model (utilisation; needs --fidelity des).")] = "rated",
+        duration: Annotated[float | None, typer.Option(
+            help="Stop sending after this many (simulated) seconds per point.")] = None,
+        power: Annotated[str, typer.Option(
+            help="Per-kW power: rated | all-in | model (utilisation; needs --fidelity des).")] = "rated",
         compat: Annotated[str, typer.Option(help="Metric method: inferencex | clean.")] = "inferencex",
         seed: Annotated[int, typer.Option(help="Seed for workload draws and speculative acceptance.")] = 0,
         executor: ExecutorOption = "local",
@@ -100,9 +111,11 @@ def register(app: typer.Typer) -> None:
         trace_block_size: TraceBlockSizeOption = None,
         think_scale: ThinkScaleOption = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the points as JSON on stdout.")] = False,
-        report: Annotated[bool, typer.Option("--report", help="Also write the run's report.html (about 1 s more).")] = False,
+        report: Annotated[bool, typer.Option(
+            "--report", help="Also write the run's report.html (about 1 s more).")] = False,
     ) -> None:
-        """Predict the latency-throughput-energy frontier of a model on a system (searches deployments unless --config)."""
+        """Predict the latency-throughput-energy frontier of a model on a system
+        (searches deployments unless --config)."""
         from scoville.simulation import SimulateSpec, simulate
 
         spec = SimulateSpec.of_flat(
