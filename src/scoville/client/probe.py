@@ -126,7 +126,8 @@ async def _probe(cfg: ClientConfig) -> dict[str, Any]:
         if status == 401:
             raise ClientError(f"{cfg.base_url} wants an API key (HTTP 401); pass --api-key")
         if status == 404:
-            raise ClientError(f"{cfg.endpoint} not found (HTTP 404); try --api {'completions' if cfg.api == 'chat' else 'chat'}")
+            other = "completions" if cfg.api == "chat" else "chat"
+            raise ClientError(f"{cfg.endpoint} not found (HTTP 404); try --api {other}")
         if status != 200 or text:
             raise ClientError(f"{cfg.endpoint} rejected a test request (HTTP {status}): {cfg.redact(text)}")
         cfg.prompt_words = await _one_token_words(http, cfg)
@@ -134,7 +135,8 @@ async def _probe(cfg: ClientConfig) -> dict[str, Any]:
 
 
 def probe(cfg: ClientConfig) -> dict[str, Any]:
-    """Check the target and settle ``cfg.model``, ``cfg.extensions`` and ``cfg.prompt_words``; ClientError when unusable.
+    """Check the target and settle ``cfg.model``, ``cfg.extensions`` and ``cfg.prompt_words``; ClientError when
+    unusable.
 
     Returns ``models`` (served ids), ``extensions`` and ``max_model_len`` (the
     model's context window, None when the server does not list it).

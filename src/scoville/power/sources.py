@@ -24,7 +24,8 @@ from scoville.errors import UserError
 SOURCES = ("rated", "all-in", "nvml", "csv", "none")
 BOUNDARIES = ("chip", "board", "node", "rack")
 _DEFAULT_BOUNDARY = {"rated": "chip", "all-in": "rack", "nvml": "board", "csv": "node", "none": "chip"}
-DEFAULT_COST_PRESET = "neocloud"   # the catalog price a run is costed at when none is given: measured, emulated, simulated
+# the catalog price a run is costed at when none is given: measured, emulated, simulated
+DEFAULT_COST_PRESET = "neocloud"
 
 
 def default_boundary(source: str) -> str:

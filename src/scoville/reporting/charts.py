@@ -141,7 +141,8 @@ def config_summary(config: str | dict[str, Any], limit: int = 160) -> str:
         return str(config)[:limit]
     if not isinstance(data, dict):
         return str(data)[:limit]
-    keys = [k for k in _CONFIG_KEYS if data.get(k) not in (None, {}, [])] or [k for k, v in data.items() if v is not None]
+    keys = ([k for k in _CONFIG_KEYS if data.get(k) not in (None, {}, [])]
+            or [k for k, v in data.items() if v is not None])
     text = " · ".join(f"{k} {_compact(data[k])}" for k in keys)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -375,7 +376,8 @@ def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[
     charts = []
     for kind, title in CDF_KINDS:
         title = ITL_TITLES.get(compat, title) if kind == "itl" else title
-        chart = Chart(id=f"cdf-{kind}-{run_id}", title=f"{label}: {title} CDF" if label else f"{title} CDF", x_label=f"{kind.upper()} (s)",
+        chart = Chart(id=f"cdf-{kind}-{run_id}", title=f"{label}: {title} CDF" if label else f"{title} CDF",
+                      x_label=f"{kind.upper()} (s)",
                       y_label="fraction of requests" if kind != "itl" else "fraction of gaps")
         for color, (idx, s) in zip(colors, samples.items(), strict=True):
             xs, ys = _quantile_curve(s[kind])

@@ -65,9 +65,10 @@ padding-bottom: 4px; } h3 { font-size: 18px; margin: 24px 0 8px; }
 table { border-collapse: collapse; font-size: 14px; margin: 8px 0 4px; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid var(--line); padding: 5px 10px; text-align: right; white-space: nowrap; }
 table.points { font-size: 13px; } table.points th, table.points td { padding: 4px 6px; }
-table.points th:nth-child(6), table.points td:nth-child(6), table.points th:nth-child(9), table.points td:nth-child(9),
-table.points th:nth-child(12), table.points td:nth-child(12), table.points th:nth-child(15), table.points td:nth-child(15),
-table.points th:nth-child(18), table.points td:nth-child(18) { border-left: 1px solid var(--line); }
+table.points th:nth-child(6), table.points td:nth-child(6), table.points th:nth-child(9),
+table.points td:nth-child(9), table.points th:nth-child(12), table.points td:nth-child(12),
+table.points th:nth-child(15), table.points td:nth-child(15), table.points th:nth-child(18),
+table.points td:nth-child(18) { border-left: 1px solid var(--line); }
 th:first-child, td:first-child { text-align: left; }
 thead th { background: var(--bg-alt); position: sticky; top: 0; }
 table.cmp td:first-child { font-weight: 600; white-space: normal; min-width: 260px; }
@@ -237,7 +238,8 @@ def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     conc = [p.get("concurrency") for p in points if p.get("concurrency") is not None]
     rates = [p.get("rate") for p in points if p.get("rate") is not None]
     load = (f"{len(points)} points; concurrency {', '.join(map(str, conc))}" if conc else
-            f"{len(points)} points; rate {', '.join(f'{r:g}' for r in rates)} req/s" if rates else f"{len(points)} points")
+            f"{len(points)} points; rate {', '.join(f'{r:g}' for r in rates)} req/s" if rates else
+            f"{len(points)} points")
 
     def js(v: Any) -> str:
         return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else ("—" if v is None else str(v))
@@ -254,7 +256,8 @@ def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
         ("hardware", f"{js(system.get('hardware'))} × {accelerator_count(manifest, dash='–')} accelerators"
                      + (" (per point)" if searched else "")),
         ("rated power per accelerator", f"{js(system.get('rated_watts_per_accelerator'))} W"),
-        ("power source, boundary", f"{js(power.get('source'))}, {js(power.get('boundary') or system.get('power_boundary'))}"
+        ("power source, boundary", f"{js(power.get('source'))}, "
+                                   f"{js(power.get('boundary') or system.get('power_boundary'))}"
                                    + (f" ({power['watts_per_accelerator']:g} W per accelerator)"
                                       if power.get("watts_per_accelerator") else "")),
         ("cost per accelerator-hour", f"${system['cost_per_accelerator_hour']:g}"
@@ -325,7 +328,8 @@ TURN_COLUMNS = [("turn", "turn"), ("requests", "requests"), ("input_tokens_mean"
 
 def sessions_section(manifest: dict[str, Any], requests: pa.Table) -> str:
     """Sessions and the prefix cache of a multi-turn run (`scoville sessions` in the report); "" for single turns."""
-    if not requests.num_rows or "turn" not in requests.column_names or not (pc.max(requests.column("turn")).as_py() or 0):
+    if (not requests.num_rows or "turn" not in requests.column_names
+            or not (pc.max(requests.column("turn")).as_py() or 0)):
         return ""
     labels = {p["index"]: p.get("label") for p in (manifest.get("load_plan") or {}).get("points", [])}
     per_point = [[str(labels.get(r["point"], r["point"])), *[_rate(k, r.get(k)) for k, _ in SESSION_COLUMNS]]

@@ -675,7 +675,8 @@ class CalibrationReport:
             out.append(f"the fit points do not pin {', '.join(self.fit.undetermined)} within a factor of 2; add points "
                        "that exercise them (another concurrency or ISL/OSL) before trusting other workloads")
         if self.fit.at_bound:
-            out.append(f"{', '.join(self.fit.at_bound)} ended on a bound ({', '.join(f'{k} {BOUNDS[k]}' for k in self.fit.at_bound)}): "
+            bounds = ", ".join(f"{k} {BOUNDS[k]}" for k in self.fit.at_bound)
+            out.append(f"{', '.join(self.fit.at_bound)} ended on a bound ({bounds}): "
                        "the cost model's structure does not match these runs there")
         return out
 

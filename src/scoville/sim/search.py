@@ -340,7 +340,8 @@ def _best_prefill_layouts(base: SimConfig, layouts: list[ParallelConfig], isl: f
 
 
 def _disagg_config(base: SimConfig, pre: ParallelConfig, n_p: int, dec: ParallelConfig, n_d: int,
-                   draft: SpeculativeConfig | None, seqs: int, space: SearchSpace, hw: Hardware, gpus: int) -> SimConfig:
+                   draft: SpeculativeConfig | None, seqs: int, space: SearchSpace, hw: Hardware,
+                   gpus: int) -> SimConfig:
     return SimConfig.model_validate({
         **base.model_dump(), "parallel": dec.model_dump(), "replicas": 1,
         "speculative": draft.model_dump() if draft else None,

@@ -192,7 +192,8 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     k = config.speculative.num_draft_tokens if config.speculative else 0
     q_dec = 1 + k
     budget = float(config.max_num_batched_tokens)
-    cap = config.kv_capacity_tokens or cost.kv_capacity_tokens(config.gpu_memory_utilization, config.max_num_batched_tokens)
+    cap = config.kv_capacity_tokens or cost.kv_capacity_tokens(config.gpu_memory_utilization,
+                                                               config.max_num_batched_tokens)
     ctx = P + O / 2.0
     n_max = float(max(min(config.max_num_seqs - 1, cap // (P + O), (budget - 1) // q_dec), 1))
     grid = np.unique(np.concatenate([np.geomspace(1.0, max(n_max, 1.0), N_GRID), [n_max]]))

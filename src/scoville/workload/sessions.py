@@ -85,7 +85,9 @@ class Dist(msgspec.Struct, kw_only=True, frozen=True):
         else:
             body = f"exponential(mean {self.a:g})"
         if self.lo is not None or self.hi is not None:
-            body += f" clipped to [{self.lo if self.lo is not None else '-'}, {self.hi if self.hi is not None else '-'}]"
+            lo = self.lo if self.lo is not None else "-"
+            hi = self.hi if self.hi is not None else "-"
+            body += f" clipped to [{lo}, {hi}]"
         return body
 
 
@@ -203,7 +205,8 @@ class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
             "first message tokens": self.first_message.describe(),
             "later message tokens": self.message.describe(),
             "output tokens per turn": self.output.describe(),
-            "think / tool time s": self.think.describe() + (f" x {self.think_scale:g}" if self.think_scale != 1 else ""),
+            "think / tool time s": (self.think.describe()
+                                    + (f" x {self.think_scale:g}" if self.think_scale != 1 else "")),
             "context limit": str(self.context_limit),
             "block size": str(bs),
         }
@@ -413,7 +416,8 @@ def parse_mix(spec: str) -> dict[str, float]:
         try:
             weights[name.strip()] = float(value) if sep else 1.0
         except ValueError:
-            raise WorkloadError(f"cannot read mix weight {part!r}; write e.g. mix:chat-multiturn=3,agentic-coding=1") from None
+            raise WorkloadError(f"cannot read mix weight {part!r}; "
+                                "write e.g. mix:chat-multiturn=3,agentic-coding=1") from None
     unknown = [n for n in weights if n not in SESSION_SCENARIOS]
     if unknown or not weights:
         raise WorkloadError(f"unknown scenario in mix: {', '.join(unknown) or spec!r}; "

@@ -305,7 +305,8 @@ class _Query:
             if "window_size" in t.column_names:
                 eq["window_size"] = 0
             s = _where(t, **eq)
-            if "kv_cache_dtype" in s.column_names and s.num_rows and pc.any(pc.equal(s["kv_cache_dtype"], "bfloat16")).as_py():
+            if ("kv_cache_dtype" in s.column_names and s.num_rows
+                    and pc.any(pc.equal(s["kv_cache_dtype"], "bfloat16")).as_py()):
                 s = _where(s, kv_cache_dtype="bfloat16")
             return Grid.of(s, "batch_size", "isl")
         if self.kind == "mla":

@@ -84,5 +84,6 @@ def load_trace(path: Path | str, fmt: str | None = None, **options: Any) -> Trac
         fmt = fmt or detect_format(path)
         sessions = READERS[fmt](path, opts.block_size)
     except UnicodeDecodeError:
-        raise TraceError(path, None, None, f"not a text file; is it really a {fmt + ' ' if fmt else ''}trace?") from None
+        kind = f"{fmt} " if fmt else ""
+        raise TraceError(path, None, None, f"not a text file; is it really a {kind}trace?") from None
     return TraceWorkload(path, fmt, sessions, opts, _sha256(path))

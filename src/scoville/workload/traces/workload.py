@@ -124,7 +124,8 @@ class TraceWorkload:
         if options.max_sessions is not None:
             kept = kept[: options.max_sessions]
         if not kept:
-            raise WorkloadError(f"{path}: no sessions left to replay (empty trace, or --sample / --max-sessions too small)")
+            raise WorkloadError(f"{path}: no sessions left to replay "
+                                "(empty trace, or --sample / --max-sessions too small)")
         self.trace_sessions: list[TraceSession] = [s for _, s in kept]
         self._ordinals = [i for i, _ in kept]
         self._thinks = [self._think_times(s) for s in self.trace_sessions]
