@@ -59,7 +59,9 @@ def lag_quantiles(base_url: str, name: str = "scoville_emulator_token_release_la
         prev_b, prev_c = 0.0, 0
         for b, c in buckets:
             if c >= p * total:
-                return prev_b if b == float("inf") else prev_b + (b - prev_b) * (p * total - prev_c) / max(c - prev_c, 1)
+                if b == float("inf"):
+                    return prev_b
+                return prev_b + (b - prev_b) * (p * total - prev_c) / max(c - prev_c, 1)
             prev_b, prev_c = b, c
         return prev_b
 
@@ -173,7 +175,8 @@ def run_aiperf(venv: Path, handle, conc: int, n: int, warmup: int, isl: int, osl
         m = data.get(name) or next((x for x in data.get("records", []) if x.get("tag") == name), None)
         return None if m is None else m.get(stat, m.get("avg"))
 
-    return {"ttft_s": metric("time_to_first_token") / 1e3, "ttft_mean_s": metric("time_to_first_token", "avg") / 1e3, "itl_s": metric("inter_token_latency") / 1e3,
+    return {"ttft_s": metric("time_to_first_token") / 1e3, "ttft_mean_s": metric("time_to_first_token", "avg") / 1e3,
+            "itl_s": metric("inter_token_latency") / 1e3,
             "output_throughput": metric("output_token_throughput", "avg"),
             "isl": metric("input_sequence_length", "avg"), "osl": metric("output_sequence_length", "avg"),
             "requests": metric("request_count", "avg")}

@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit:
         t0 = time.perf_counter()
         costs = fit(ref, costs)
-        print(f"fitted in {time.perf_counter() - t0:.0f} s: " + ", ".join(f"{k}={getattr(costs, k):.4g}" for k in FIT_KEYS))
+        fitted = ", ".join(f"{k}={getattr(costs, k):.4g}" for k in FIT_KEYS)
+        print(f"fitted in {time.perf_counter() - t0:.0f} s: {fitted}")
     print(f"{'seed':26s} {'figure':34s} {'published':>10s} {'scoville':>10s} {'error':>7s}")
     for name, key, pub, pred in errors(ref, costs):
         print(f"{name:26s} {key:34s} {pub:10.4g} {pred:10.4g} {pred / pub - 1:+7.0%}")

@@ -130,7 +130,8 @@ def measure_attention(torch, decode: list[dict], prefill: list[dict], max_call_s
         for b in DECODE_SEQS:
             for ctx in DECODE_CTX:
                 run, isa = _attention(torch, ops, heads, kvh, hd, [ctx] * b, [1] * b)
-                decode.append(dict(common, op_name="generation_attention", kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
+                decode.append(dict(common, op_name="generation_attention",
+                                   kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
                                    batch_size=b, isl=1, step=ctx, latency=best_ms(run)))
             print(f"decode b={b}: ctx 16 {decode[-len(DECODE_CTX)]['latency']:.3f} ms, "
                   f"ctx {DECODE_CTX[-1]} {decode[-1]['latency']:.3f} ms", flush=True)
@@ -139,7 +140,8 @@ def measure_attention(torch, decode: list[dict], prefill: list[dict], max_call_s
                 if b * n * n * heads * hd * 4 / 2 / 20e9 > max_call_s:
                     break
                 run, isa = _attention(torch, ops, heads, kvh, hd, [n] * b, [n] * b)
-                prefill.append(dict(common, op_name="context_attention", kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
+                prefill.append(dict(common, op_name="context_attention",
+                                    kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
                                     batch_size=b, isl=n, step=0, latency=best_ms(run)))
             print(f"prefill b={b}: up to isl {prefill[-1]['isl']} {prefill[-1]['latency']:.3f} ms", flush=True)
 
