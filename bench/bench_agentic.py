@@ -24,9 +24,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from scoville.client.config import ClientConfig  # noqa: E402
-from scoville.power.sources import plan_power  # noqa: E402
 from scoville.client.sweep import Sweep, emulator_target, run_sweep  # noqa: E402
 from scoville.load import LoadPoint  # noqa: E402
+from scoville.power.sources import plan_power  # noqa: E402
 from scoville.results.store import read_requests  # noqa: E402
 from scoville.session_metrics import session_metrics, turn_metrics  # noqa: E402
 from scoville.workload.scenarios import resolve_workload  # noqa: E402

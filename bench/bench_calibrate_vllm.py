@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from realvllm.server import RealVllm, ensure_model, ensure_venv  # noqa: E402
+
 from scoville.results.store import read_manifest  # noqa: E402
 from scoville.sim.calibrate import METRICS, calibrate  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
@@ -77,15 +78,15 @@ def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Pat
     model_dir = ensure_model(ensure_venv(venv, install=False), MODEL.parent)
     with RealVllm(venv, model_dir, port=port, log_dir=runs, nice=nice) as server:
         kv = server.kv_capacity_tokens()
-        dirs = [sweep(port, runs, isl, osl, conc, seed + i, nice, ratio) for i, (_, isl, osl, conc) in enumerate(SWEEPS)]
+        dirs = [sweep(port, runs, isl, osl, conc, seed + i, nice, ratio)
+                for i, (_, isl, osl, conc) in enumerate(SWEEPS)]
     return dirs, kv
 
 
 def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None, out: Path) -> bool:
     """Print the per-point table and the verdict; write every figure as JSON; True when all held-out points
     are within TOLERANCE on every metric."""
-    names = {str(read_manifest(d)["run_id"]): f"{read_manifest(d)['workload']['isl']}/{read_manifest(d)['workload']['osl']}"
-             for d in dirs}
+    names = {str(m["run_id"]): f"{m['workload']['isl']}/{m['workload']['osl']}" for m in map(read_manifest, dirs)}
     print(f"\nfitted on {', '.join(fit_points)} of sweep A; {rep.fit.evaluations} simulations")
     for k, v in rep.fitted.items():
         sd = rep.fit.spread.get(k, float('nan'))
@@ -133,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kv-capacity", type=int, help="KV tokens of the server (default: read from its log)")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--range-ratio", type=float, default=0.8,
-                    help="lengths uniform on [ratio·L, L] (0.8 = InferenceX; 1 = fixed lengths, whose closed-loop lanes "
-                         "settle into lock-step phase patterns that small timing details decide)")
+                    help="lengths uniform on [ratio·L, L] (0.8 = InferenceX; 1 = fixed lengths, whose closed-loop "
+                         "lanes settle into lock-step phase patterns that small timing details decide)")
     ap.add_argument("--nice", type=int, default=-10,
                     help="niceness of server and client (default -10: ahead of other jobs sharing the two cores; "
                          "0 to run as they come)")
@@ -142,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.reuse or args.work / f"runs-{time.strftime('%Y%m%dT%H%M%S')}"
     runs.mkdir(parents=True, exist_ok=True)
     if args.reuse:
-        by_isl = {read_manifest(d)["workload"]["isl"]: d for d in sorted(runs.iterdir()) if (d / "manifest.json").exists()}
+        by_isl = {read_manifest(d)["workload"]["isl"]: d
+                  for d in sorted(runs.iterdir()) if (d / "manifest.json").exists()}
         dirs = [by_isl[isl] for _, isl, _, _ in SWEEPS]
         kv = args.kv_capacity
     else:

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import msgspec
@@ -255,7 +256,7 @@ def run_peer(venv: Path, base: str, *, streams: int, requests: int, osl: int, ti
     after = http_json(f"{base}/stats")
     sent = after["sent"] - before["sent"]
     # Sustained: the best 50% stretch of the server's sent counter while aiperf streamed.
-    rates = [(b["sent"] - a["sent"]) / (b["t"] - a["t"]) for a, b in zip(samples, samples[1:]) if b["t"] > a["t"]]
+    rates = [(b["sent"] - a["sent"]) / (b["t"] - a["t"]) for a, b in pairwise(samples) if b["t"] > a["t"]]
     busy = sorted(r for r in rates if r > 0)
     sustained = float(np.median(busy[len(busy) // 2:])) if busy else 0.0
     shutil.rmtree(work, ignore_errors=True)
@@ -283,7 +284,7 @@ def server_rate_during(base: str, fn):
     finally:
         stop.set()
         th.join()
-    rates = [(b["sent"] - a["sent"]) / (b["t"] - a["t"]) for a, b in zip(samples, samples[1:]) if b["t"] > a["t"]]
+    rates = [(b["sent"] - a["sent"]) / (b["t"] - a["t"]) for a, b in pairwise(samples) if b["t"] > a["t"]]
     busy = sorted(r for r in rates if r > 0)
     return result, float(np.median(busy[len(busy) // 2:])) if busy else 0.0
 
@@ -293,7 +294,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     ap.add_argument("--streams", type=int, default=256)
-    ap.add_argument("--paced-rate", type=float, default=52_000.0, help="aggregate chunks/s the server paces to (a little over the 50k target)")
+    ap.add_argument("--paced-rate", type=float, default=52_000.0,
+                    help="aggregate chunks/s the server paces to (a little over the 50k target)")
     ap.add_argument("--osl", type=int, default=400, help="chunks per request")
     ap.add_argument("--rounds", type=int, default=2, help="requests per stream")
     ap.add_argument("--workers", type=int, default=0, help="client processes (0 = scoville's auto choice)")
@@ -322,9 +324,11 @@ def main() -> None:
         ok = sum(r.ok for r in recs)
         steady, overall = sustained_rate(recs)
         lag = overheads(base, recs, t0, wl, point)
-        rows["paced"] = {"streams": args.streams, "requests_ok": ok, "chunks": int(sum(map(len, (r.token_times for r in recs)))),
+        rows["paced"] = {"streams": args.streams, "requests_ok": ok,
+                         "chunks": int(sum(map(len, (r.token_times for r in recs)))),
                          "sustained_chunks_per_s": steady, "overall_chunks_per_s": overall,
-                         "lag_p50_ms": float(np.percentile(lag, 50) * 1e3), "lag_p99_ms": float(np.percentile(lag, 99) * 1e3),
+                         "lag_p50_ms": float(np.percentile(lag, 50) * 1e3),
+                         "lag_p99_ms": float(np.percentile(lag, 99) * 1e3),
                          "lag_max_ms": float(lag.max() * 1e3), "lag_samples": int(lag.size)}
 
         http_json(f"{base}/config", {"interval": 0.0, "log": False})
@@ -357,8 +361,8 @@ def main() -> None:
         r = rows[name]
         lag = (f"{r['lag_p50_ms']:7.3f}m {r['lag_p99_ms']:7.3f}m {r['lag_max_ms']:7.2f}m" if "lag_p99_ms" in r
                else f"{'':>8} {'':>8} {'':>8}")
-        print(f"{name:<8} {r['streams']:>7} {r['requests_ok']:>7} {r['chunks']:>8} {r['sustained_chunks_per_s']:>12,.0f} "
-              f"{r['overall_chunks_per_s']:>10,.0f} {lag}")
+        print(f"{name:<8} {r['streams']:>7} {r['requests_ok']:>7} {r['chunks']:>8} "
+              f"{r['sustained_chunks_per_s']:>12,.0f} {r['overall_chunks_per_s']:>10,.0f} {lag}")
     print(f"flood: server wrote {rows['flood']['server_sent_per_s']:,.0f} chunks/s (server-side count, sustained)")
     if "peer" in rows:
         p = rows["peer"]

@@ -59,7 +59,9 @@ def lag_quantiles(base_url: str, name: str = "scoville_emulator_token_release_la
         prev_b, prev_c = 0.0, 0
         for b, c in buckets:
             if c >= p * total:
-                return prev_b if b == float("inf") else prev_b + (b - prev_b) * (p * total - prev_c) / max(c - prev_c, 1)
+                if b == float("inf"):
+                    return prev_b
+                return prev_b + (b - prev_b) * (p * total - prev_c) / max(c - prev_c, 1)
             prev_b, prev_c = b, c
         return prev_b
 
@@ -106,7 +108,7 @@ def fidelity(args: argparse.Namespace, runs: Path) -> None:
     print(f"{'C':>4} {'n':>4} {'TPOT sim ms':>11} {'TPOT emu ms':>11} {'ratio':>6} {'out tok/s sim':>13} "
           f"{'out tok/s emu':>13} {'ratio':>6} {'tot tok/s ratio':>15} {'TTFT sim s':>10} {'TTFT emu s':>10}")
     worst = 0.0
-    for p, r in zip(points, rows):
+    for p, r in zip(points, rows, strict=False):
         s = sim[p.index]
         rt = r["tpot_s_median"] / s["tpot_s_median"]
         ro = r["output_throughput"] / s["output_throughput"]
@@ -173,7 +175,8 @@ def run_aiperf(venv: Path, handle, conc: int, n: int, warmup: int, isl: int, osl
         m = data.get(name) or next((x for x in data.get("records", []) if x.get("tag") == name), None)
         return None if m is None else m.get(stat, m.get("avg"))
 
-    return {"ttft_s": metric("time_to_first_token") / 1e3, "ttft_mean_s": metric("time_to_first_token", "avg") / 1e3, "itl_s": metric("inter_token_latency") / 1e3,
+    return {"ttft_s": metric("time_to_first_token") / 1e3, "ttft_mean_s": metric("time_to_first_token", "avg") / 1e3,
+            "itl_s": metric("inter_token_latency") / 1e3,
             "output_throughput": metric("output_token_throughput", "avg"),
             "isl": metric("input_sequence_length", "avg"), "osl": metric("output_sequence_length", "avg"),
             "requests": metric("request_count", "avg")}

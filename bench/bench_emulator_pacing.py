@@ -39,7 +39,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from scoville.sim.engine_api import EngineStats, TokenEvent  # noqa: E402
 from scoville.workload.spec import RequestSpec  # noqa: E402
 
-
 # --engine sim: a real SimEngine whose decode step at 64 sequences is about 2.2 ms (the 64 x 2 ms case).
 SIM_HARDWARE, SIM_MODEL = "b200", "llama-3.1-8b"
 SIM_CONFIG = {"parallel": {"tp": 8}}

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 
-def serve(port_out: "multiprocessing.Queue[int]", batch: int) -> None:
+def serve(port_out: multiprocessing.Queue[int], batch: int) -> None:
     """The server process: stream as fast as the socket takes it."""
     from aiohttp import web
 

@@ -83,13 +83,13 @@ def fit(ref: dict[str, Any], start: FrameworkCosts) -> FrameworkCosts:
     from scipy.optimize import minimize
 
     def unpack(x: np.ndarray) -> FrameworkCosts:
-        vals = dict(zip(FIT_KEYS, np.exp(x)))
+        vals = dict(zip(FIT_KEYS, np.exp(x), strict=True))
         return msgspec.structs.replace(start, **vals)
 
     def loss(x: np.ndarray) -> float:
         rows = errors(ref, unpack(x))
         data = sum(np.log(pred / pub) ** 2 for _, _, pub, pred in rows)
-        prior = sum(((xi - np.log(PRIOR[k][0])) / PRIOR[k][1]) ** 2 for k, xi in zip(FIT_KEYS, x))
+        prior = sum(((xi - np.log(PRIOR[k][0])) / PRIOR[k][1]) ** 2 for k, xi in zip(FIT_KEYS, x, strict=True))
         return float(data + 0.1 * prior)
 
     x0 = np.log([getattr(start, k) for k in FIT_KEYS])
@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit:
         t0 = time.perf_counter()
         costs = fit(ref, costs)
-        print(f"fitted in {time.perf_counter() - t0:.0f} s: " + ", ".join(f"{k}={getattr(costs, k):.4g}" for k in FIT_KEYS))
+        fitted = ", ".join(f"{k}={getattr(costs, k):.4g}" for k in FIT_KEYS)
+        print(f"fitted in {time.perf_counter() - t0:.0f} s: {fitted}")
     print(f"{'seed':26s} {'figure':34s} {'published':>10s} {'scoville':>10s} {'error':>7s}")
     for name, key, pub, pred in errors(ref, costs):
         print(f"{name:26s} {key:34s} {pub:10.4g} {pred:10.4g} {pred / pub - 1:+7.0%}")

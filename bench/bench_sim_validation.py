@@ -16,8 +16,9 @@ ourselves; every figure here is validation. Four views:
    of the published deployments; the search may find better ones, which shows as a positive error).
    Public points of ``data/reference/validation_public.yaml`` (AMD MI300X/MI325X/MI355X among them) join.
    **1c** gives TTFT at light load as a gap in ms by framework and prompt length (a constant gap is a
-   per-request cost the model lacks). **2b** reads the same silicon frontier points off the envelope of their groups' own deployments, each
-   predicted on its row (no search): what 2)'s error owes to the cost model, and what to the search.
+   per-request cost the model lacks). **2b** reads the same silicon frontier points off the envelope of
+   their groups' own deployments, each predicted on its row (no search): what 2)'s error owes to the cost
+   model, and what to the search.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted.
 4. **Published trends** (InferenceX blog statements, with their sources).
 
@@ -107,7 +108,8 @@ def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
         if r.mode == "agg":
-            groups[(r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, "gap" in r.source)].append(r)
+            group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, "gap" in r.source)
+            groups[group].append(r)
     out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_light_load": []}
     envelopes: Envelopes = defaultdict(list)
     skipped = 0
@@ -115,7 +117,8 @@ def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
         model, hw, fw, prec, tp, dp, ep = key[:7]
         isl, osl, spread = _lengths(rs[0])
         try:
-            cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": prec, "kv_dtype": resolve_kv_dtype(None, hw),
+            cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": prec,
+                                            "kv_dtype": resolve_kv_dtype(None, hw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
                                             "max_num_seqs": 4096})
             est = estimate(cfg, isl, osl, np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread)
@@ -129,7 +132,8 @@ def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
             out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[i])))
             out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[i])))
             if r.concurrency <= LIGHT_LOAD:
-                out["ttft_light_load"].append(Cmp(f"{fw} {_prompt_bucket(r.isl)}", r.split, r.ttft_ms, est.ttft[i] * 1e3))
+                out["ttft_light_load"].append(Cmp(f"{fw} {_prompt_bucket(r.isl)}", r.split, r.ttft_ms,
+                                                  est.ttft[i] * 1e3))
             if not key[-1]:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
                 envelopes[(model, hw, prec, fw, r.isl, r.osl)].append(
                     (1.0 / float(est.tpot[i]), float(est.total_tput_per_accelerator[i])))
@@ -153,8 +157,9 @@ def report_light_load_ttft(res: dict[str, list[Cmp]]) -> None:
         cs = [c for c in res["ttft_light_load"] if c.group == name and c.split == "dev"]
         if len(cs) >= 3:
             gap = np.median([c.measured - c.predicted for c in cs])
-            print(f"   {name:26s} n={len(cs):4d}  gap {gap:+7.0f} ms  (measured {np.median([c.measured for c in cs]):6.0f}, "
-                  f"predicted {np.median([c.predicted for c in cs]):6.0f} ms)")
+            measured, predicted = np.median([c.measured for c in cs]), np.median([c.predicted for c in cs])
+            print(f"   {name:26s} n={len(cs):4d}  gap {gap:+7.0f} ms  (measured {measured:6.0f}, "
+                  f"predicted {predicted:6.0f} ms)")
 
 
 def _short(model: str) -> str:
@@ -243,7 +248,7 @@ def public_points() -> list[MeasuredPoint]:
         y = p.get("tput_per_gpu_total")
         if not model or not x or not y or not p.get("isl") or not p.get("osl") or _pinned_public(p):
             continue
-        prec = {"fp4": "fp4", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp8": "fp8"}.get(p.get("precision") or "", None)
+        prec = {"fp4": "fp4", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp8": "fp8"}.get(p.get("precision") or "")
         out.append(MeasuredPoint((model, p["hardware"], prec, _public_framework(p), int(p["isl"]), int(p["osl"])),
                                  "public", x, y, p["source"]))
     return out
@@ -264,7 +269,8 @@ def pinned_public() -> dict[str, list[Cmp]]:
         prec = _precision(model, p.get("precision"), p["hardware"])
         try:
             cfg = SimConfig.model_validate({"hardware": p["hardware"], "model": model, "precision": prec,
-                                            "kv_dtype": resolve_kv_dtype(None, p["hardware"]), "framework": _public_framework(p),
+                                            "kv_dtype": resolve_kv_dtype(None, p["hardware"]),
+                                            "framework": _public_framework(p),
                                             "parallel": {"tp": tp, "dp": dp if dp > 1 and ep > 1 else 1,
                                                          "ep": ep}, "max_num_seqs": 4096})
             est = estimate(cfg, p["isl"] * f, p["osl"] * f, np.array([float(p["concurrency"])]),
@@ -310,8 +316,8 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
     for key, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
         g = key[:6]
         model, hw, prec, fw, isl, osl = g
-        base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw), kv_dtype=resolve_kv_dtype(None, hw),
-                         framework=fw)
+        base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
+                         kv_dtype=resolve_kv_dtype(None, hw), framework=fw)
         # silicon groups are unified, non-speculative deployments of a few sizes: search that space; public
         # points are InferenceX's frontiers over everything it ran: the default search
         gpus = max((p.max_gpus or 0) for p in pts)
@@ -481,7 +487,8 @@ def report_ratios(res: list[Cmp]) -> None:
 # -- 4. trends ----------------------------------------------------------------------------------------------
 def _curve(hw: str, model: str, precision: str | None, framework: str, isl: int = 8192, osl: int = 1024,
            disagg: bool = True, mtp: str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    base = SimConfig(hardware=hw, model=model, precision=precision, kv_dtype=resolve_kv_dtype(None, hw), framework=framework)
+    base = SimConfig(hardware=hw, model=model, precision=precision, kv_dtype=resolve_kv_dtype(None, hw),
+                     framework=framework)
     r = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=64,
                space=SearchSpace(max_concurrency=4096, disaggregation=disagg, mtp=mtp))
     return (np.array([p.interactivity for p in r.frontier])[::-1],

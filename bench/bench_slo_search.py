@@ -27,11 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from scoville.search_plan import build_search  # noqa: E402
 from scoville.client.config import ClientConfig  # noqa: E402
 from scoville.client.sweep import Sweep, emulator_target, run_sweep  # noqa: E402
 from scoville.power.sources import plan_power, system_info  # noqa: E402
 from scoville.results.store import read_manifest  # noqa: E402
+from scoville.search_plan import build_search  # noqa: E402
 from scoville.workload.scenarios import resolve_workload  # noqa: E402
 
 HW, MODEL = "h200", "llama-3.1-8b"

@@ -32,8 +32,8 @@ import datetime as dt
 import os
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 TOKENS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048]
 # (n, k) of the real-vLLM check's model (hidden 512, 8 heads / 4 KV heads of 64, FFN 1408, vocab 32000), bracketed
@@ -73,7 +73,7 @@ def measure_gemm(torch, rows: list[dict], max_call_s: float) -> None:
                 if 2.0 * m * n * k / 30e9 > max_call_s:
                     break
                 x = torch.randn(m, k, dtype=torch.bfloat16)
-                ms = best_ms(lambda: layer.cpu_linear(x, layer.weight, None))
+                ms = best_ms(lambda layer=layer, x=x: layer.cpu_linear(x, layer.weight, None))
                 rows.append(dict(framework="VLLM", op_name="gemm", kernel_source="dispatch_cpu_unquantized_gemm",
                                  gemm_dtype="bfloat16", m=m, n=n, k=k, latency=ms))
             print(f"gemm n={n} k={k}: m=1 {rows[first]['latency']:.3f} ms, m={rows[-1]['m']} "
@@ -101,7 +101,7 @@ def _attention(torch, ops, heads: int, kv_heads: int, head_dim: int, seq_lens: l
     qsl[1:] = torch.cumsum(torch.tensor(query_lens, dtype=torch.int32), 0)
     lens = torch.tensor(seq_lens, dtype=torch.int32)
     slots = torch.cat([table[i, (torch.arange(s - q, s) // BLOCK)].long() * BLOCK + torch.arange(s - q, s) % BLOCK
-                       for i, (s, q) in enumerate(zip(seq_lens, query_lens))])
+                       for i, (s, q) in enumerate(zip(seq_lens, query_lens, strict=True))])
     q = torch.randn(tokens, heads, head_dim, dtype=torch.bfloat16)
     k = torch.randn(tokens, kv_heads, head_dim, dtype=torch.bfloat16)
     v = torch.randn(tokens, kv_heads, head_dim, dtype=torch.bfloat16)
@@ -130,7 +130,8 @@ def measure_attention(torch, decode: list[dict], prefill: list[dict], max_call_s
         for b in DECODE_SEQS:
             for ctx in DECODE_CTX:
                 run, isa = _attention(torch, ops, heads, kvh, hd, [ctx] * b, [1] * b)
-                decode.append(dict(common, op_name="generation_attention", kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
+                decode.append(dict(common, op_name="generation_attention",
+                                   kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
                                    batch_size=b, isl=1, step=ctx, latency=best_ms(run)))
             print(f"decode b={b}: ctx 16 {decode[-len(DECODE_CTX)]['latency']:.3f} ms, "
                   f"ctx {DECODE_CTX[-1]} {decode[-1]['latency']:.3f} ms", flush=True)
@@ -139,7 +140,8 @@ def measure_attention(torch, decode: list[dict], prefill: list[dict], max_call_s
                 if b * n * n * heads * hd * 4 / 2 / 20e9 > max_call_s:
                     break
                 run, isa = _attention(torch, ops, heads, kvh, hd, [n] * b, [n] * b)
-                prefill.append(dict(common, op_name="context_attention", kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
+                prefill.append(dict(common, op_name="context_attention",
+                                    kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
                                     batch_size=b, isl=n, step=0, latency=best_ms(run)))
             print(f"prefill b={b}: up to isl {prefill[-1]['isl']} {prefill[-1]['latency']:.3f} ms", flush=True)
 
@@ -178,7 +180,7 @@ def main() -> None:
     with open("/proc/cpuinfo") as f:
         model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
     (args.out / "SOURCE.md").write_text(
-        f"Measured by `bench/measure_cpu_kernels.py` on {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC "
+        f"Measured by `bench/measure_cpu_kernels.py` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC "
         f"in {time.time() - t0:.0f} s: vLLM {vllm.__version__}, torch {torch.__version__}, {model}, "
         f"{args.threads} torch thread(s), affinity {sorted(os.sched_getaffinity(0))}, "
         f"load average {os.getloadavg()[0]:.2f} at the end. Best of >= 5 repeats per point; times in ms.\n")

@@ -97,6 +97,13 @@ def _int(x: str) -> int:
     return int(float(x)) if x not in ("", None) else 0
 
 
+def _pool(r: dict[str, str], pre: str) -> tuple[int, int, int] | None:
+    """A disaggregated row's pool layout (tp, attention dp, moe ep) from the columns prefixed ``pre``."""
+    if not r[f"{pre}tp_size"]:
+        return None
+    return _int(r[f"{pre}tp_size"]) or 1, _int(r[f"{pre}attention_dp_size"]) or 1, _int(r[f"{pre}moe_ep_size"]) or 1
+
+
 def _split(key: str) -> str:
     return "dev" if int(hashlib.sha256(key.encode()).hexdigest(), 16) % 2 == 0 else "holdout"
 
@@ -117,8 +124,6 @@ def load_silicon() -> list[SiliconRow]:
                 continue
             conc = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
             concurrency = int(conc.group(1)) if conc else _int(r["batch_size"])
-            pool = lambda pre: ((_int(r[f"{pre}tp_size"]) or 1, _int(r[f"{pre}attention_dp_size"]) or 1,  # noqa: E731
-                                 _int(r[f"{pre}moe_ep_size"]) or 1) if r[f"{pre}tp_size"] else None)
             key = "|".join(str(x) for x in (r["model_path"], r["system"], r["backend"], r["precision"], r["mode"],
                                             r["isl"], r["osl"], concurrency, round(float(r["silicon_ttft_ms"]), 3),
                                             round(float(r["silicon_tpot_ms"]), 4)))
@@ -127,7 +132,7 @@ def load_silicon() -> list[SiliconRow]:
                 framework=r["backend"], framework_version=r["backend_version"], precision=PRECISION.get(r["precision"]),
                 mode=r["mode"], isl=_int(r["isl"]), osl=_int(r["osl"]), concurrency=concurrency,
                 tp=_int(r["tp_size"]) or 1, dp=_int(r["attention_dp_size"]) or 1, ep=_int(r["moe_ep_size"]) or 1,
-                prefill=pool("prefill_"), decode=pool("decode_"),
+                prefill=_pool(r, "prefill_"), decode=_pool(r, "decode_"),
                 ttft_ms=float(r["silicon_ttft_ms"]), tpot_ms=float(r["silicon_tpot_ms"]),
                 source=r["silicon_data_source"].split(";")[0]))
     out = []

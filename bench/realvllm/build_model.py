@@ -31,7 +31,8 @@ CHAT_TEMPLATE = (
 def generated_text(rng: random.Random, n_lines: int = 60000):
     """Pseudo-English: a fixed lexicon of random words, sampled Zipf-like, plus numbers and punctuation."""
     letters = "etaoinshrdlcumwfgypbvkjxqz"
-    weights = [12, 9, 8, 7.5, 7, 6.7, 6.3, 6, 5.9, 4.3, 4, 2.8, 2.8, 2.4, 2.4, 2.2, 2, 2, 1.9, 1.5, 1, .8, .2, .2, .1, .1]
+    weights = [12, 9, 8, 7.5, 7, 6.7, 6.3, 6, 5.9, 4.3, 4, 2.8, 2.8,
+               2.4, 2.4, 2.2, 2, 2, 1.9, 1.5, 1, .8, .2, .2, .1, .1]
     lexicon = set()
     while len(lexicon) < 60000:
         n = rng.randint(2, 11)
@@ -113,7 +114,8 @@ def main():
     tokenizer = build_tokenizer(rng)
     tokenizer.save_pretrained(OUT)
     ids = tokenizer("hello world, this is a test")["input_ids"]
-    chat = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
+    chat = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True,
+                                         tokenize=False)
     print(f"tokenizer: vocab {len(tokenizer)}, sample ids {ids}, chat {chat!r}")
 
 

@@ -74,16 +74,15 @@ class Run:
 def open_run(path: str | Path) -> Run:
     """A run directory as a ``Run``; a missing or damaged manifest is a one-line ``UserError``."""
     run = Run(Path(path))
-    run.manifest  # read now, so a bad path fails here and not on first use
+    _ = run.manifest  # read now, so a bad path fails here and not on first use
     return run
 
 
 def runs(root: str | Path = "runs", table: str = "runs") -> duckdb.DuckDBPyRelation:
     """The catalog of every run under ``root`` (``runs``, ``points``, ``requests`` or ``power``) as a DuckDB
     relation: ``.df()`` for pandas, ``.arrow()`` for Arrow, ``.pl()`` for polars, ``.filter(...)`` in SQL."""
-    from scoville.results.catalog import connect
-
     from scoville.errors import UserError
+    from scoville.results.catalog import connect
 
     if table not in ("runs", "points", "requests", "power"):
         raise UserError(f"unknown catalog table {table!r}; use runs, points, requests or power")

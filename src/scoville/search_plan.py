@@ -83,8 +83,8 @@ def _seed(predict: str, profile: Path | None, slo: Slo, workload: Any, mode: str
           make_point: Any, requests_per_concurrency: int) -> tuple[SeedInfo, Any, Any]:
     """The predicted knee as a level, the predicted seconds a point of each level takes, and (concurrency
     searches) the knee corrected by a measurement."""
-    from scoville.simulation import mean_lengths
     from scoville.sim.knee import predict_config, predict_curve
+    from scoville.simulation import mean_lengths
 
     config = predict_config(predict, profile)
     isl, osl, spread = mean_lengths(workload)

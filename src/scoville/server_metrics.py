@@ -186,7 +186,7 @@ def scrapes_of(table: pa.Table) -> list[Scrape]:
     labels = table.column("labels").to_pylist()
     value = table.column("value").to_numpy()
     by_t: dict[float, Scrape] = defaultdict(dict)
-    for ti, m, lab, v in zip(t.tolist(), metric, labels, value.tolist()):
+    for ti, m, lab, v in zip(t.tolist(), metric, labels, value.tolist(), strict=True):
         by_t[ti][(m, lab)] = v
     return [by_t[k] for k in sorted(by_t)]
 

@@ -75,7 +75,7 @@ def turn_metrics(requests: pa.Table) -> list[dict[str, Any]]:
     cols = {name: _col(t, name)[order] for name in ("ttft_s", "tpot_s", "e2e_s", "input_tokens", "cached_or_zero")}
     known = t.column("cached_known").to_numpy(zero_copy_only=False)[order]
     rows = []
-    for turn, lo, hi in zip(uniq.tolist(), bounds[:-1], bounds[1:]):
+    for turn, lo, hi in zip(uniq.tolist(), bounds[:-1], bounds[1:], strict=True):
         row: dict[str, Any] = {"turn": int(turn), "requests": int(hi - lo)}
         for name in ("ttft_s", "tpot_s", "e2e_s"):
             row.update(summarize(cols[name][lo:hi], name))

@@ -137,9 +137,11 @@ def _simulate(spec: SimulateSpec, on_search: Progress | None, on_point: Progress
     single_turn = getattr(workload, "kind", None) == "synthetic"
     fidelity = spec.fidelity or ("analytic" if single_turn and spec.config is None else "des")
     if fidelity == "analytic" and not single_turn:
-        raise SimConfigError("--fidelity analytic covers single-turn workloads; sessions and traces need --fidelity des")
+        raise SimConfigError("--fidelity analytic covers single-turn workloads; "
+                             "sessions and traces need --fidelity des")
     if fidelity == "analytic" and spec.config is not None:
-        raise SimConfigError("--fidelity analytic writes a search's frontier; a pinned --config runs with --fidelity des")
+        raise SimConfigError("--fidelity analytic writes a search's frontier; "
+                             "a pinned --config runs with --fidelity des")
     # the same plan `sweep` builds from the same options; the search sweeps concurrency, so a timed trace
     # replays at its own times only on a pinned config
     points = spec.load.plan(workload=workload if spec.config is not None else None,

@@ -24,7 +24,8 @@ of n after one sort: a point of 10,000 requests needs no 1000 × 10,000 matrix.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

@@ -22,8 +22,9 @@ interval and is not used here.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from scoville.analysis.frontier import Frontier, frontier
 from scoville.analysis.runs import System

@@ -10,8 +10,9 @@ at the user speed they sell; the points it does not keep are "dominated".
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Literal
 
 from scoville.analysis.interp import METHOD, Steffen
 

@@ -12,7 +12,7 @@ a frontier that ends at 169 tok/s/user says nothing about 200.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -80,10 +80,7 @@ class Steffen:
         """A dense curve through the knots, for drawing (knots included exactly)."""
         if self.x.size == 1:
             return self.x.copy(), self.y.copy()
-        if log and self.lo > 0:
-            grid = np.geomspace(self.lo, self.hi, num)
-        else:
-            grid = np.linspace(self.lo, self.hi, num)
+        grid = np.geomspace(self.lo, self.hi, num) if log and self.lo > 0 else np.linspace(self.lo, self.hi, num)
         grid = np.unique(np.concatenate([grid, self.x]))
         idx = np.clip(np.searchsorted(self.x, grid, side="right") - 1, 0, self.x.size - 2)
         return grid, self._eval(idx, grid)

@@ -12,7 +12,8 @@ median TPOTs, with that figure's interval inverted.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -18,8 +18,8 @@ from scoville.analysis.cost import add_cost_columns
 from scoville.analysis.repeats import aggregate_repeats
 from scoville.metrics import run_metrics
 from scoville.power.sources import power_basis_text
-from scoville.results.manifest import source_label
 from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest, read_point_rows, skip
+from scoville.results.manifest import source_label
 
 
 @dataclass
@@ -132,7 +132,7 @@ def load_system(run_dirs: list[Path], label: str | None = None) -> System:
     """Pool one or more run directories into one system."""
     manifests = [load_manifest(d) for d in run_dirs]
     rows: list[dict[str, Any]] = []
-    for d, m in zip(run_dirs, manifests):
+    for d, m in zip(run_dirs, manifests, strict=True):
         rows.extend(point_rows(d, m))
     sys_ = System(label or _base_label(manifests, run_dirs), list(run_dirs), manifests, aggregate_repeats(rows),
                   rows)

@@ -8,7 +8,7 @@ went. ``scoville simulate --profile`` / ``serve --profile`` then use it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -59,7 +59,7 @@ def errors_table(report: CalibrationReport) -> Table:
         m = p.measured
         cells = [escape(p.run_id[-6:]), escape(p.workload), escape(p.label),
                  "[bold]fit[/]" if p.role == "fit" else "held-out"]
-        for (name, _), value, scale in zip(METRICS, (m.ttft_s, m.tpot_s, m.total_tok_s), (1e3, 1e3, 1.0)):
+        for (name, _), value, scale in zip(METRICS, (m.ttft_s, m.tpot_s, m.total_tok_s), (1e3, 1e3, 1.0), strict=True):
             cells.append("–" if value is None else f"{value * scale:,.4g}")
             cells.append(f"{_pct(p.error('before', name))} → {_pct(p.error('after', name))}")
         table.add_row(*cells)
@@ -95,12 +95,13 @@ def register(app: typer.Typer) -> None:
                                                       "'latest') of one model on one deployment.", show_default=False)],
         hardware: Annotated[str, typer.Option(help="Hardware entry the runs were measured on (catalog name or "
                                                    "YAML path).")],
-        model: Annotated[Optional[str], typer.Option(help="Model (catalog name or config.json path); default: the "
+        model: Annotated[str | None, typer.Option(help="Model (catalog name or config.json path); default: the "
                                                           "runs' model.")] = None,
-        framework: Annotated[str, typer.Option(help="Serving stack the runs measured: vllm | sglang | trtllm.")] = "vllm",
-        fit_points: Annotated[Optional[str], typer.Option("--fit-points", help="Points to fit on, e.g. c=1,c=8 or "
+        framework: Annotated[str, typer.Option(
+            help="Serving stack the runs measured: vllm | sglang | trtllm.")] = "vllm",
+        fit_points: Annotated[str | None, typer.Option("--fit-points", help="Points to fit on, e.g. c=1,c=8 or "
                                                           "RUN:c=4 (default: all; the rest are held out).")] = None,
-        config: Annotated[Optional[Path], typer.Option(help="The measured deployment's SimConfig (YAML/JSON): "
+        config: Annotated[Path | None, typer.Option(help="The measured deployment's SimConfig (YAML/JSON): "
                                                             "max_num_seqs, max_num_batched_tokens, parallel, "
                                                             "kv_capacity_tokens...")] = None,
         output: Annotated[Path, typer.Option("-o", "--output", help="Profile file to write.")] = Path("profile.yaml"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -25,8 +25,8 @@ from scoville.results.catalog import resolve_run
 
 console = Console()
 
-RunRefs = Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs to compare (first = baseline); A+B pools runs into one "
-                                                    "system.", show_default=False)]
+RunRefs = Annotated[list[str], typer.Argument(
+    metavar="RUN...", help="Runs to compare (first = baseline); A+B pools runs into one system.", show_default=False)]
 RunsRoot = Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")]
 AtOption = Annotated[str, typer.Option("--at-interactivity",
                                        help="tok/s/user to compare at, e.g. 100,169; 'common' = the highest "
@@ -99,9 +99,9 @@ def register(app: typer.Typer) -> None:
     def report_cmd(
         run_refs: RunRefs,
         out: Annotated[Path, typer.Option("-o", "--out", help="HTML file to write.")] = Path("report.html"),
-        png: Annotated[Optional[Path], typer.Option("--png", help="Also write every chart as PNG here.")] = None,
-        svg: Annotated[Optional[Path], typer.Option("--svg", help="Also write every chart as SVG here.")] = None,
-        title: Annotated[Optional[str], typer.Option("--title", help="Report title.")] = None,
+        png: Annotated[Path | None, typer.Option("--png", help="Also write every chart as PNG here.")] = None,
+        svg: Annotated[Path | None, typer.Option("--svg", help="Also write every chart as SVG here.")] = None,
+        title: Annotated[str | None, typer.Option("--title", help="Report title.")] = None,
         at_interactivity: AtOption = "common",
         runs: RunsRoot = Path("runs"),
     ) -> None:

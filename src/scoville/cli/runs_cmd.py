@@ -7,22 +7,38 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoville.cli.point_table import (POINT_COLUMNS, SERVER_LATENCY_COLUMNS, SERVER_LOAD_COLUMNS, fmt_cell,
-                                      has_server_metrics, invalid_note, model_text, points_table,
-                                      print_token_sections)
+from scoville.cli.point_table import (
+    POINT_COLUMNS,
+    SERVER_LATENCY_COLUMNS,
+    SERVER_LOAD_COLUMNS,
+    fmt_cell,
+    has_server_metrics,
+    invalid_note,
+    model_text,
+    points_table,
+    print_token_sections,
+)
 from scoville.conventions import CONVENTIONS
 from scoville.errors import UserError
 from scoville.metrics import recompute
 from scoville.power.sources import NO_POWER_BASIS, manifest_power_basis
-from scoville.results.catalog import (READ_ERRORS, describe_error, load_manifest, query, read_point_rows, resolve_run,
-                                      run_status, system_label)
+from scoville.results.catalog import (
+    READ_ERRORS,
+    describe_error,
+    load_manifest,
+    query,
+    read_point_rows,
+    resolve_run,
+    run_status,
+    system_label,
+)
 from scoville.results.manifest import source_label
 from scoville.results.store import RunError
 from scoville.validity import basis_text
@@ -55,7 +71,7 @@ def warnings_as_lines() -> Iterator[None]:
 def _print_rows(cols: list[str], rows: list[tuple], json_out: bool) -> None:
     """A query result as a Rich table, or as JSON records."""
     if json_out:
-        print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
+        print(json.dumps([dict(zip(cols, r, strict=True)) for r in rows], indent=2, default=str))
         return
     cells = [[escape(fmt_cell(v)) for v in r] for r in rows]   # data (labels, JSON, SQL), never Rich markup
     # No box, one space between columns, and every column as wide as its longest word: `ls`'s seven columns fit
@@ -83,8 +99,8 @@ def register(app: typer.Typer) -> None:
     def ls_cmd(runs: RunsRoot = Path("runs"), json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
         """List the runs under --runs."""
         with warnings_as_lines():
-            cols, rows = query(runs, "SELECT run_id, origin AS source, status, system, model, workload, points FROM runs "
-                                     "ORDER BY run_id")
+            cols, rows = query(runs, "SELECT run_id, origin AS source, status, system, model, workload, points "
+                                     "FROM runs ORDER BY run_id")
         if not rows and not json_out:
             console.print(f"no runs under {runs}/")
             return
@@ -134,7 +150,7 @@ def register(app: typer.Typer) -> None:
     @app.command("recompute")
     def recompute_cmd(
         run: str, runs: RunsRoot = Path("runs"),
-        as_: Annotated[Optional[str], typer.Option(
+        as_: Annotated[str | None, typer.Option(
             "--as", rich_help_panel="Conventions", metavar="NAME",
             help=f"Re-derive under another tool's definitions ({', '.join(CONVENTIONS)}); "
                  "points.parquet is left as it is.")] = None,
@@ -144,7 +160,7 @@ def register(app: typer.Typer) -> None:
                  "each is from the run's own (with --as: that one only).")] = False,
         json_out: Annotated[bool, typer.Option("--json", rich_help_panel="Output",
                                                help="Machine-readable output on stdout.")] = False,
-        out: Annotated[Optional[Path], typer.Option(
+        out: Annotated[Path | None, typer.Option(
             "-o", "--out", rich_help_panel="Output",
             help="Also write the --as/--diff rows here: JSON, or Parquet for *.parquet (never into a run).")] = None,
     ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,19 +18,19 @@ def register(app: typer.Typer) -> None:
                                               "or a hardware YAML.")] = "h200",
         model: Annotated[str, typer.Option("--model", help="Model from the catalog or an HF config.json.")]
         = "llama-3.1-8b",
-        config: Annotated[Optional[Path], typer.Option("--config", help="SimConfig YAML/JSON pinning the "
+        config: Annotated[Path | None, typer.Option("--config", help="SimConfig YAML/JSON pinning the "
                                                        "serving configuration.")] = None,
-        framework: Annotated[Optional[str], typer.Option("--framework", help="Serving stack whose kernels and "
+        framework: Annotated[str | None, typer.Option("--framework", help="Serving stack whose kernels and "
                                                          "host costs to emulate: vllm | sglang | trtllm.")] = None,
-        profile: Annotated[Optional[Path], typer.Option("--profile", help="Calibration profile from "
+        profile: Annotated[Path | None, typer.Option("--profile", help="Calibration profile from "
                                                         "`scoville calibrate`.")] = None,
         host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="0 picks a free port.")] = 8000,
-        api_key: Annotated[Optional[str], typer.Option("--api-key", envvar="SCOVILLE_EMULATOR_API_KEY",
+        api_key: Annotated[str | None, typer.Option("--api-key", envvar="SCOVILLE_EMULATOR_API_KEY",
                                                        help="Require 'Authorization: Bearer KEY'.")] = None,
-        max_queue: Annotated[Optional[int], typer.Option("--max-queue", help="Answer 429 once this many "
+        max_queue: Annotated[int | None, typer.Option("--max-queue", help="Answer 429 once this many "
                                                          "requests wait to be scheduled.")] = None,
-        served_model_name: Annotated[Optional[str], typer.Option("--served-model-name",
+        served_model_name: Annotated[str | None, typer.Option("--served-model-name",
                                                                  help="Model name clients must send.")] = None,
         high_priority: Annotated[bool, typer.Option("--high-priority", "--realtime-priority",
                                                     help="Run at nice -20 (root) so other processes on a busy "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -50,44 +50,55 @@ def _progress() -> Progress:
 def register(app: typer.Typer) -> None:
     @app.command("simulate")
     def simulate_cmd(
-        hardware: Annotated[Optional[str], typer.Option(help="System from the catalog (h200, gb300, mi355x, jalapeno...) "
+        hardware: Annotated[str | None, typer.Option(help="System from the catalog (h200, gb300, mi355x, jalapeno...) "
                                                              "or a hardware YAML path.")] = None,
-        model: Annotated[Optional[str], typer.Option(help="Model from the catalog (deepseek-r1, gpt-oss-120b...) "
+        model: Annotated[str | None, typer.Option(help="Model from the catalog (deepseek-r1, gpt-oss-120b...) "
                                                           "or a config.json path.")] = None,
-        scenario: Annotated[Optional[str], typer.Option(help="Workload: 8k1k, 1k1k, chat-multiturn, ...")] = None,
-        isl: Annotated[Optional[int], typer.Option(help="Custom input length (with --osl).")] = None,
-        osl: Annotated[Optional[int], typer.Option(help="Custom output length (with --isl).")] = None,
-        concurrency: Annotated[Optional[str], typer.Option(
+        scenario: Annotated[str | None, typer.Option(help="Workload: 8k1k, 1k1k, chat-multiturn, ...")] = None,
+        isl: Annotated[int | None, typer.Option(help="Custom input length (with --osl).")] = None,
+        osl: Annotated[int | None, typer.Option(help="Custom output length (with --isl).")] = None,
+        concurrency: Annotated[str | None, typer.Option(
             help="Closed-loop levels: 1,2,4 or 1-1024 (doubling); with the search, the range it covers.")] = None,
-        rate: Annotated[Optional[str], typer.Option(help="Open-loop request rates (req/s), e.g. 1,2,4 (--config).")] = None,
-        config: Annotated[Optional[Path], typer.Option(help="Pin one SimConfig (YAML/JSON) instead of searching.")] = None,
-        precision: Annotated[Optional[str], typer.Option(
+        rate: Annotated[str | None, typer.Option(
+            help="Open-loop request rates (req/s), e.g. 1,2,4 (--config).")] = None,
+        config: Annotated[Path | None, typer.Option(
+            help="Pin one SimConfig (YAML/JSON) instead of searching.")] = None,
+        precision: Annotated[str | None, typer.Option(
             help="Weight precision: native (checkpoint), fp8, nvfp4/mxfp4/fp4, int4, bf16.")] = None,
-        kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype", help="KV cache: auto (fp8 where supported) | bf16 | fp8.")] = None,
-        framework: Annotated[str, typer.Option(help="Serving stack whose kernels and overheads to use: vllm | sglang | trtllm.")] = "vllm",
-        mtp: Annotated[Optional[str], typer.Option(
+        kv_dtype: Annotated[str | None, typer.Option(
+            "--kv-dtype", help="KV cache: auto (fp8 where supported) | bf16 | fp8.")] = None,
+        framework: Annotated[str, typer.Option(
+            help="Serving stack whose kernels and overheads to use: vllm | sglang | trtllm.")] = "vllm",
+        mtp: Annotated[str | None, typer.Option(
             help="Speculative decoding: auto (search MTP drafts on models with MTP heads) | off | K[:ACCEPT].")] = None,
-        max_accelerators: Annotated[Optional[int], typer.Option(
+        max_accelerators: Annotated[int | None, typer.Option(
             "--max-accelerators", help="Largest deployment the search may use (default: the scale-up domain, "
                                        "or two domains' worth when the model needs more).")] = None,
-        disaggregation: Annotated[bool, typer.Option("--disagg/--no-disagg", help="Search prefill/decode pools too.")] = True,
-        fidelity: Annotated[Optional[str], typer.Option(
+        disaggregation: Annotated[bool, typer.Option(
+            "--disagg/--no-disagg", help="Search prefill/decode pools too.")] = True,
+        fidelity: Annotated[str | None, typer.Option(
             help="analytic (estimator, ~1 s) | des (replay every frontier request in the engine).")] = None,
-        cost_backend: Annotated[str, typer.Option("--cost-backend", help="Operator times: auto (measured tables "
-                                                  "where they exist) | measured | transfer (datasheet only).")] = "auto",
-        profile: Annotated[Optional[Path], typer.Option(help="Calibration profile from `scoville calibrate`.")] = None,
-        range_ratio: Annotated[Optional[float], typer.Option(help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed.")] = None,
+        cost_backend: Annotated[str, typer.Option(
+            "--cost-backend", help="Operator times: auto (measured tables where they exist) | measured | "
+                                   "transfer (datasheet only).")] = "auto",
+        profile: Annotated[Path | None, typer.Option(help="Calibration profile from `scoville calibrate`.")] = None,
+        range_ratio: Annotated[float | None, typer.Option(
+            help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed.")] = None,
         burstiness: Annotated[float, typer.Option(help="Gamma shape of --rate arrivals (1 = Poisson).")] = 1.0,
-        max_concurrency: Annotated[Optional[int], typer.Option(help="Cap on requests in flight for --rate points.")] = None,
-        num_requests: Annotated[Optional[int], typer.Option(help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
-        warmup_requests: Annotated[Optional[int], typer.Option(help="Warm-up requests per point (default 2·C).")] = None,
-        duration: Annotated[Optional[float], typer.Option(help="Stop sending after this many (simulated) seconds per point.")] = None,
-        power: Annotated[str, typer.Option(help="Per-kW power: rated | all-in | model (utilisation; needs --fidelity des).")] = "rated",
+        max_concurrency: Annotated[int | None, typer.Option(
+            help="Cap on requests in flight for --rate points.")] = None,
+        num_requests: Annotated[int | None, typer.Option(
+            help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
+        warmup_requests: Annotated[int | None, typer.Option(help="Warm-up requests per point (default 2·C).")] = None,
+        duration: Annotated[float | None, typer.Option(
+            help="Stop sending after this many (simulated) seconds per point.")] = None,
+        power: Annotated[str, typer.Option(
+            help="Per-kW power: rated | all-in | model (utilisation; needs --fidelity des).")] = "rated",
         compat: Annotated[str, typer.Option(help="Metric method: inferencex | clean.")] = "inferencex",
         seed: Annotated[int, typer.Option(help="Seed for workload draws and speculative acceptance.")] = 0,
         executor: ExecutorOption = "local",
         ray_address: RayAddressOption = None,
-        workers: Annotated[Optional[int], typer.Option(help="Local worker processes that replay --fidelity des "
+        workers: Annotated[int | None, typer.Option(help="Local worker processes that replay --fidelity des "
                                                           "points in parallel (default: one sequential loop).")] = None,
         runs: Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")] = Path("runs"),
         trace: TraceOption = None,
@@ -100,9 +111,11 @@ def register(app: typer.Typer) -> None:
         trace_block_size: TraceBlockSizeOption = None,
         think_scale: ThinkScaleOption = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the points as JSON on stdout.")] = False,
-        report: Annotated[bool, typer.Option("--report", help="Also write the run's report.html (about 1 s more).")] = False,
+        report: Annotated[bool, typer.Option(
+            "--report", help="Also write the run's report.html (about 1 s more).")] = False,
     ) -> None:
-        """Predict the latency-throughput-energy frontier of a model on a system (searches deployments unless --config)."""
+        """Predict the latency-throughput-energy frontier of a model on a system
+        (searches deployments unless --config)."""
         from scoville.simulation import SimulateSpec, simulate
 
         spec = SimulateSpec.of_flat(
@@ -154,10 +167,8 @@ def _summary(run_dir: Path, json_out: bool) -> None:
         for i, p in enumerate(plan):
             cfg = SimConfig.model_validate(p["config"])
             pr = preds[i] if i < len(preds) else None
-            band = lambda key: ("" if pr is None else  # noqa: E731
-                                f"{pr[key + '_band'][0]:,.0f}-{pr[key + '_band'][1]:,.0f}")
             table.add_row(str(p.get("label")), escape(cfg.label() + _drafts(cfg)), str(cfg.accelerators),
-                          band("interactivity"), band("total_throughput_per_accelerator"))
+                          _band(pr, "interactivity"), _band(pr, "total_throughput_per_accelerator"))
         out.print(table)
     console.print(f"power: {manifest_power_basis(manifest)}")
     written = run_dir / "report.html"
@@ -168,3 +179,11 @@ def _summary(run_dir: Path, json_out: bool) -> None:
 
 def _drafts(cfg: SimConfig) -> str:
     return f" mtp{cfg.speculative.num_draft_tokens}" if cfg.speculative else ""
+
+
+def _band(prediction: dict[str, Any] | None, key: str) -> str:
+    """A point's 80% band of ``key`` as "low-high" (empty when the point has no prediction)."""
+    if prediction is None:
+        return ""
+    band = prediction[key + "_band"]
+    return f"{band[0]:,.0f}-{band[1]:,.0f}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -24,7 +24,7 @@ console = Console()
 def register(app: typer.Typer) -> None:
     @app.command("scenarios")
     def scenarios_cmd(
-        name: Annotated[Optional[str], typer.Argument(help="Show every parameter of this scenario.")] = None,
+        name: Annotated[str | None, typer.Argument(help="Show every parameter of this scenario.")] = None,
         json_out: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """List the named workloads (--scenario NAME), or one scenario's parameters."""
@@ -56,9 +56,9 @@ def register(app: typer.Typer) -> None:
     @app.command("trace-info")
     def trace_info_cmd(
         path: Path,
-        trace_format: Annotated[Optional[str], typer.Option("--trace-format", help="|".join(FORMATS))] = None,
+        trace_format: Annotated[str | None, typer.Option("--trace-format", help="|".join(FORMATS))] = None,
         replay: Annotated[str, typer.Option(help="|".join(REPLAY_MODES))] = "timed",
-        block_size: Annotated[Optional[int], typer.Option("--trace-block-size")] = None,
+        block_size: Annotated[int | None, typer.Option("--trace-block-size")] = None,
         json_out: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Validate a trace and summarise it (sessions, requests, lengths, span)."""
@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         out: Path,
         sessions: Annotated[int, typer.Option(min=1, help="Sessions to write.")] = 16,
         seed: int = 0,
-        rate: Annotated[Optional[float], typer.Option(help="Give sessions Poisson arrival times at this rate/s.")] = None,
+        rate: Annotated[float | None, typer.Option(help="Give sessions Poisson arrival times at this rate/s.")] = None,
     ) -> None:
         """Freeze a session scenario into a scoville JSONL trace (to inspect, edit or replay it)."""
         import numpy as np

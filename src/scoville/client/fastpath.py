@@ -34,7 +34,7 @@ import socket
 import struct
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux asm-generic value
@@ -57,7 +57,7 @@ class ClientLimitError(Exception):
     """This machine, not the server, cannot go on (no file descriptor left for a socket): ends the point."""
 
     @classmethod
-    def no_socket(cls, e: OSError) -> "ClientLimitError":
+    def no_socket(cls, e: OSError) -> ClientLimitError:
         """EMFILE / ENFILE on opening a socket, with what to change."""
         return cls(f"cannot open a socket: {e.strerror}; raise the open-file limit (ulimit -n) "
                    "or cap the requests in flight (--concurrency, --max-concurrency)")
@@ -240,7 +240,7 @@ class FastHTTP:
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         try:
             await asyncio.wait_for(loop.sock_connect(sock, addr), 10.0)
-        except (OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, OSError) as e:
             sock.close()
             raise HTTPStreamError("connect", f"cannot connect to http://{self.host}:{self.port}: {e}") from None
         return sock
@@ -352,14 +352,14 @@ class FastHTTP:
             await asyncio.wait_for(loop.sock_sendall(sock, request), timeout_s)
         except (ConnectionError, BrokenPipeError) as e:
             raise HTTPStreamError("disconnect", f"{type(e).__name__}: {e}") from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise HTTPStreamError("timeout", "sending the request timed out") from None
         state["last"] = perf()
         handles = [loop.call_later(read_timeout_s, watchdog)]
         loop.add_reader(fd, on_readable)
         try:
             await asyncio.wait_for(done, timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise HTTPStreamError("timeout", "total timeout") from None
         finally:
             loop.remove_reader(fd)

@@ -16,6 +16,7 @@ import asyncio
 from typing import Any
 
 import aiohttp
+
 from scoville.client.config import ClientConfig
 from scoville.client.driver import new_loop
 from scoville.client.errors import ClientError
@@ -53,7 +54,7 @@ async def _models(http: aiohttp.ClientSession, cfg: ClientConfig) -> dict[str, i
             data = await resp.json(content_type=None)
             listed = data.get("data") if isinstance(data, dict) else None
             return {str(m["id"]): _context_window(m) for m in listed or [] if isinstance(m, dict) and m.get("id")}
-    except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, asyncio.TimeoutError) as e:
+    except (TimeoutError, aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError) as e:
         raise ClientError(f"cannot reach {cfg.base_url}: is the server running? ({type(e).__name__}: {e})") from None
     except (aiohttp.ContentTypeError, ValueError):
         return {}
@@ -95,9 +96,9 @@ async def _one_token_words(http: aiohttp.ClientSession, cfg: ClientConfig) -> tu
         if await _token_count(http, cfg, " " + WORDS[0]) is None:
             return ()
         counts = await asyncio.gather(*(_token_count(http, cfg, " " + w) for w in WORDS))
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+    except (TimeoutError, aiohttp.ClientError, ValueError):
         return ()
-    words = tuple(w for w, n in zip(WORDS, counts) if n == 1)
+    words = tuple(w for w, n in zip(WORDS, counts, strict=True) if n == 1)
     return words if len(words) >= MIN_PROMPT_WORDS else ()
 
 
@@ -118,14 +119,15 @@ async def _probe(cfg: ClientConfig) -> dict[str, Any]:
                 status, text = await _try(http, cfg)
         except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError) as e:
             raise ClientError(f"cannot reach {cfg.base_url}: is the server running? ({e})") from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ClientError(f"{cfg.endpoint} did not answer a 2-token request within 60 s") from None
         except aiohttp.ClientError as e:
             raise ClientError(f"{cfg.endpoint} broke off a test request ({_why(e)})") from None
         if status == 401:
             raise ClientError(f"{cfg.base_url} wants an API key (HTTP 401); pass --api-key")
         if status == 404:
-            raise ClientError(f"{cfg.endpoint} not found (HTTP 404); try --api {'completions' if cfg.api == 'chat' else 'chat'}")
+            other = "completions" if cfg.api == "chat" else "chat"
+            raise ClientError(f"{cfg.endpoint} not found (HTTP 404); try --api {other}")
         if status != 200 or text:
             raise ClientError(f"{cfg.endpoint} rejected a test request (HTTP {status}): {cfg.redact(text)}")
         cfg.prompt_words = await _one_token_words(http, cfg)
@@ -133,7 +135,8 @@ async def _probe(cfg: ClientConfig) -> dict[str, Any]:
 
 
 def probe(cfg: ClientConfig) -> dict[str, Any]:
-    """Check the target and settle ``cfg.model``, ``cfg.extensions`` and ``cfg.prompt_words``; ClientError when unusable.
+    """Check the target and settle ``cfg.model``, ``cfg.extensions`` and ``cfg.prompt_words``; ClientError when
+    unusable.
 
     Returns ``models`` (served ids), ``extensions`` and ``max_model_len`` (the
     model's context window, None when the server does not list it).

@@ -36,7 +36,7 @@ class LiveProgress:
         self._last_error = ""
         self._live: Live | None = None
 
-    def __enter__(self) -> "LiveProgress":
+    def __enter__(self) -> LiveProgress:
         if self.enabled and self.live:
             self._live = Live(self, console=self.console, refresh_per_second=4, transient=True)
             self._live.__enter__()

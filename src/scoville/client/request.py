@@ -10,7 +10,6 @@ propagate, so one bad request can never stop a sweep.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import time
 from typing import Any
@@ -181,7 +180,7 @@ async def send_request(
         return _seal(rec, cfg)
     except SSEError as e:
         _fail(rec, "stream", str(e))
-    except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
+    except (TimeoutError, aiohttp.ServerTimeoutError):
         _fail(rec, "timeout", _timeout_message(cfg))
     except aiohttp.ClientConnectorError as e:
         _fail(rec, "connect", _connect_error(cfg, e))

@@ -17,15 +17,22 @@ import http.client
 import threading
 import time
 from collections.abc import Callable
-from urllib.parse import urlsplit
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 
 from scoville.client.config import ClientConfig
 from scoville.results.server_store import write_server_point
-from scoville.server_metrics import (NotPrometheus, Sample, SampleParser, Scrape, samples_table,
-                                     server_requests, window_figures)
+from scoville.server_metrics import (
+    NotPrometheus,
+    Sample,
+    SampleParser,
+    Scrape,
+    samples_table,
+    server_requests,
+    window_figures,
+)
 
 # trtllm-serve answers /metrics with JSON iteration stats and serves Prometheus text on /prometheus/metrics.
 PATHS = ("/metrics", "/prometheus/metrics")

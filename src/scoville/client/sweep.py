@@ -23,9 +23,10 @@ import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -44,8 +45,7 @@ from scoville.power.nvml import NvmlSampler
 from scoville.power.sources import PowerError, PowerPlan
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import PointOutcome, RequestRecord
-from scoville.results.store import (POWER, RunError, RunLock, RunWriter, measured_points, read_journal,
-                                    read_manifest)
+from scoville.results.store import POWER, RunError, RunLock, RunWriter, measured_points, read_journal, read_manifest
 from scoville.workload.scenarios import Workload, fit_context
 
 EXECUTORS = ("local", "ray")

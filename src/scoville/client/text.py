@@ -21,7 +21,7 @@ from typing import Any
 
 from scoville.client.errors import ClientError
 
-WORDS = tuple((
+_WORD_TEXT = (
     "the of and to in is for on that with as was by at from it be this are or an have not which but all "
     "they were one had can there their more when will would been has if some out so about what up into "
     "time them only other new then than these two may first any like now my such make over our even most "
@@ -29,7 +29,8 @@ WORDS = tuple((
     "before good through year must back work still take people world life know water three place same "
     "under last never while might great old small day both off year found part high left line end game "
     "city house light night side order hand point few week kind case head group home room book word"
-).split())
+)
+WORDS = tuple(_WORD_TEXT.split())
 
 
 # Decode-encode rounds when fitting text to a length; one is nearly always enough.

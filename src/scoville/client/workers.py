@@ -17,20 +17,21 @@ their pipes, which ends them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import math
 import multiprocessing as mp
 import os
 import resource
 import signal
+from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
 from scoville.client.config import ClientConfig
-from scoville.client.driver import (LocalCounters, drive_point, point_sessions, request_cap, run_async,
-                                    session_count)
+from scoville.client.driver import LocalCounters, drive_point, point_sessions, request_cap, run_async, session_count
 from scoville.client.errors import ClientError
 from scoville.client.fastpath import ClientLimitError
 from scoville.load import LoadPoint
@@ -193,10 +194,8 @@ def _worker_point(index: int, count: int, name: str, conn: Connection, counters:
             await asyncio.wait([task], timeout=0.05)
             if counters.stop.is_set():
                 task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            pass
 
     if point.rate is None and lanes == 0:
         return
@@ -219,7 +218,7 @@ class WorkerPool:
             child.close()
             self.conns.append(parent)
             self.procs.append(p)
-        for c, p in zip(self.conns, self.procs):
+        for c, p in zip(self.conns, self.procs, strict=True):
             try:
                 ready = c.poll(60) and c.recv_bytes() == b"S"
             except (EOFError, OSError):
@@ -243,10 +242,8 @@ class WorkerPool:
             self._collect(on_record, pending)
         except KeyboardInterrupt:
             self.counters.stop.set()
-            try:
+            with contextlib.suppress(KeyboardInterrupt, TimeoutError, ClientError):
                 self._collect(on_record, pending, timeout=5.0)
-            except (KeyboardInterrupt, TimeoutError, ClientError):
-                pass
             raise
         except BaseException:
             self.counters.stop.set()
@@ -280,10 +277,8 @@ class WorkerPool:
 
     def close(self) -> None:
         for c in self.conns:
-            try:
+            with contextlib.suppress(OSError):
                 c.send(("exit",))
-            except OSError:
-                pass
         for p in self.procs:
             p.join(2)
             if p.is_alive():

@@ -50,7 +50,7 @@ class Histogram:
     def render(self, labels: str) -> list[str]:
         out = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram"]
         cum = 0
-        for bound, c in zip(self.bounds, self.counts):
+        for bound, c in zip(self.bounds, self.counts, strict=False):
             cum += c
             out.append(f'{self.name}_bucket{{{labels},le="{bound}"}} {cum}')
         out.append(f'{self.name}_bucket{{{labels},le="+Inf"}} {self.count}')

@@ -44,6 +44,7 @@ Measured limits (bench/bench_emulator_pacing.py): see docs/emulator.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -120,10 +121,8 @@ class RealTimeLoop:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
             self._task = None
             self.collector.stop()
 

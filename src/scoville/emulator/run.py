@@ -83,7 +83,8 @@ async def serve_async(emu: Emulator, host: str, port: int, announce: Callable[[s
     try:
         runner, bound = await start_site(emu, host, port)
     except OSError as e:
-        raise UserError(f"cannot listen on {host}:{port} ({e.strerror}); pick another --port or free that one")
+        raise UserError(f"cannot listen on {host}:{port} ({e.strerror}); "
+                        "pick another --port or free that one") from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

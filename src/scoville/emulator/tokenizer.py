@@ -131,7 +131,8 @@ class LocalTokenizer:
                 yield
 
     def _long_piece_steps(self, piece: str, ids: list[int], limit: int | None) -> Iterator[None]:
-        """Append a long piece's ids (what ``_piece_ids`` gives), pausing every ``_STEP_IDS``, stopping past ``limit``."""
+        """Append a long piece's ids (what ``_piece_ids`` gives), pausing every ``_STEP_IDS``, stopping past
+        ``limit``."""
         body = piece.lstrip()
         lead = len(piece) - len(body)
         ids.append(self._hashed(piece[:lead + _CHUNK]))

@@ -15,7 +15,8 @@ A failing item never disappears into a pool: its exception comes back as a
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import msgspec
 
@@ -101,14 +102,14 @@ class Executor(abc.ABC):
                 close()
         return out
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op by default, not abstract: a backend without resources keeps it
         """Release the backend's resources (processes, cluster connection)."""
 
     def describe(self) -> dict[str, Any]:
         """What ran the work, for manifests."""
         return {"kind": self.kind}
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Executor:
         return self
 
     def __exit__(self, *exc: object) -> None:

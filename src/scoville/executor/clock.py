@@ -14,7 +14,7 @@ is the coordinator's run clock directly.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import msgspec
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from scoville.errors import UserError
 from scoville.executor.base import Executor, TaskResult, task_error

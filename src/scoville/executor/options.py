@@ -9,15 +9,17 @@ calls ``make_executor(executor, ray_address)`` (or, for measured load,
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 ExecutorOption = Annotated[str, typer.Option(
-    "--executor", rich_help_panel="Execution", help="Where work runs: local (worker processes here) | ray (a Ray cluster).")]
-RayAddressOption = Annotated[Optional[str], typer.Option(
+    "--executor", rich_help_panel="Execution",
+    help="Where work runs: local (worker processes here) | ray (a Ray cluster).")]
+RayAddressOption = Annotated[str | None, typer.Option(
     "--ray-address", rich_help_panel="Execution", envvar="RAY_ADDRESS",
     help="Ray cluster to join with --executor ray: HOST:6379 of `ray start --head`, or 'auto'. "
          "Default: RAY_ADDRESS, else a cluster started on this machine, else a new local one.")]
 ClientWorkersOption = Annotated[int, typer.Option(
-    "--ray-workers", rich_help_panel="Execution", min=1, help="Client workers (Ray actors, spread over nodes) that send the load.")]
+    "--ray-workers", rich_help_panel="Execution", min=1,
+    help="Client workers (Ray actors, spread over nodes) that send the load.")]

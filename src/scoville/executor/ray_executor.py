@@ -11,8 +11,9 @@ first; we never shut down a connection we did not open).
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from scoville.errors import UserError
 from scoville.executor.base import Executor, TaskResult, task_error

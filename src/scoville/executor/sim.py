@@ -59,7 +59,7 @@ def simulate_points(executor: Executor, configs: list[SimConfig], workload: Any,
         configs = configs * len(points)
     if len(configs) != len(points):
         raise ValueError("give one configuration, or one per point")
-    items = [(c.model_dump(), workload, p, seed, model_power) for c, p in zip(configs, points)]
+    items = [(c.model_dump(), workload, p, seed, model_power) for c, p in zip(configs, points, strict=True)]
     out, t = [], 0.0
     for res in executor.map(_simulate_item, items):
         placed = PointResult(table=shift_times(res.table, t), t_start=res.t_start + t, t_end=res.t_end + t,

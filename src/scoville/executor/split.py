@@ -25,8 +25,8 @@ crosses the network.
 
 from __future__ import annotations
 
-import numpy as np
 import msgspec
+import numpy as np
 
 from scoville.client.driver import request_cap, session_count
 from scoville.load import LoadError, LoadPoint

@@ -13,9 +13,11 @@ boundary is the shipped code path.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -73,7 +75,7 @@ class NvmlSampler:
 
     def sample_once(self) -> None:
         """Read every device once (one row per device)."""
-        for d, h in zip(self.devices, self._handles):
+        for d, h in zip(self.devices, self._handles, strict=True):
             try:
                 mw = self.nvml.nvmlDeviceGetPowerUsage(h)
             except Exception:
@@ -103,16 +105,14 @@ class NvmlSampler:
             self._thread.join(5)
             self._thread = None
         self.sample_once()  # a closing sample so the window's end is covered
-        try:
+        with contextlib.suppress(Exception):
             self.nvml.nvmlShutdown()
-        except Exception:
-            pass
 
     def mark(self) -> dict[str, Any]:
         """The energy counters now: {"t", "joules": {device: J}} (empty when unsupported)."""
         joules = {}
         if self.energy_supported:
-            for d, h in zip(self.devices, self._handles):
+            for d, h in zip(self.devices, self._handles, strict=True):
                 mj = self._energy_mj(h)
                 if mj is not None:
                     joules[f"gpu{d}"] = mj / 1000.0

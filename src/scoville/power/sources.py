@@ -24,7 +24,8 @@ from scoville.errors import UserError
 SOURCES = ("rated", "all-in", "nvml", "csv", "none")
 BOUNDARIES = ("chip", "board", "node", "rack")
 _DEFAULT_BOUNDARY = {"rated": "chip", "all-in": "rack", "nvml": "board", "csv": "node", "none": "chip"}
-DEFAULT_COST_PRESET = "neocloud"   # the catalog price a run is costed at when none is given: measured, emulated, simulated
+# the catalog price a run is costed at when none is given: measured, emulated, simulated
+DEFAULT_COST_PRESET = "neocloud"
 
 
 def default_boundary(source: str) -> str:
@@ -116,7 +117,8 @@ def cost_per_hour(value: str | None, hardware: str | None) -> float | None:
         presets = hw.cost_per_hour if hw is not None else {}
         if value not in presets:
             known = ", ".join(presets) or "none (give --hardware)"
-            raise PowerError(f"--cost-per-hour {value!r} is neither a number nor a preset of {hardware}; presets: {known}")
+            raise PowerError(f"--cost-per-hour {value!r} is neither a number nor a preset of {hardware}; "
+                             f"presets: {known}") from None
         return float(presets[value])
     if not (math.isfinite(dollars) and dollars > 0):  # float() also reads "nan" and "inf"
         raise PowerError("--cost-per-hour must be a positive number of dollars per accelerator-hour")

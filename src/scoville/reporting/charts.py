@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +77,7 @@ class Chart:
             lo, hi, x = math.log10(lo), math.log10(hi), math.log10(x)
         return "left" if hi == lo or (x - lo) / (hi - lo) > 0.5 else "right"
 
-    def autoscale(self) -> "Chart":
+    def autoscale(self) -> Chart:
         """Log axes where the plotted values span decades."""
         self.x_log = _spans_decades([v for s in self.series for v in s.x])
         self.y_log = _spans_decades([v for s in self.series for v in s.y])
@@ -140,7 +141,8 @@ def config_summary(config: str | dict[str, Any], limit: int = 160) -> str:
         return str(config)[:limit]
     if not isinstance(data, dict):
         return str(data)[:limit]
-    keys = [k for k in _CONFIG_KEYS if data.get(k) not in (None, {}, [])] or [k for k, v in data.items() if v is not None]
+    keys = ([k for k in _CONFIG_KEYS if data.get(k) not in (None, {}, [])]
+            or [k for k, v in data.items() if v is not None])
     text = " · ".join(f"{k} {_compact(data[k])}" for k in keys)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -177,7 +179,7 @@ def frontier_chart(systems: Sequence[System], x_key: str, per: str, metric: str 
     if kinds:
         chart.note = "; ".join(filter(None, [chart.note, "bars: " + " · ".join(kinds)]))
     chart.autoscale()  # from the measured points only; the lines are drawn on the chosen scale
-    for s, series in zip(with_y, chart.series[1::2]):
+    for s, series in zip(with_y, chart.series[1::2], strict=True):
         f = frontier(s.rows, x_metric, y_metric)
         series.x, series.y = f.curve(80, log_x=chart.x_log)
     return chart
@@ -304,7 +306,7 @@ def point_colors(n: int) -> list[str]:
         lo = int(pos)
         hi = min(lo + 1, len(_VIRIDIS) - 1)
         frac = pos - lo
-        rgb = [round(a + (b - a) * frac) for a, b in zip(_VIRIDIS[lo], _VIRIDIS[hi])]
+        rgb = [round(a + (b - a) * frac) for a, b in zip(_VIRIDIS[lo], _VIRIDIS[hi], strict=True)]
         out.append("#" + "".join(f"{c:02x}" for c in rgb))
     return out
 
@@ -322,7 +324,7 @@ def latency_samples(requests: pa.Table, compat: str = "inferencex") -> dict[int,
     for idx in sorted(set(points.tolist())):
         sub = ok.filter(pc.equal(ok.column("point"), idx))
 
-        def col(name: str) -> np.ndarray:
+        def col(name: str, sub: pa.Table = sub) -> np.ndarray:
             return sub.column(name).to_numpy(zero_copy_only=False).astype(float)
 
         sent, first, done, n_out = col("t_sent"), col("t_first_token"), col("t_done"), col("output_tokens")
@@ -374,9 +376,10 @@ def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[
     charts = []
     for kind, title in CDF_KINDS:
         title = ITL_TITLES.get(compat, title) if kind == "itl" else title
-        chart = Chart(id=f"cdf-{kind}-{run_id}", title=f"{label}: {title} CDF" if label else f"{title} CDF", x_label=f"{kind.upper()} (s)",
+        chart = Chart(id=f"cdf-{kind}-{run_id}", title=f"{label}: {title} CDF" if label else f"{title} CDF",
+                      x_label=f"{kind.upper()} (s)",
                       y_label="fraction of requests" if kind != "itl" else "fraction of gaps")
-        for color, (idx, s) in zip(colors, samples.items()):
+        for color, (idx, s) in zip(colors, samples.items(), strict=True):
             xs, ys = _quantile_curve(s[kind])
             if xs:
                 chart.series.append(Series(str(labels.get(idx, idx)), xs, ys, "line", color, step=True))

@@ -103,7 +103,7 @@ def _catalog_basis_measures(systems: Sequence[System], per_accelerator: list[lis
         m = Measure(f"per_kw_{basis}", f"throughput per kW, {label} (catalog)", "tok/s/kW", "higher")
         readings[m.key] = [[Reading(r.value * 1000.0 / w[basis] if r.value is not None and basis in w else None,
                                     r.bound if basis in w else None) for r in per_x]
-                           for per_x, w in zip(per_accelerator, watts)]
+                           for per_x, w in zip(per_accelerator, watts, strict=True)]
         added.append(m)
     return added
 

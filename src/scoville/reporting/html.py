@@ -14,11 +14,12 @@ import base64
 import gzip
 import html
 import json
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,10 +28,19 @@ import scoville
 from scoville.analysis.compare import Comparison, compare, fmt_ms, fmt_seconds, fmt_usd, fmt_value
 from scoville.analysis.runs import System, load_systems
 from scoville.errors import UserError
-from scoville.reporting.decision import DECISION_SCRIPT, decision_grid, decision_html
-from scoville.reporting.charts import (Chart, cdf_charts, config_summary, frontier_charts, latency_samples, power_chart,
-                                    ratio_charts, safe_id, system_colors)
 from scoville.power.sources import manifest_power_basis
+from scoville.reporting.charts import (
+    Chart,
+    cdf_charts,
+    config_summary,
+    frontier_charts,
+    latency_samples,
+    power_chart,
+    ratio_charts,
+    safe_id,
+    system_colors,
+)
+from scoville.reporting.decision import DECISION_SCRIPT, decision_grid, decision_html
 from scoville.reporting.output import check_destination, write_file
 from scoville.reporting.plotly_fig import figure
 from scoville.results.catalog import accelerator_count, read_power_samples, read_records
@@ -55,9 +65,10 @@ padding-bottom: 4px; } h3 { font-size: 18px; margin: 24px 0 8px; }
 table { border-collapse: collapse; font-size: 14px; margin: 8px 0 4px; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid var(--line); padding: 5px 10px; text-align: right; white-space: nowrap; }
 table.points { font-size: 13px; } table.points th, table.points td { padding: 4px 6px; }
-table.points th:nth-child(6), table.points td:nth-child(6), table.points th:nth-child(9), table.points td:nth-child(9),
-table.points th:nth-child(12), table.points td:nth-child(12), table.points th:nth-child(15), table.points td:nth-child(15),
-table.points th:nth-child(18), table.points td:nth-child(18) { border-left: 1px solid var(--line); }
+table.points th:nth-child(6), table.points td:nth-child(6), table.points th:nth-child(9),
+table.points td:nth-child(9), table.points th:nth-child(12), table.points td:nth-child(12),
+table.points th:nth-child(15), table.points td:nth-child(15), table.points th:nth-child(18),
+table.points td:nth-child(18) { border-left: 1px solid var(--line); }
 th:first-child, td:first-child { text-align: left; }
 thead th { background: var(--bg-alt); position: sticky; top: 0; }
 table.cmp td:first-child { font-weight: 600; white-space: normal; min-width: 260px; }
@@ -227,7 +238,8 @@ def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     conc = [p.get("concurrency") for p in points if p.get("concurrency") is not None]
     rates = [p.get("rate") for p in points if p.get("rate") is not None]
     load = (f"{len(points)} points; concurrency {', '.join(map(str, conc))}" if conc else
-            f"{len(points)} points; rate {', '.join(f'{r:g}' for r in rates)} req/s" if rates else f"{len(points)} points")
+            f"{len(points)} points; rate {', '.join(f'{r:g}' for r in rates)} req/s" if rates else
+            f"{len(points)} points")
 
     def js(v: Any) -> str:
         return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else ("—" if v is None else str(v))
@@ -244,7 +256,8 @@ def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
         ("hardware", f"{js(system.get('hardware'))} × {accelerator_count(manifest, dash='–')} accelerators"
                      + (" (per point)" if searched else "")),
         ("rated power per accelerator", f"{js(system.get('rated_watts_per_accelerator'))} W"),
-        ("power source, boundary", f"{js(power.get('source'))}, {js(power.get('boundary') or system.get('power_boundary'))}"
+        ("power source, boundary", f"{js(power.get('source'))}, "
+                                   f"{js(power.get('boundary') or system.get('power_boundary'))}"
                                    + (f" ({power['watts_per_accelerator']:g} W per accelerator)"
                                       if power.get("watts_per_accelerator") else "")),
         ("cost per accelerator-hour", f"${system['cost_per_accelerator_hour']:g}"
@@ -315,7 +328,8 @@ TURN_COLUMNS = [("turn", "turn"), ("requests", "requests"), ("input_tokens_mean"
 
 def sessions_section(manifest: dict[str, Any], requests: pa.Table) -> str:
     """Sessions and the prefix cache of a multi-turn run (`scoville sessions` in the report); "" for single turns."""
-    if not requests.num_rows or "turn" not in requests.column_names or not (pc.max(requests.column("turn")).as_py() or 0):
+    if (not requests.num_rows or "turn" not in requests.column_names
+            or not (pc.max(requests.column("turn")).as_py() or 0)):
         return ""
     labels = {p["index"]: p.get("label") for p in (manifest.get("load_plan") or {}).get("points", [])}
     per_point = [[str(labels.get(r["point"], r["point"])), *[_rate(k, r.get(k)) for k, _ in SESSION_COLUMNS]]
@@ -396,7 +410,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
                      f' <span class="meta">{_e(s.source)} · power {_e(s.power_basis)} · '
                      f'{_e(", ".join(d.name for d in s.run_dirs))}</span></span>' for s in systems)
     body = [f"<h1>{_e(title)}</h1>",
-            f'<div class="meta">generated {datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} by scoville '
+            f'<div class="meta">generated {datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")} by scoville '
             f"{_e(scoville.__version__)}</div>",
             f'<div class="systems">{legend}</div>',
             comparison_section(comparisons, left_out) if len(systems) > 1 else "",
@@ -414,7 +428,7 @@ def render(groups: list[list[Path]], *, title: str | None = None, at: Sequence[f
             run_summary(comparisons, left_out) if len(systems) == 1 else "",
             decision_html(decide) if decide is not None and len(systems) == 1 else ""]
     for s in systems:
-        for d, m in zip(s.run_dirs, s.manifests):
+        for d, m in zip(s.run_dirs, s.manifests, strict=True):
             body.append(run_section(s, d, m, colors[s.label], figures))
     data = json.dumps(figures, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     decide_data = json.dumps(decide.to_json() if decide else None, separators=(",", ":"), allow_nan=False)

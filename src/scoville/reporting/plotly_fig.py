@@ -62,8 +62,8 @@ def trace(series: Any) -> dict[str, Any]:
         for axis, band, values in (("error_x", series.x_band, series.x), ("error_y", series.y_band, series.y)):
             if band:
                 t[axis] = {"type": "data", "symmetric": False, "color": series.color, "thickness": 1.3, "width": 3,
-                           "array": [b[1] - v if b else 0 for b, v in zip(band, values)],
-                           "arrayminus": [v - b[0] if b else 0 for b, v in zip(band, values)]}
+                           "array": [b[1] - v if b else 0 for b, v in zip(band, values, strict=True)],
+                           "arrayminus": [v - b[0] if b else 0 for b, v in zip(band, values, strict=True)]}
     elif series.kind == "frontier":
         t.update(mode="lines", line={"color": series.color, "width": 3})
     else:

@@ -8,14 +8,22 @@ keeping ``write_report`` fast.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from scoville.analysis.runs import load_systems
 from scoville.errors import UserError
-from scoville.reporting.charts import (Chart, cdf_charts, frontier_charts, latency_samples, power_chart,
-                                    ratio_charts, safe_id)
 from scoville.power.sources import manifest_power_basis
+from scoville.reporting.charts import (
+    Chart,
+    cdf_charts,
+    frontier_charts,
+    latency_samples,
+    power_chart,
+    ratio_charts,
+    safe_id,
+)
 from scoville.reporting.output import check_destination, write_file
 from scoville.reporting.plotly_fig import log_ticks, tick_label
 from scoville.results.catalog import read_power_samples, read_records
@@ -30,7 +38,7 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
     advantage = ratio_charts(systems)
     charts = advantage + charts
     for s in systems:
-        for d, m in zip(s.run_dirs, s.manifests):
+        for d, m in zip(s.run_dirs, s.manifests, strict=True):
             plan = (m.get("load_plan") or {}).get("points", [])
             run_id = safe_id(m.get("run_id", d.name))
             requests = read_records(d)
@@ -59,7 +67,7 @@ def _apply_log_ticks(axis: Any, values: Sequence[float]) -> None:
 
 def _band_bars(ax: object, s: object) -> None:
     """Error bars on the points that carry a band (a bootstrap interval or the simulator's), on either axis."""
-    for i, (x, y) in enumerate(zip(s.x, s.y)):  # type: ignore[attr-defined]
+    for i, (x, y) in enumerate(zip(s.x, s.y, strict=True)):  # type: ignore[attr-defined]
         xb = s.x_band[i] if s.x_band else None  # type: ignore[attr-defined]
         yb = s.y_band[i] if s.y_band else None  # type: ignore[attr-defined]
         if xb is None and yb is None:

@@ -63,7 +63,7 @@ def frontier_text(rows: Sequence[dict[str, Any]], axes: Axes, *, width: int = 72
         return height - 1 - row, col
 
     xs, ys = f.curve(num=plot_w * 2)
-    for x, y in zip(xs, ys):
+    for x, y in zip(xs, ys, strict=True):
         r, c = cell(x, y)
         grid[r][c] = CURVE
     for p, on_frontier in sorted(points, key=lambda item: item[1]):  # frontier markers drawn last, on top

@@ -35,11 +35,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scoville.errors import UserError
-from scoville.results.store import (JOURNAL, MANIFEST, POINT_METRICS, POINTS_DIR, POWER, RunError, finished_points,
-                                    journal_records, read_manifest, read_point_metrics, read_power, read_requests,
-                                    writer_alive)
 from scoville.results.manifest import source_label
 from scoville.results.schema import ARROW_SCHEMA, COMPAT_MODES, POWER_SCHEMA
+from scoville.results.store import (
+    JOURNAL,
+    MANIFEST,
+    POINT_METRICS,
+    POINTS_DIR,
+    POWER,
+    RunError,
+    finished_points,
+    journal_records,
+    read_manifest,
+    read_point_metrics,
+    read_power,
+    read_requests,
+    writer_alive,
+)
 
 # The run directory's name is the run id; every Parquet file sits at most one folder below it.
 _RUN_ID_RE = "([^/]+)/(?:points[.]parquet|power[.]parquet|requests/point-[0-9]+[.]parquet)$"

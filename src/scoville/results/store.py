@@ -18,6 +18,7 @@ journal for points that never finished.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -27,9 +28,10 @@ import secrets
 import socket
 import time
 from collections import defaultdict
-from datetime import datetime, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import msgspec
 import pyarrow as pa
@@ -66,7 +68,7 @@ class RunError(UserError):
 
 def new_run_id(now: datetime | None = None) -> str:
     """UTC time plus a short random hash, e.g. ``20261202T113000Z-3fa9c1``."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
 
 
@@ -145,7 +147,7 @@ class RunLock:
                 raise RunError(f"{run_dir} is being written by another scoville process{holder}; "
                                "wait for it to finish (or stop it), then try again") from None
         stamp = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                            "since": datetime.now(timezone.utc).isoformat()}).encode()
+                            "since": datetime.now(UTC).isoformat()}).encode()
         try:
             os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, stamp, 0)
@@ -168,7 +170,7 @@ class RunLock:
             _HELD.discard(self._key)
 
     @classmethod
-    def held_or_taken(cls, run_dir: Path) -> "RunLock | None":
+    def held_or_taken(cls, run_dir: Path) -> RunLock | None:
         """None when this process already writes ``run_dir``; else the lock, taken now (release it)."""
         return None if os.path.realpath(run_dir) in _HELD else cls(run_dir)
 
@@ -233,7 +235,7 @@ class RunWriter:
             self.manifest = manifest
             manifest.setdefault("schema_version", SCHEMA_VERSION)
             manifest.setdefault("run_id", run_dir.name)
-            manifest.setdefault("created_at", datetime.now(timezone.utc).isoformat())
+            manifest.setdefault("created_at", datetime.now(UTC).isoformat())
             # Which writer session this is (0 first, then one per resume): stamped on every record.
             self.attempt = len(manifest.get("resumed_at", []))
             manifest["status"] = "running"
@@ -249,13 +251,13 @@ class RunWriter:
             raise
 
     @classmethod
-    def create(cls, runs_root: Path, manifest: dict[str, Any], *, journal: bool = True) -> "RunWriter":
+    def create(cls, runs_root: Path, manifest: dict[str, Any], *, journal: bool = True) -> RunWriter:
         run_id = manifest.get("run_id") or new_run_id()
         manifest["run_id"] = run_id
         return cls(runs_root / run_id, manifest, journal=journal)
 
     @classmethod
-    def resume(cls, run_dir: Path, lock: RunLock | None = None) -> "RunWriter":
+    def resume(cls, run_dir: Path, lock: RunLock | None = None) -> RunWriter:
         """Reopen an interrupted run to add or redo points; the manifest is kept.
 
         The lock is taken before the manifest is read, so a second writer can
@@ -267,7 +269,7 @@ class RunWriter:
         except BaseException:
             lock.release()
             raise
-        manifest.setdefault("resumed_at", []).append(datetime.now(timezone.utc).isoformat())
+        manifest.setdefault("resumed_at", []).append(datetime.now(UTC).isoformat())
         writer = cls(run_dir, manifest, lock=lock)
         # Continue the clock where the journal left off so times stay monotonic.
         last = max((r.t_done or r.t_sent for r in read_journal(run_dir)), default=0.0)
@@ -309,7 +311,7 @@ class RunWriter:
                 self._journal.close()
                 self._journal = None
             self.manifest["status"] = status
-            self.manifest["finished_at"] = datetime.now(timezone.utc).isoformat()
+            self.manifest["finished_at"] = datetime.now(UTC).isoformat()
             self.manifest["files"] = {
                 str(p.relative_to(self.run_dir)): file_sha256(p)
                 for p in sorted(self.run_dir.rglob("*"))
@@ -322,10 +324,8 @@ class RunWriter:
     def close(self) -> None:
         """Release the journal and the lock without touching the manifest (after a failed write)."""
         if getattr(self, "_journal", None) is not None:
-            try:
+            with contextlib.suppress(OSError):  # a full disk can fail the final flush; what was written stays
                 self._journal.close()
-            except OSError:  # a full disk can fail the final flush; what was written stays
-                pass
             self._journal = None
         if self._lock is not None:
             self._lock.release()
@@ -404,7 +404,7 @@ def measured_points(run_dir: Path) -> set[int]:
             continue  # unreadable: measure it again
         ok = table.column("ok").to_pylist()
         warm = table.column("warmup").to_pylist()
-        if any(o and not w for o, w in zip(ok, warm)):
+        if any(o and not w for o, w in zip(ok, warm, strict=True)):
             out.add(p)
     return out
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -379,7 +379,7 @@ def predict_with(config: SimConfig, prior: FrameworkCosts, values: dict[str, flo
 def log_errors(measured: list[Figures], predicted: list[Figures]) -> np.ndarray:
     """log(predicted ÷ measured) per point and metric (rows = points, columns = METRICS)."""
     out = np.zeros((len(measured), len(METRICS)))
-    for i, (m, p) in enumerate(zip(measured, predicted)):
+    for i, (m, p) in enumerate(zip(measured, predicted, strict=True)):
         for j, (name, _) in enumerate(METRICS):
             mv, pv = m.get(name), p.get(name)
             if mv is None:
@@ -398,7 +398,7 @@ def _to_x(values: dict[str, float]) -> np.ndarray:
 
 
 def _from_x(x: np.ndarray) -> dict[str, float]:
-    return {k: float(min(max(math.exp(v), BOUNDS[k][0]), BOUNDS[k][1])) for k, v in zip(PARAMS, x)}
+    return {k: float(min(max(math.exp(v), BOUNDS[k][0]), BOUNDS[k][1])) for k, v in zip(PARAMS, x, strict=True)}
 
 
 _FLOOR = np.array([BOUNDS[k][0] for k in PARAMS])     # the bounds (linear start, Gauss-Newton) ...
@@ -581,7 +581,7 @@ def gauss_newton(objective: Objective, theta: np.ndarray, iterations: int = 12) 
 
 
 def _values(theta: np.ndarray) -> dict[str, float]:
-    return {k: float(min(max(v, BOUNDS[k][0]), BOUNDS[k][1])) for k, v in zip(PARAMS, theta)}
+    return {k: float(min(max(v, BOUNDS[k][0]), BOUNDS[k][1])) for k, v in zip(PARAMS, theta, strict=True)}
 
 
 def starts(objective: Objective, theta: np.ndarray) -> list[np.ndarray]:
@@ -675,7 +675,8 @@ class CalibrationReport:
             out.append(f"the fit points do not pin {', '.join(self.fit.undetermined)} within a factor of 2; add points "
                        "that exercise them (another concurrency or ISL/OSL) before trusting other workloads")
         if self.fit.at_bound:
-            out.append(f"{', '.join(self.fit.at_bound)} ended on a bound ({', '.join(f'{k} {BOUNDS[k]}' for k in self.fit.at_bound)}): "
+            bounds = ", ".join(f"{k} {BOUNDS[k]}" for k in self.fit.at_bound)
+            out.append(f"{', '.join(self.fit.at_bound)} ended on a bound ({bounds}): "
                        "the cost model's structure does not match these runs there")
         return out
 
@@ -752,7 +753,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
     spread = parameter_spread(objective, x, sigma)
     weak = [k for k in PARAMS if spread[k] > math.log(2.0)]
     points = [PointError(run_id=t.run_id, label=t.label, workload=t.workload_name, role=t.role, measured=t.measured,
-                         before=b, after=a) for t, b, a in zip(targets, before, after)]
+                         before=b, after=a) for t, b, a in zip(targets, before, after, strict=True)]
     info = FitInfo(method="squared log errors of mean TTFT, mean TPOT and total throughput, each point replayed in "
                           "the discrete-event engine; linear start, Gauss-Newton from the best starts, bounded "
                           "Nelder-Mead polish in log space; decade-wide prior of weight 1e-5 at the framework priors",
@@ -764,7 +765,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
         sigma=sigma, prior=start,
         deployment=cfg.model_dump(exclude={"profile"}),
         fitted_on=[FitPoint(run_id=t.run_id, label=t.label) for t in fitset], points=points, fit=info,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"), scoville_version=scoville.__version__,
+        created=datetime.now(UTC).isoformat(timespec="seconds"), scoville_version=scoville.__version__,
         **fitted,
     )
     report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma)

@@ -63,7 +63,7 @@ class ParallelConfig(_Strict):
         return self.tp * self.dp
 
     @model_validator(mode="after")
-    def _ep_fits(self) -> "ParallelConfig":
+    def _ep_fits(self) -> ParallelConfig:
         if (self.tp * self.dp) % self.ep:
             raise ValueError(f"ep={self.ep} must divide the instance's tp×dp={self.tp * self.dp} accelerators")
         return self
@@ -150,7 +150,7 @@ class SimConfig(_Strict):
     kv_capacity_tokens: int | None = Field(None, ge=1)
 
     @model_validator(mode="after")
-    def _budget_holds_a_verify_step(self) -> "SimConfig":
+    def _budget_holds_a_verify_step(self) -> SimConfig:
         if self.speculative and self.max_num_batched_tokens <= self.speculative.num_draft_tokens:
             raise ValueError("max_num_batched_tokens must exceed num_draft_tokens (one verify step per sequence)")
         return self
@@ -178,7 +178,7 @@ class SimConfig(_Strict):
         return f"{par(self.parallel)} x{self.replicas} seqs{self.max_num_seqs} tok{self.max_num_batched_tokens}"
 
     @classmethod
-    def from_file(cls, path: Path, **overrides: Any) -> "SimConfig":
+    def from_file(cls, path: Path, **overrides: Any) -> SimConfig:
         """Load a YAML or JSON file; ``overrides`` (e.g. hardware from the command line) fill missing keys."""
         try:
             text = path.read_text()
@@ -196,7 +196,7 @@ class SimConfig(_Strict):
         return cls.parse(data, where=str(path))
 
     @classmethod
-    def parse(cls, data: dict[str, Any], where: str = "config") -> "SimConfig":
+    def parse(cls, data: dict[str, Any], where: str = "config") -> SimConfig:
         """Validate a mapping, turning pydantic's report into one user-facing line."""
         try:
             return cls.model_validate(data)

@@ -189,10 +189,11 @@ class StepCost:
         S = max(S, 1.0) if scalar else np.maximum(S, 1.0)
         q_dec = 1.0 + self.drafts                                  # tokens each decoding sequence feeds
         if decode_seqs is None:
-            D = S - (1.0 if scalar and T > S * q_dec else 0.0) if scalar else S - (T > S * q_dec)
+            D = S - (1.0 if scalar and S * q_dec < T else 0.0) if scalar else S - (S * q_dec < T)
         else:
             D = float(decode_seqs) if scalar else np.asarray(decode_seqs, dtype=np.float64)
-        Kd = (K * D / S) if decode_kv is None else (float(decode_kv) if scalar else np.asarray(decode_kv, dtype=np.float64))
+        Kd = (K * D / S) if decode_kv is None else (
+            float(decode_kv) if scalar else np.asarray(decode_kv, dtype=np.float64))
         Td = D * q_dec
         Tp = T - Td                                                # prefill tokens (chunks)
         Sp = S - D
@@ -211,7 +212,8 @@ class StepCost:
         if Lsw:
             w = float(m.sliding_window or 0)
             cap = min(ctx, w) if scalar else np.minimum(ctx, w)
-            core = core + _where(scalar, Dr > 0, Lsw * ops.attn_decode(_pos(xp, dec_batch, scalar), _pos(xp, cap, scalar)), 0.0)
+            sliding = Lsw * ops.attn_decode(_pos(xp, dec_batch, scalar), _pos(xp, cap, scalar))
+            core = core + _where(scalar, Dr > 0, sliding, 0.0)
         chunk = Tp / _pos(xp, Sp, scalar)
         fresh_pairs = _pos(xp, chunk * (chunk + 1.0) / 2.0, scalar)
         scale = (Ap / _pos(xp, Sp, scalar)) / fresh_pairs
@@ -314,7 +316,8 @@ class StepCost:
         w = float(m.sliding_window or 0)
         attn_lt = A * m.num_full_layers + np.minimum(A, T * w) * m.num_sliding_layers
         kv_lt = K * m.num_full_layers + np.minimum(K, S * w) * m.num_sliding_layers
-        flops = 2.0 * T * (m.active_params - m.group_params()["embed"]) + attn_lt * self._decode_flop_per_ctx * self.par.tp
+        flops = (2.0 * T * (m.active_params - m.group_params()["embed"])
+                 + attn_lt * self._decode_flop_per_ctx * self.par.tp)
         bytes_ = self.weight_bytes_per_accelerator * n + kv_lt * self._kv_layer_rank * self.par.tp
         cu = np.clip(flops / n / t / hw.peak_flops(COMPUTE_PRECISION[self.precision.get("experts", "bf16")]), 0, 1)
         mu = np.clip(bytes_ / n / t / hw.hbm_bytes_per_s, 0, 1)
@@ -325,7 +328,8 @@ class StepCost:
         """Peak activation workspace: hidden-sized tensors for a full token budget plus the logits."""
         m = self.model
         toks = max_num_batched_tokens / self.par.dp
-        return toks * m.hidden_size * ACT_BYTES * ACTIVATION_TENSORS / self.par.tp + 1024 * m.vocab_size * 4 / self.par.tp
+        return (toks * m.hidden_size * ACT_BYTES * ACTIVATION_TENSORS / self.par.tp
+                + 1024 * m.vocab_size * 4 / self.par.tp)
 
     def kv_capacity_tokens(self, gpu_memory_utilization: float = 0.9, max_num_batched_tokens: int = 8192) -> int:
         """KV tokens that fit in this instance: capacity x utilisation - weights - activations - runtime
@@ -347,7 +351,10 @@ class StepCost:
         """Prefill-to-decode KV copy for disaggregation: the unique KV bytes, sent in parallel by the
         instance's ranks over the scale-up links (same NVL domain) or their NICs."""
         hw = self.hw
-        bw = (hw.scaleout_bandwidth_gbps * hw.eff("scaleout") if scaleout else hw.scaleup_bandwidth_gbps * hw.eff("scaleup")) * 1e9
+        if scaleout:
+            bw = hw.scaleout_bandwidth_gbps * hw.eff("scaleout") * 1e9
+        else:
+            bw = hw.scaleup_bandwidth_gbps * hw.eff("scaleup") * 1e9
         lat = (hw.scaleout_latency_us if scaleout else hw.scaleup_latency_us) * 1e-6
         nbytes = tokens * self._unique_kv_per_token
         return lat * self.model.num_layers + nbytes / (bw * self.accelerators)

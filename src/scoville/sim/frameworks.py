@@ -8,11 +8,11 @@ calibration on the user's own runs (``scoville calibrate``) replaces them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
 
 import msgspec
 import yaml

@@ -86,7 +86,8 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for field, value in positive.items():
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{field} must be a finite number > 0, got {value}")
-        for field, value in (("scaleup_latency_us", self.scaleup_latency_us), ("scaleout_latency_us", self.scaleout_latency_us),
+        for field, value in (("scaleup_latency_us", self.scaleup_latency_us),
+                             ("scaleout_latency_us", self.scaleout_latency_us),
                              ("runtime_reserve_gb", self.runtime_reserve_gb)):
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{field} must be a finite number >= 0, got {value}")
@@ -102,8 +103,8 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 raise ValueError(f"efficiency.{key} must be a positive number, got {value!r}")
         if self.family not in _families():
             known = ", ".join(sorted(k for k in _families() if k != "default"))
-            raise ValueError(f"family {self.family!r} is unknown (known: {known}); add it to data/hardware/families.yaml "
-                             f"or pick the closest")
+            raise ValueError(f"family {self.family!r} is unknown (known: {known}); "
+                             "add it to data/hardware/families.yaml or pick the closest")
 
     # -- derived figures the cost model uses -------------------------------------------------
     @property
@@ -150,7 +151,8 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             return self.rated_watts
         if mode in ("all-in", "all_in", "allin"):
             if self.all_in_watts is None:
-                raise UserError(f"hardware {self.name} has no all-in power; add all_in_watts to its YAML or use --power rated")
+                raise UserError(f"hardware {self.name} has no all-in power; "
+                                "add all_in_watts to its YAML or use --power rated")
             return self.all_in_watts
         if mode == "measured":
             if self.measured_watts is None:
@@ -205,7 +207,8 @@ def _parse_cached(name: str, stamp: int) -> Hardware:
     except OSError as e:
         raise UserError(f"cannot read hardware file {path}: {e.strerror}") from None
     except UnicodeDecodeError:
-        raise UserError(f"{path}: not a text file (not UTF-8); a hardware file is YAML like data/hardware/h200.yaml") from None
+        raise UserError(f"{path}: not a text file (not UTF-8); "
+                        "a hardware file is YAML like data/hardware/h200.yaml") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -238,5 +241,6 @@ def load_hardware(name_or_path: str) -> Hardware:
     key = aliases.get(key, key)
     path = _data_dir() / f"{key}.yaml"
     if key in _NOT_SYSTEMS or not path.exists():
-        raise UserError(f"unknown hardware {name_or_path!r}; choose one of {', '.join(list_hardware())} or give a YAML path")
+        raise UserError(f"unknown hardware {name_or_path!r}; "
+                        f"choose one of {', '.join(list_hardware())} or give a YAML path")
     return _parse(path)

@@ -164,7 +164,8 @@ class ModelArch(msgspec.Struct, kw_only=True):
         if override in (None, "native", self.default_precision):
             return dict(self.precision)
         if override not in WEIGHT_BYTES:
-            raise UserError(f"unknown precision {override!r} for {self.name}; use one of native, {', '.join(WEIGHT_BYTES)}")
+            raise UserError(f"unknown precision {override!r} for {self.name}; "
+                            f"use one of native, {', '.join(WEIGHT_BYTES)}")
         prec = dict(self.precision)
         if override in ("nvfp4", "mxfp4", "int4", "fp4"):
             for g in ("experts", "shared_experts", "dense_ffn"):
@@ -217,7 +218,8 @@ def _quant_precision(cfg: dict[str, Any], base: str) -> tuple[dict[str, str], st
 
 def _req(cfg: dict[str, Any], key: str, source: str) -> Any:
     if key not in cfg:
-        raise UserError(f"{source}: config.json lacks field {key!r}, which the simulator needs; add it or use a full HF config")
+        raise UserError(f"{source}: config.json lacks field {key!r}, which the simulator needs; "
+                        "add it or use a full HF config")
     return cfg[key]
 
 
@@ -242,14 +244,17 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
     L = _count(cfg, "num_hidden_layers", source)
     heads = _count(cfg, "num_attention_heads", source)
     vocab = _count(cfg, "vocab_size", source)
-    base = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16").replace("bfloat16", "bf16").replace("float16", "fp16")
+    base = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+    base = base.replace("bfloat16", "bf16").replace("float16", "fp16")
     if base not in WEIGHT_BYTES:
         base = "bf16"
     prec, label = _quant_precision(cfg, base)
     common: dict[str, Any] = dict(
         name=name, architecture=arch, hidden_size=h, num_layers=L, vocab_size=vocab, num_heads=heads,
-        max_context=int(cfg.get("max_position_embeddings", 4096)), tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        attention_bias=bool(cfg.get("attention_bias", False)), extra_params=extra, precision=prec, default_precision=label,
+        max_context=int(cfg.get("max_position_embeddings", 4096)),
+        tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        attention_bias=bool(cfg.get("attention_bias", False)), extra_params=extra, precision=prec,
+        default_precision=label,
     )
     if "kv_lora_rank" in cfg and cfg.get("kv_lora_rank"):  # DeepseekV2/V3, Kimi K2: MLA
         common.update(
@@ -274,7 +279,10 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
     if n_exp:
         first_dense = int(cfg.get("first_k_dense_replace", 0))
         step = int(cfg.get("moe_layer_freq") or cfg.get("decoder_sparse_step") or 1)
-        moe_layers = sum(1 for i in range(first_dense, L) if (i - first_dense) % step == 0) if step > 1 else L - first_dense
+        if step > 1:
+            moe_layers = sum(1 for i in range(first_dense, L) if (i - first_dense) % step == 0)
+        else:
+            moe_layers = L - first_dense
         common.update(
             num_dense_layers=L - moe_layers, dense_intermediate=int(cfg.get("intermediate_size", 0)),
             num_moe_layers=moe_layers, num_experts=n_exp,
@@ -282,7 +290,8 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
             expert_intermediate=int(cfg.get("moe_intermediate_size") or cfg["intermediate_size"]),
             # DeepSeek counts shared experts; Qwen-MoE gives one shared MLP's width (a multiple of an expert's)
             num_shared_experts=int(cfg.get("n_shared_experts") or round(
-                int(cfg.get("shared_expert_intermediate_size") or 0) / int(cfg.get("moe_intermediate_size") or cfg["intermediate_size"]))),
+                int(cfg.get("shared_expert_intermediate_size") or 0)
+                / int(cfg.get("moe_intermediate_size") or cfg["intermediate_size"]))),
             expert_bias=mtype == "gpt_oss",
         )
     else:
@@ -317,7 +326,8 @@ def _load_path(path: str, name: str) -> ModelArch:
 
 
 def load_model(name_or_path: str) -> ModelArch:
-    """A shipped model by name (gpt-oss-120b, deepseek-r1, kimi-k2.5, ...), a config.json path, or a folder holding one."""
+    """A shipped model by name (gpt-oss-120b, deepseek-r1, kimi-k2.5, ...), a config.json path, or a folder holding
+    one."""
     p = Path(name_or_path).expanduser()
     if p.is_dir():
         p = p / "config.json"
@@ -332,5 +342,6 @@ def load_model(name_or_path: str) -> ModelArch:
     key = aliases.get(key, key)
     path = _data_dir() / f"{key}.json"
     if not path.exists():
-        raise UserError(f"unknown model {name_or_path!r}; choose one of {', '.join(list_models())} or give a config.json path")
+        raise UserError(f"unknown model {name_or_path!r}; "
+                        f"choose one of {', '.join(list_models())} or give a config.json path")
     return _load_path(str(path), key)

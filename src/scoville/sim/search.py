@@ -28,14 +28,22 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from scoville.errors import UserError
-from scoville.sim.config import DisaggregationConfig, ParallelConfig, PoolConfig, SimConfig, SimConfigError, SpeculativeConfig
+from scoville.sim.config import (
+    DisaggregationConfig,
+    ParallelConfig,
+    PoolConfig,
+    SimConfig,
+    SimConfigError,
+    SpeculativeConfig,
+)
 from scoville.sim.cost import MissingKernelTables
 from scoville.sim.engine import step_cost
 from scoville.sim.hardware import Hardware, load_hardware
@@ -197,7 +205,7 @@ def pareto(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
 
 
 def _concurrency(space: SearchSpace) -> np.ndarray:
-    g = CONC_GRID[(CONC_GRID >= space.min_concurrency) & (CONC_GRID <= space.max_concurrency)]
+    g = CONC_GRID[(space.min_concurrency <= CONC_GRID) & (space.max_concurrency >= CONC_GRID)]
     return g if g.size else np.array([float(space.min_concurrency)])
 
 
@@ -252,7 +260,7 @@ def _near_envelope(decode: dict[_Layout, tuple[np.ndarray, np.ndarray]], isl: fl
     pts = []
     for key, (tpot, n) in decode.items():
         tput = n * (isl + osl) / ((osl - 1.0) * tpot) / key[0].accelerators
-        pts += [(1.0 / t, y, key) for t, y in zip(tpot, tput)]
+        pts += [(1.0 / t, y, key) for t, y in zip(tpot, tput, strict=True)]
     xs = np.array([x for x, _, _ in pts])
     ys = np.array([y for _, y, _ in pts])
     front = pareto(xs, ys)
@@ -276,11 +284,11 @@ def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: li
     hw = load_hardware(base.hardware)
     limit = space.max_accelerators or default_max_accelerators(hw, load_model(base.model), base)
     prefill = _best_prefill_layouts(base, layouts, isl, space.prefill_budget)
-    O = max(osl, 2.0)
+    out_len = max(osl, 2.0)
     screened: list[tuple[float, float, tuple]] = []
     for dec, d in promising:
         tpot, n = decode[(dec, d)]
-        rate = n / ((O - 1.0) * tpot)                             # completions/s per decode instance
+        rate = n / ((out_len - 1.0) * tpot)                       # completions/s per decode instance
         for pre, t_prompt in prefill:
             for n_d in (1, 2, 4, 8, 16):
                 n_p = np.maximum(1, np.ceil(n_d * rate * t_prompt / PREFILL_UTILISATION))
@@ -332,7 +340,8 @@ def _best_prefill_layouts(base: SimConfig, layouts: list[ParallelConfig], isl: f
 
 
 def _disagg_config(base: SimConfig, pre: ParallelConfig, n_p: int, dec: ParallelConfig, n_d: int,
-                   draft: SpeculativeConfig | None, seqs: int, space: SearchSpace, hw: Hardware, gpus: int) -> SimConfig:
+                   draft: SpeculativeConfig | None, seqs: int, space: SearchSpace, hw: Hardware,
+                   gpus: int) -> SimConfig:
     return SimConfig.model_validate({
         **base.model_dump(), "parallel": dec.model_dump(), "replicas": 1,
         "speculative": draft.model_dump() if draft else None,

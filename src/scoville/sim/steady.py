@@ -47,6 +47,7 @@ import numpy as np
 from scoville.sim.config import SimConfig
 from scoville.sim.engine import step_cost
 
+
 @dataclass(frozen=True)
 class Protocol:
     """How the measured window is taken: ``requests_per_user × C`` requests, opening with a burst of ``C``."""
@@ -55,7 +56,7 @@ class Protocol:
     burst_start: bool = True
 
     @classmethod
-    def steady(cls) -> "Protocol":
+    def steady(cls) -> Protocol:
         return cls(requests_per_user=math.inf, burst_start=False)
 
 
@@ -167,13 +168,13 @@ def _wave_steps(c: np.ndarray, per_step: float) -> np.ndarray:
 
 def _prompts_per_step(P: float, budget: float) -> float:
     """Prompts a full-budget prefill step completes (a fraction when one prompt spans several steps)."""
-    return math.floor(budget / P) if P <= budget else 1.0 / math.ceil(P / budget)
+    return math.floor(budget / P) if budget >= P else 1.0 / math.ceil(P / budget)
 
 
 def _burst_step(cost: Any, P: float, budget: float, c: np.ndarray) -> np.ndarray:
     """One step of the opening burst: as many of the ``c`` fresh prompts as the token budget holds (a chunk of
     one prompt when a prompt is longer than the budget)."""
-    if P <= budget:
+    if budget >= P:
         k = np.minimum(c, math.floor(budget / P))
         return np.asarray(cost.step_time(k * P, k, k * P * (P + 1) / 2, k * P, 0 * k, 0 * k))
     prior = (P - budget) / 2.0                      # mean context already cached for the chunks of one prompt
@@ -186,12 +187,13 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     """Closed-loop steady state of ``config.replicas`` unified instances (see module docstring)."""
     c_all = np.asarray(concurrency, dtype=np.float64)
     cost = step_cost(config, config.parallel)
-    P, O = float(isl), max(float(osl), 2.0)
+    P, O = float(isl), max(float(osl), 2.0)  # noqa: E741 - the module docstring's P and O
     AL = _acceptance_length(config)
     k = config.speculative.num_draft_tokens if config.speculative else 0
     q_dec = 1 + k
     budget = float(config.max_num_batched_tokens)
-    cap = config.kv_capacity_tokens or cost.kv_capacity_tokens(config.gpu_memory_utilization, config.max_num_batched_tokens)
+    cap = config.kv_capacity_tokens or cost.kv_capacity_tokens(config.gpu_memory_utilization,
+                                                               config.max_num_batched_tokens)
     ctx = P + O / 2.0
     n_max = float(max(min(config.max_num_seqs - 1, cap // (P + O), (budget - 1) // q_dec), 1))
     grid = np.unique(np.concatenate([np.geomspace(1.0, max(n_max, 1.0), N_GRID), [n_max]]))
@@ -252,7 +254,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     assert d is not None
     c_all = np.asarray(concurrency, dtype=np.float64)
     pc, dc = step_cost(config, d.prefill.parallel), step_cost(config, d.decode.parallel)
-    P, O = float(isl), max(float(osl), 2.0)
+    P, O = float(isl), max(float(osl), 2.0)  # noqa: E741 - the module docstring's P and O
     AL = _acceptance_length(config)
     k = config.speculative.num_draft_tokens if config.speculative else 0
     q_dec = 1 + k

@@ -85,7 +85,9 @@ class Dist(msgspec.Struct, kw_only=True, frozen=True):
         else:
             body = f"exponential(mean {self.a:g})"
         if self.lo is not None or self.hi is not None:
-            body += f" clipped to [{self.lo if self.lo is not None else '-'}, {self.hi if self.hi is not None else '-'}]"
+            lo = self.lo if self.lo is not None else "-"
+            hi = self.hi if self.hi is not None else "-"
+            body += f" clipped to [{lo}, {hi}]"
         return body
 
 
@@ -189,7 +191,7 @@ class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
         """Whether prompts repeat earlier tokens (a shared prefix, or later turns re-sending the context)."""
         return self.shared_prefix_tokens > 0 or self.turns.kind != "fixed" or self.turns.a >= 1.5
 
-    def fit_context(self, limit: int) -> "SessionWorkload":
+    def fit_context(self, limit: int) -> SessionWorkload:
         """Sessions shaped for a ``limit``-token window: each ends before the turn that would not fit."""
         return msgspec.structs.replace(self, context_limit=min(self.context_limit, limit))
 
@@ -203,7 +205,8 @@ class SessionWorkload(msgspec.Struct, kw_only=True, frozen=True):
             "first message tokens": self.first_message.describe(),
             "later message tokens": self.message.describe(),
             "output tokens per turn": self.output.describe(),
-            "think / tool time s": self.think.describe() + (f" x {self.think_scale:g}" if self.think_scale != 1 else ""),
+            "think / tool time s": (self.think.describe()
+                                    + (f" x {self.think_scale:g}" if self.think_scale != 1 else "")),
             "context limit": str(self.context_limit),
             "block size": str(bs),
         }
@@ -291,12 +294,12 @@ class MixWorkload(msgspec.Struct, kw_only=True, frozen=True):
     def reuses_prefixes(self) -> bool:
         return any(c.reuses_prefixes for c in self.components)
 
-    def fit_context(self, limit: int) -> "MixWorkload":
+    def fit_context(self, limit: int) -> MixWorkload:
         return msgspec.structs.replace(self, components=tuple(c.fit_context(limit) for c in self.components))
 
     def parameters(self) -> dict[str, str]:
         total = sum(self.weights)
-        return {c.name: f"{w / total:.0%} of sessions" for c, w in zip(self.components, self.weights)}
+        return {c.name: f"{w / total:.0%} of sessions" for c, w in zip(self.components, self.weights, strict=True)}
 
     def choices(self, count: int, stream: int = 0) -> np.ndarray:
         p = np.asarray(self.weights, dtype=float)
@@ -413,7 +416,8 @@ def parse_mix(spec: str) -> dict[str, float]:
         try:
             weights[name.strip()] = float(value) if sep else 1.0
         except ValueError:
-            raise WorkloadError(f"cannot read mix weight {part!r}; write e.g. mix:chat-multiturn=3,agentic-coding=1") from None
+            raise WorkloadError(f"cannot read mix weight {part!r}; "
+                                "write e.g. mix:chat-multiturn=3,agentic-coding=1") from None
     unknown = [n for n in weights if n not in SESSION_SCENARIOS]
     if unknown or not weights:
         raise WorkloadError(f"unknown scenario in mix: {', '.join(unknown) or spec!r}; "

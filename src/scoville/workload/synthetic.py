@@ -55,7 +55,7 @@ class SyntheticWorkload(msgspec.Struct, kw_only=True, frozen=True):
         """Every prompt is unique: a server reporting cached tokens had seen them before this run."""
         return False
 
-    def fit_context(self, limit: int) -> "SyntheticWorkload":
+    def fit_context(self, limit: int) -> SyntheticWorkload:
         """This workload when every request fits ``limit`` tokens (input plus output), else a one-line error."""
         if self.isl + self.osl > limit:
             raise WorkloadError(f"--isl {self.isl} plus --osl {self.osl} exceed the server's {limit}-token context "

@@ -63,7 +63,7 @@ class Curve:
         x0, x1, t0, t1 = lxs[i - 1], lxs[i], lts[i - 1], lts[i]
         return math.exp(t0 + (t1 - t0) * (lx - x0) / (x1 - x0))
 
-    def scaled(self, factor: float) -> "Curve":
+    def scaled(self, factor: float) -> Curve:
         """The same curve with every time multiplied by ``factor`` (a platform or calibration factor)."""
         return Curve(np.exp(self._lx), np.exp(self._lt) * factor)
 

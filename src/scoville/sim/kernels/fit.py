@@ -17,8 +17,8 @@ Needs ``aiconfigurator-core`` (the tables) and SciPy (the least squares): ``pip 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 import numpy as np
 import pyarrow.compute as pc
@@ -176,7 +176,9 @@ def _comm_samples(rng: np.random.Generator) -> dict[str, dict[str, tuple[np.ndar
                 wire = (2.0 if cls == "allreduce" else 1.0) * (gpus - 1) / gpus * size
                 prev = out[cls].get(system)
                 x, r, y = wire / link, np.full(size.size, np.log2(gpus)), lat
-                out[cls][system] = (x, r, y) if prev is None else tuple(np.concatenate(p) for p in zip(prev, (x, r, y)))  # type: ignore[assignment]
+                if prev is not None:
+                    x, r, y = (np.concatenate(p) for p in zip(prev, (x, r, y), strict=True))
+                out[cls][system] = (x, r, y)
     return out
 
 
@@ -277,9 +279,9 @@ def fit_all(seed: int = 0, progress: Callable[[str], None] | None = None) -> tup
                                beta=round(float(coef[2]), 4), sigma=round(float(np.sqrt(np.mean(lr ** 2))), 4),
                                samples=int(y.size))
     version = tables.package_version() or "unknown"
-    model = TransferModel(ops=ops, comm=comm,
-                          source=f"aiconfigurator-core {version} measured tables, fitted {_dt.date.today().isoformat()}",
-                          fitted_on=tuple(s for s in FIT_SYSTEMS if tables.table_path(s, "gemm", "vllm", "gemm_perf.parquet")))
+    fitted_on = tuple(s for s in FIT_SYSTEMS if tables.table_path(s, "gemm", "vllm", "gemm_perf.parquet"))
+    source = f"aiconfigurator-core {version} measured tables, fitted {_dt.date.today().isoformat()}"
+    model = TransferModel(ops=ops, comm=comm, source=source, fitted_on=fitted_on)
     return model, report
 
 

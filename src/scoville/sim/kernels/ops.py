@@ -115,8 +115,8 @@ class _Builder:
         cube = self._cube(dtype)
         if cube is not None:
             ms, ns, ks, t = cube
-            self._note(op, f"measured ({self.kt.system}/gemm, fastest of {'/'.join(tables.FRAMEWORKS)} tables, {dtype})",
-                       MEASURED_SIGMA)
+            frameworks = "/".join(tables.FRAMEWORKS)
+            self._note(op, f"measured ({self.kt.system}/gemm, fastest of {frameworks} tables, {dtype})", MEASURED_SIGMA)
             return Curve(ms, _interp_nk(ns, ks, t, n, k))(TOKENS)
         f, b = work.gemm(TOKENS, n, k, dtype)
         return self._transfer(op, f"gemm.{dtype}", f, b, self.hw.peak_flops(work.rate_key(dtype)))
@@ -200,7 +200,8 @@ class _Builder:
     def absorb(self, m: ModelArch, lay: Layout) -> np.ndarray:
         heads = m.num_heads / lay.tp
         total = np.zeros_like(TOKENS)
-        for op, a, b in (("mla_gen_pre", m.qk_nope_head_dim, m.kv_lora_rank), ("mla_gen_post", m.kv_lora_rank, m.v_head_dim)):
+        for op, a, b in (("mla_gen_pre", m.qk_nope_head_dim, m.kv_lora_rank),
+                         ("mla_gen_post", m.kv_lora_rank, m.v_head_dim)):
             got = self.kt.mla_bmm(op, int(heads)) if self.kt and heads.is_integer() else None
             if got is not None:
                 self._note("mla_absorb", f"measured ({self.kt.source('mla_bmm')})", MEASURED_SIGMA)

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -119,7 +119,7 @@ def table_path(system: str, op: str, framework: str, filename: str) -> Path | No
 def read(path: Path) -> pa.Table:
     """One table, Parquet or CSV (cached: the cost models of a search share them)."""
     if path.suffix == ".csv":
-        import pyarrow.csv as pcsv   # imported on first use: a warm disk cache never needs it
+        import pyarrow.csv as pcsv  # imported on first use: a warm disk cache never needs it
 
         return pcsv.read_csv(path)
     import pyarrow.parquet as pq
@@ -160,7 +160,7 @@ class Grid:
     t: np.ndarray   # (len(x), len(y)) seconds
 
     @classmethod
-    def of(cls, t: pa.Table, xcol: str, ycol: str) -> "Grid | None":
+    def of(cls, t: pa.Table, xcol: str, ycol: str) -> Grid | None:
         if t.num_rows == 0:
             return None
         x, y, lat = _np(t, xcol), _np(t, ycol), _np(t, "latency") * 1e-3
@@ -305,7 +305,8 @@ class _Query:
             if "window_size" in t.column_names:
                 eq["window_size"] = 0
             s = _where(t, **eq)
-            if "kv_cache_dtype" in s.column_names and s.num_rows and pc.any(pc.equal(s["kv_cache_dtype"], "bfloat16")).as_py():
+            if ("kv_cache_dtype" in s.column_names and s.num_rows
+                    and pc.any(pc.equal(s["kv_cache_dtype"], "bfloat16")).as_py()):
                 s = _where(s, kv_cache_dtype="bfloat16")
             return Grid.of(s, "batch_size", "isl")
         if self.kind == "mla":

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from scoville.workload.traces.agentx import read_agentx
 from scoville.workload.traces.azure import read_azure
@@ -83,5 +84,6 @@ def load_trace(path: Path | str, fmt: str | None = None, **options: Any) -> Trac
         fmt = fmt or detect_format(path)
         sessions = READERS[fmt](path, opts.block_size)
     except UnicodeDecodeError:
-        raise TraceError(path, None, None, f"not a text file; is it really a {fmt + ' ' if fmt else ''}trace?") from None
+        kind = f"{fmt} " if fmt else ""
+        raise TraceError(path, None, None, f"not a text file; is it really a {kind}trace?") from None
     return TraceWorkload(path, fmt, sessions, opts, _sha256(path))

@@ -14,10 +14,9 @@ import json
 import json.decoder
 import json.scanner
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from typing import IO, Iterator
+from typing import IO, Any
 
 import msgspec
 
@@ -87,7 +86,8 @@ def get_int(obj: dict[str, Any], key: str, *, minimum: int = 0, required: bool =
         if required:
             raise FieldProblem(key, "missing; every request needs it", pointer)
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not value.is_integer())):
         raise FieldProblem(key, f"must be a whole number of tokens, got {value!r}", pointer)
     if value < minimum:
         raise FieldProblem(key, f"must be >= {minimum}, got {value!r}", pointer)
@@ -183,4 +183,5 @@ def decode_json(text: str | bytes, path: Path, base_line: int = 1) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise TraceError(path, base_line + e.lineno - 1, None, f"not valid JSON ({e.msg} at column {e.colno})") from None
+        raise TraceError(path, base_line + e.lineno - 1, None,
+                         f"not valid JSON ({e.msg} at column {e.colno})") from None

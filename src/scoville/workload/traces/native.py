@@ -28,8 +28,9 @@ into a file, edited and replayed.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, TextIO
+from typing import TextIO
 
 from scoville.workload.spec import Session
 from scoville.workload.traces.common import (
@@ -64,7 +65,8 @@ def read_scoville(path: Path, block_size: int | None = None) -> list[TraceSessio
                     if lineno != 1 and groups:
                         raise FieldProblem("format", "the header must be the first line")
                     if obj.get("version", 1) != 1:
-                        raise FieldProblem("version", f"unsupported version {obj.get('version')!r}; this scoville reads 1")
+                        raise FieldProblem("version",
+                                           f"unsupported version {obj.get('version')!r}; this scoville reads 1")
                     if block_size is None:
                         bs = check_block_size(obj.get("block_size", DEFAULT_BLOCK_SIZE))
                     continue
@@ -92,7 +94,8 @@ def write_scoville_trace(path: Path, sessions: Iterable[Session], arrivals: Iter
     starts = list(arrivals) if arrivals is not None else [None] * len(sessions)
     sizes = {r.block_size for s in sessions for r in s.requests if r.block_hashes}
     if len(sizes) > 1:
-        raise TraceError(path, None, "block_size", f"sessions use several block sizes {sorted(sizes)}; write one file each")
+        raise TraceError(path, None, "block_size",
+                         f"sessions use several block sizes {sorted(sizes)}; write one file each")
     bs = sizes.pop() if sizes else DEFAULT_BLOCK_SIZE
     if path.is_symlink() or (path.exists() and not path.is_file()):  # a device, a pipe, a folder, a link elsewhere
         raise TraceError(path, None, None, "exists and is not a regular file; give a new file name")
@@ -107,7 +110,7 @@ def write_scoville_trace(path: Path, sessions: Iterable[Session], arrivals: Iter
 def _write_rows(f: TextIO, sessions: list[Session], starts: list[float | None], bs: int) -> int:
     n = 0
     f.write(json.dumps({"format": FORMAT_TAG, "version": 1, "block_size": bs}) + "\n")
-    for session, start in zip(sessions, starts):
+    for session, start in zip(sessions, starts, strict=True):
         for k, r in enumerate(session.requests):
             row: dict[str, object] = {"session_id": session.session_id}
             if k == 0 and start is not None:

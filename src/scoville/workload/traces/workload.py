@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,8 @@ class TraceWorkload:
         if options.max_sessions is not None:
             kept = kept[: options.max_sessions]
         if not kept:
-            raise WorkloadError(f"{path}: no sessions left to replay (empty trace, or --sample / --max-sessions too small)")
+            raise WorkloadError(f"{path}: no sessions left to replay "
+                                "(empty trace, or --sample / --max-sessions too small)")
         self.trace_sessions: list[TraceSession] = [s for _, s in kept]
         self._ordinals = [i for i, _ in kept]
         self._thinks = [self._think_times(s) for s in self.trace_sessions]
@@ -141,7 +143,7 @@ class TraceWorkload:
         """Whether prompts share blocks (hash ids) or later turns follow earlier ones."""
         return any(len(s.turns) > 1 or any(t.hash_ids for t in s.turns) for s in self.trace_sessions)
 
-    def fit_context(self, limit: int) -> "TraceWorkload":
+    def fit_context(self, limit: int) -> TraceWorkload:
         """This trace replayed within a ``limit``-token window (see ``_fit``)."""
         options = msgspec.structs.replace(self.options, context_limit=min(limit, self.options.context_limit or limit))
         return TraceWorkload(self.path, self.format, self._all, options, self.sha256)
@@ -170,7 +172,7 @@ class TraceWorkload:
 
     def _think_times(self, s: TraceSession) -> list[float]:
         out = [0.0]
-        for prev, cur in zip(s.turns, s.turns[1:]):
+        for prev, cur in pairwise(s.turns):
             if cur.think_s is not None:
                 gap = cur.think_s
             elif cur.t is not None and prev.t is not None:
