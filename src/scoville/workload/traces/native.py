@@ -92,6 +92,8 @@ def write_scoville_trace(path: Path, sessions: Iterable[Session], arrivals: Iter
     """
     sessions = list(sessions)
     starts = list(arrivals) if arrivals is not None else [None] * len(sessions)
+    if len(starts) != len(sessions):
+        raise TraceError(path, None, "t", f"{len(starts)} arrival times for {len(sessions)} sessions; give one each")
     sizes = {r.block_size for s in sessions for r in s.requests if r.block_hashes}
     if len(sizes) > 1:
         raise TraceError(path, None, "block_size",
