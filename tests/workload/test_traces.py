@@ -138,6 +138,8 @@ def test_scoville_format_round_trips_a_generated_workload(tmp_path):
         assert [r.think_s for r in orig.requests] == pytest.approx([r.think_s for r in back.requests])
         for a, b in zip(back.requests, back.requests[1:]):
             assert prompt_token_ids(b)[: a.input_tokens] == prompt_token_ids(a)
+    # The shared system prompt stays shared across sessions.
+    assert shares_prefix(replay[0].requests[0], replay[1].requests[0], 8)
 
 
 def test_writing_a_trace_with_arrivals_that_do_not_pair_with_its_sessions_is_one_error_before_any_file(tmp_path):
@@ -145,8 +147,6 @@ def test_writing_a_trace_with_arrivals_that_do_not_pair_with_its_sessions_is_one
     with pytest.raises(TraceError, match="2 arrival times for 3 sessions"):
         write_scoville_trace(path, chat_multiturn(seed=1).sessions(3), arrivals=[0.0, 1.0])
     assert not path.exists()
-    # The shared system prompt stays shared across sessions.
-    assert shares_prefix(replay[0].requests[0], replay[1].requests[0], 8)
 
 
 # --- malformed traces: file, line and field ------------------------------------------------------
