@@ -37,12 +37,13 @@ import msgspec
 
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
-from scoville.client.driver import LocalCounters, drive_point, point_sessions, run_async, session_count
+from scoville.client.driver import drive_point, run_async
 from scoville.errors import UserError
 from scoville.executor.clock import ClockSync, measure_offset
 from scoville.executor.ray_executor import connect
 from scoville.executor.split import Share, split_point
 from scoville.load import LoadPoint
+from scoville.load_policy import LocalCounters, point_sessions, session_count
 from scoville.metrics import recompute
 from scoville.results.schema import RequestRecord
 from scoville.results.store import RunWriter
@@ -67,9 +68,10 @@ _decode_report = msgspec.msgpack.Decoder(WorkerReport).decode
 class _TrackedSessions(Sequence[Session]):
     """The session list ``drive_point`` reads, noting when each session is taken.
 
-    ``drive_point`` takes a session by indexing it just before sending its first
-    turn, so an index access is the moment a session starts; that is what lets
-    the coordinator tell in-flight work from work not yet started.
+    ``drive_point``'s load policy (``PointLoad.admit``) reads a session once, just
+    before its first turn is sent, so an index access is the moment a session
+    starts; that is what lets the coordinator tell in-flight work from work not
+    yet started.
     """
 
     def __init__(self, sessions: Sequence[Session], index: Sequence[int] | None, on_take: Callable[[int], None]):
