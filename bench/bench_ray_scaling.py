@@ -4,9 +4,10 @@ A loopback streaming server (its own process, uvloop when installed) answers
 each request with ``--osl`` one-token SSE events, written ``--batch`` events
 per socket write so that the server costs little and the clients' receive and
 parse path is what is measured. The same closed-loop point is then driven by
-a local Ray cluster with 1 and with 2 client workers (``scoville.executor.loadgen``,
+a local Ray cluster with 1 and with 2 client workers (the sweep ``scoville sweep
+--executor ray`` runs: ``client.sweep.run_sweep`` through ``scoville.executor.loadgen``,
 the real client code in each worker); the figures come from the run
-directories the coordinator wrote: received chunks / measured window.
+directories it wrote: received chunks / measured window.
 
     python bench/bench_ray_scaling.py [--concurrency 64] [--requests 512] [--osl 2000] [--batch 8]
 
@@ -87,21 +88,20 @@ def measure(base_url: str, server_pid: int, workers: int, args: argparse.Namespa
     import pyarrow.compute as pc
 
     from scoville.client.config import ClientConfig
-    from scoville.executor.loadgen import sweep_on_ray
+    from scoville.client.sweep import Sweep, run_sweep
     from scoville.load import concurrency_sweep
-    from scoville.results.manifest import base_manifest
+    from scoville.power.sources import PowerPlan
     from scoville.results.store import read_requests
     from scoville.workload.synthetic import SyntheticWorkload
 
     cfg = ClientConfig(base_url=base_url, model="bench")
     workload = SyntheticWorkload(isl=16, osl=args.osl, range_ratio=1.0, seed=0)
     points = concurrency_sweep([args.concurrency], num_requests=args.requests, warmup_requests=0)
-    manifest = base_manifest(
-        source="measured", target=cfg.to_manifest(), system={"hardware": "loopback", "accelerators": 1},
-        model={"name": "bench"}, serving={}, workload=workload.to_dict(),
-        load_plan={"points": [dict(p.to_dict(), label=p.label()) for p in points]}, power={"source": "none"})
+    sweep = Sweep(cfg=cfg, workload=workload, points=points, power=PowerPlan("none", "chip"),
+                  system={"hardware": "loopback", "accelerators": 1}, model={"name": "bench"},
+                  scrape_interval=0.0, executor="ray", ray_workers=workers)
     cpu0, wall = cpu_seconds(server_pid), time.perf_counter()
-    run_dir = sweep_on_ray(cfg, workload, points, runs_root, manifest, workers=workers, num_cpus=1.0)
+    run_dir = run_sweep(sweep, runs_root).run_dir
     wall, cpu1 = time.perf_counter() - wall, cpu_seconds(server_pid)
     table = read_requests(run_dir)
     ok = table.filter(table.column("ok"))

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from scoville.client.driver import point_sessions
+from scoville.load_policy import point_sessions
 from scoville.errors import UserError
 from scoville.load import LoadPoint, load_plan
 from scoville.workload.prompts import prompt_token_ids

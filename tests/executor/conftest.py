@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -28,6 +29,12 @@ class LoopbackServer:
     max_in_flight: int = 0
     completed: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def drain(self, timeout_s: float = 10.0) -> None:
+        """Wait (at most ``timeout_s``) for streams still open from an earlier test, e.g. one it interrupted."""
+        deadline = time.monotonic() + timeout_s
+        while self.in_flight > 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def reset(self) -> None:
         with self._lock:
@@ -91,6 +98,7 @@ def loopback() -> LoopbackServer:
 
 @pytest.fixture
 def server(loopback: LoopbackServer) -> LoopbackServer:
+    loopback.drain()   # an earlier test's streams must not count in this one's books
     loopback.reset()
     loopback.interval_s = 0.002
     return loopback

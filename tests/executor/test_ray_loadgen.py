@@ -1,19 +1,38 @@
-"""Distributed load generation through two Ray client workers against a loopback server."""
+"""Distributed load generation through two Ray client workers against a loopback server.
+
+Whole sweeps go the way ``scoville sweep --executor ray`` does: ``client.sweep.run_sweep`` with
+``Sweep(executor="ray")``, whose points the ``RayLoadCoordinator`` drives; losing a worker, and a client that
+fails on the workers, are exercised on the coordinator itself, where they can be staged.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 from scoville.client.config import ClientConfig
+from scoville.client.errors import ClientError
+from scoville.client.sweep import Sweep, SweepInterrupted, run_sweep
 from scoville.errors import UserError
-from scoville.executor.loadgen import LOST, RayLoadCoordinator, sweep_on_ray
-from scoville.load import concurrency_sweep, rate_sweep
+from scoville.executor.loadgen import LOST, RayLoadCoordinator
+from scoville.load import LoadPoint, concurrency_sweep, rate_sweep
 from scoville.metrics import run_metrics
+from scoville.power.sources import PowerPlan
 from scoville.results.manifest import base_manifest
+from scoville.results.schema import RequestRecord
 from scoville.results.store import RunWriter, read_journal, read_manifest, read_point_metrics, read_requests
 from scoville.workload.synthetic import SyntheticWorkload
 
 pytestmark = pytest.mark.ray
+PROBE_REQUESTS = 1   # run_sweep's probe sends one 2-token test request before the plan
+
+
+def ray_sweep(server, workload: Any, points: list[LoadPoint], *, seed: int = 0) -> Sweep:
+    """The sweep ``scoville sweep --executor ray --workers 2`` builds against the loopback server."""
+    return Sweep(cfg=ClientConfig(base_url=server.base_url, model="test-model"), workload=workload, points=points,
+                 power=PowerPlan("none", "chip"), system={"hardware": "loopback", "accelerators": 1}, seed=seed,
+                 executor="ray", ray_workers=2)
 
 
 def manifest_for(cfg, workload, points) -> dict:
@@ -28,15 +47,14 @@ def plan_ids(workload, point) -> list[str]:
 
 
 def test_sweep_through_two_workers_records_exactly_the_plan(ray_cluster, server, tmp_path):
-    cfg = ClientConfig(base_url=server.base_url, model="test-model")
     workload = SyntheticWorkload(isl=32, osl=12, range_ratio=1.0, seed=3)
     points = concurrency_sweep([1, 4], requests_per_concurrency=4, warmup_per_concurrency=1)
-    run_dir = sweep_on_ray(cfg, workload, points, tmp_path, manifest_for(cfg, workload, points),
-                           workers=2, num_cpus=0.5)
+    result = run_sweep(ray_sweep(server, workload, points), tmp_path)
+    run_dir = result.run_dir
 
     records = read_requests(run_dir).to_pylist()
-    assert read_manifest(run_dir)["status"] == "complete"
-    assert len(records) == sum(p.total_requests for p in points) == server.completed
+    assert result.status == read_manifest(run_dir)["status"] == "complete"
+    assert len(records) == sum(p.total_requests for p in points) == server.completed - PROBE_REQUESTS
     for p in points:
         mine = [r for r in records if r["point"] == p.index]
         assert sorted(r["request_id"] for r in mine) == sorted(plan_ids(workload, p))
@@ -49,19 +67,18 @@ def test_sweep_through_two_workers_records_exactly_the_plan(ray_cluster, server,
     # One clock: every record lies on the coordinator's run clock, in order within each request.
     assert all(0 < r["t_sent"] <= r["t_first_token"] <= r["t_done"] for r in records)
     executor = read_manifest(run_dir)["executor"]
+    assert executor["kind"] == "ray" and {s["point"] for s in executor["clock_sync"]} == {0, 1}
     assert len(executor["client_workers"]) == 2 and not executor["lost_workers"]
     assert all(abs(s["offset_s"]) <= s["rtt_s"] / 2 + 1e-6 for s in executor["clock_sync"])  # same host
-    # The stored metrics are exactly what recomputing from the records gives.
+    # The stored metrics are exactly what recomputing from the records gives, and what the sweep returned.
     assert read_point_metrics(run_dir) == run_metrics(run_dir)
+    assert [r["num_requests"] for r in result.rows] == [p.num_requests for p in points]
 
 
 def test_rate_split_keeps_the_plans_arrivals_and_warmup(ray_cluster, server, tmp_path):
-    cfg = ClientConfig(base_url=server.base_url, model="test-model")
     workload = SyntheticWorkload(isl=16, osl=4, seed=5)
     points = rate_sweep([40.0], num_requests=24, warmup_requests=6, max_concurrency=4)
-    run_dir = sweep_on_ray(cfg, workload, points, tmp_path, manifest_for(cfg, workload, points),
-                           workers=2, num_cpus=0.5, seed=9)
-    records = read_requests(run_dir).to_pylist()
+    records = read_requests(run_sweep(ray_sweep(server, workload, points, seed=9), tmp_path).run_dir).to_pylist()
     ids = plan_ids(workload, points[0])
     assert sorted(r["request_id"] for r in records) == sorted(ids)
     # Warm-up = the plan's first 6 arrivals, whichever worker sent them.
@@ -150,11 +167,8 @@ def test_multi_turn_sessions_stay_whole_on_one_worker_and_in_order(ray_cluster, 
 
     workload = SessionWorkload(name="tiny-chat", turns=fixed(3), first_message=fixed(16), message=fixed(8),
                                output=fixed(4), think=fixed(0.01), seed=2)
-    cfg = ClientConfig(base_url=server.base_url, model="test-model")
     points = concurrency_sweep([4], num_requests=12, warmup_requests=2)
-    run_dir = sweep_on_ray(cfg, workload, points, tmp_path, manifest_for(cfg, workload, points),
-                           workers=2, num_cpus=0.5)
-    records = read_requests(run_dir).to_pylist()
+    records = read_requests(run_sweep(ray_sweep(server, workload, points), tmp_path).run_dir).to_pylist()
     assert len(records) == 14 == len({r["request_id"] for r in records})
     assert sum(r["warmup"] for r in records) == 2 and all(r["ok"] for r in records)
     by_session: dict[str, list[dict]] = {}
@@ -169,57 +183,55 @@ def test_multi_turn_sessions_stay_whole_on_one_worker_and_in_order(ray_cluster, 
     assert server.max_in_flight <= 4
 
 
-def test_ctrl_c_marks_the_run_interrupted_and_keeps_what_finished(ray_cluster, server, tmp_path):
-    server.interval_s = 0.01
-    cfg = ClientConfig(base_url=server.base_url, model="test-model")
-    workload = SyntheticWorkload(isl=8, osl=10, range_ratio=1.0, seed=1)
-    points = concurrency_sweep([2, 4], num_requests=40, warmup_requests=0)
-    seen = []
+class InterruptOnTheThird:
+    """A sweep observer that presses Ctrl-C when the third record comes in (the journal has it already)."""
 
-    def interrupt_on_the_third(rec) -> None:
-        seen.append(rec)
-        if len(seen) == 3:
+    def __init__(self) -> None:
+        self.seen: list[RequestRecord] = []
+
+    def start_point(self, point: LoadPoint, position: int, total: int) -> None:
+        pass
+
+    def record(self, rec: RequestRecord) -> None:
+        self.seen.append(rec)
+        if len(self.seen) == 3:
             raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        sweep_on_ray(cfg, workload, points, tmp_path, manifest_for(cfg, workload, points), workers=2,
-                     num_cpus=0.5, on_record=interrupt_on_the_third)
-    (run_dir,) = tmp_path.iterdir()
-    assert read_manifest(run_dir)["status"] == "interrupted"
+    def end_point(self, point: LoadPoint, row: dict[str, Any] | None) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
+        pass
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_keeps_what_finished(ray_cluster, server, tmp_path):
+    server.interval_s = 0.01
+    workload = SyntheticWorkload(isl=8, osl=10, range_ratio=1.0, seed=1)
+    points = concurrency_sweep([2, 4], num_requests=40, warmup_requests=0)
+    observer = InterruptOnTheThird()
+    with pytest.raises(SweepInterrupted) as stopped:
+        run_sweep(ray_sweep(server, workload, points), tmp_path, observer=observer)
+    run_dir = stopped.value.result.run_dir
+    assert stopped.value.result.status == read_manifest(run_dir)["status"] == "interrupted"
     journal = read_journal(run_dir)
     assert 3 <= len(journal) < 40  # stopped early, nothing finished was dropped from the journal
-    assert {r.request_id for r in seen} <= {r.request_id for r in journal}
-
-
-def test_the_clients_own_sweep_runs_on_ray_client_workers(ray_cluster, server, tmp_path):
-    """``Sweep(executor="ray")``: the client's run_sweep (probe, manifest, journal, Parquet,
-    recompute) runs unchanged; only the object that drives each point is the Ray coordinator."""
-    from scoville.client import sweep as client_sweep
-    from scoville.power.sources import PowerPlan
-
-    cfg = ClientConfig(base_url=server.base_url, model="test-model")
-    workload = SyntheticWorkload(isl=16, osl=6, range_ratio=1.0, seed=8)
-    points = concurrency_sweep([2, 4], requests_per_concurrency=3, warmup_per_concurrency=1)
-    sweep = client_sweep.Sweep(cfg=cfg, workload=workload, points=points, power=PowerPlan("none", "chip"),
-                               system={"hardware": "loopback", "accelerators": 1}, executor="ray", ray_workers=2)
-    result = client_sweep.run_sweep(sweep, tmp_path)
-    records = read_requests(result.run_dir).to_pylist()
-    assert result.status == "complete"
-    assert len(records) == sum(p.total_requests for p in points)
-    assert {r["worker"].split("@")[0] for r in records} == {"ray-0", "ray-1"}
-    assert [r["num_requests"] for r in result.rows] == [p.num_requests for p in points]
-    executor = read_manifest(result.run_dir)["executor"]
-    assert executor["kind"] == "ray" and {s["point"] for s in executor["clock_sync"]} == {0, 1}
+    assert {r.request_id for r in observer.seen} <= {r.request_id for r in journal}
+    assert not read_manifest(run_dir)["executor"]["lost_workers"]  # stopped, not lost
 
 
 def test_a_client_that_fails_on_the_workers_surfaces_as_one_clear_error(ray_cluster, server, tmp_path):
-    # Only the workers see this path (it does not exist there), as with a tokenizer missing on client nodes.
+    # Only the workers read this path (it does not exist), as with a tokenizer missing on client nodes. Staged on
+    # the coordinator: a sweep's own probe would read it here first and stop before any worker started.
     cfg = ClientConfig(base_url=server.base_url, model="test-model", api="chat", tokenizer=str(tmp_path / "nope"))
     workload = SyntheticWorkload(isl=8, osl=2, seed=1)
-    points = concurrency_sweep([2], num_requests=4, warmup_requests=0)
-    with pytest.raises(UserError, match=r"client worker failed: ray-\d@\S+: ClientError: .*tokenizer"):
-        sweep_on_ray(cfg, workload, points, tmp_path / "runs", manifest_for(cfg, workload, points), workers=2,
-                     num_cpus=0.5)
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    assert read_manifest(run_dir)["status"] == "interrupted"
+    point = concurrency_sweep([2], num_requests=4, warmup_requests=0)[0]
+    writer = RunWriter.create(tmp_path / "runs", manifest_for(cfg, workload, [point]))
+    coordinator = RayLoadCoordinator(cfg, workload, workers=2, num_cpus=0.5, call_timeout_s=5.0)
+    try:
+        with pytest.raises(ClientError, match=r"client worker failed: ray-\d@\S+: ClientError: .*tokenizer"):
+            coordinator.run_point(point, t0=writer.t0, t_start=writer.now(), on_record=writer.record)
+    finally:
+        coordinator.close()
+        writer.finish("interrupted")
+    assert read_journal(writer.run_dir) == []
     assert server.completed == 0

@@ -1,21 +1,22 @@
-"""Load drivers: closed loop (C lanes of sessions) and open loop (sessions at arrival times).
+"""The measuring client's load driver: one point's requests over HTTP, as ``scoville.load_policy`` decides them.
 
 One coroutine, ``drive_point``, runs a point inside one event loop; worker
-processes (``scoville.client.workers``) run the same coroutine with a share of
-the lanes and shared counters, so the request count, the warm-up flags and the
-stop conditions hold across all of them exactly as in one process.
+processes (``scoville.client.workers``) and Ray client actors
+(``scoville.executor.loadgen``) run the same coroutine with a share of the
+lanes or sessions and shared counters, so the request count, the warm-up flags
+and the stop conditions hold across all of them exactly as in one process.
 
-Counters hand out session indices and request send slots: the n-th request
-sent in a point (over all lanes and workers) is warm-up when
-``n < point.warmup_requests``, and no request is sent once
-``point.total_requests`` have been or the point's duration has passed.
+What is sent when, what is warm-up and when the point ends is the load policy's
+(``PointLoad``, which the simulator follows too); this module only waits in real
+time, sends, caps requests in flight with a semaphore and hands records on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Awaitable, Iterable
+from typing import Any, Callable, Sequence
 
 import aiohttp
 
@@ -23,56 +24,13 @@ from scoville.client.config import ClientConfig
 from scoville.client import fastpath
 from scoville.client.fastpath import KEEPALIVE_IDLE_S, FastHTTP
 from scoville.client.request import Prompts, send_request, send_request_fast
-from scoville.load import LoadPoint, session_start_offsets
+from scoville.load import LoadPoint
+from scoville.load_policy import Counters, PointLoad, Send, Turn
 from scoville.results.schema import RequestRecord
-from scoville.workload.spec import RequestSpec, Session
+from scoville.workload.spec import Session
 
-# A point bounded only by --duration draws this many sessions up front (its request cap).
-DURATION_ONLY_SESSIONS = 100_000
-
-
-class Counters(Protocol):
-    def take_session(self) -> int | None: ...
-    def take_request(self) -> int | None: ...
-
-
-class LocalCounters:
-    """Counters for a point driven by one process."""
-
-    def __init__(self, sessions: int, requests: int | None) -> None:
-        self._sessions, self._requests = sessions, requests
-        self._next_session = self._next_request = 0
-
-    def take_session(self) -> int | None:
-        if self._next_session >= self._sessions:
-            return None
-        self._next_session += 1
-        return self._next_session - 1
-
-    def take_request(self) -> int | None:
-        if self._requests is not None and self._next_request >= self._requests:
-            return None
-        self._next_request += 1
-        return self._next_request - 1
-
-
-def request_cap(point: LoadPoint) -> int | None:
-    """How many requests the point sends; None when only its duration bounds it."""
-    if point.num_requests == 0 and point.duration_s:
-        return None
-    return point.total_requests
-
-
-def session_count(point: LoadPoint) -> int:
-    if point.sessions is not None:
-        return point.sessions
-    cap = request_cap(point)
-    return DURATION_ONLY_SESSIONS if cap is None else cap
-
-
-def point_sessions(workload, point: LoadPoint) -> list[Session]:
-    """The sessions a point draws (each point its own reproducible stream)."""
-    return workload.sessions(session_count(point), stream=point.index)
+# Open loop: an arrival's task is created this long before it is due (it then sleeps the rest exactly).
+ARRIVAL_LEAD_S = 0.05
 
 
 def make_connector() -> aiohttp.TCPConnector:
@@ -114,107 +72,84 @@ async def drive_point(
     """Run (this process's share of) one load point.
 
     Closed loop: ``lanes`` lanes each take the next session and run its turns
-    in order, sleeping ``think_s`` before every turn after the first. Open
-    loop: each session in ``open_sessions`` (default all) starts at its
-    arrival offset from ``t_start``; ``max_in_flight`` caps requests in flight.
-    ``t_start`` is on the run clock (``perf_counter() - t0``). ``workload``,
-    when given, lets a timed trace supply its own arrival times. ``salt`` (the
-    run's attempt number) makes the prompts of a resumed attempt new to the server.
+    in order (``PointLoad``). Open loop: each session in ``open_sessions``
+    (default all) starts at its arrival offset from ``t_start``;
+    ``max_in_flight`` caps requests in flight. ``t_start`` is on the run clock
+    (``perf_counter() - t0``). ``workload``, when given, lets a timed trace
+    supply its own arrival times. ``salt`` (the run's attempt number) makes the
+    prompts of a resumed attempt new to the server. ``stop`` ends the point
+    from outside (Ctrl-C, a lost coordinator).
     """
+    load = PointLoad(point, sessions, counters, t_start=t_start)
     prompts = Prompts(cfg, salt)
-    deadline = t_start + point.duration_s if point.duration_s else None
     perf = time.perf_counter
-
-    exhausted = False
-    failure: list[BaseException] = []  # the first error of an open-loop arrival (no socket left): ends the point
-
-    def over() -> bool:
-        return exhausted or bool(failure) or stop() or (deadline is not None and perf() - t0 >= deadline)
-
     fast = FastHTTP(cfg.base_url, t0) if cfg.base_url.startswith("http://") and fastpath.AVAILABLE else None
+    sem = asyncio.Semaphore(max_in_flight) if max_in_flight else None
     async with aiohttp.ClientSession(connector=make_connector(), timeout=make_timeout(cfg),
                                      auto_decompress=False, skip_auto_headers=("User-Agent",)) as http:
 
-        async def send(spec: RequestSpec, warmup: bool) -> RequestRecord:
+        async def send(s: Send) -> RequestRecord:
             if fast is not None:
-                return await send_request_fast(fast, cfg, prompts, spec, point=point.index, t0=t0,
-                                               warmup=warmup, worker=worker)
-            return await send_request(http, cfg, prompts, spec, point=point.index, t0=t0, warmup=warmup,
+                return await send_request_fast(fast, cfg, prompts, s.spec, point=point.index, t0=t0,
+                                               warmup=s.warmup, worker=worker)
+            return await send_request(http, cfg, prompts, s.spec, point=point.index, t0=t0, warmup=s.warmup,
                                       worker=worker)
 
-        sem = asyncio.Semaphore(max_in_flight) if max_in_flight else None
-
-        async def run_session(session: Session) -> bool:
-            """Turns of one session in order; False once the point is over."""
-            nonlocal exhausted
-            t_prev_done = None
-            for k, spec in enumerate(session.requests):
-                if k and spec.think_s > 0 and t_prev_done is not None:
-                    await sleep_until(t_prev_done + spec.think_s, t0)
-                if over():
-                    return False
-                n = counters.take_request()
-                if n is None:
-                    exhausted = True
-                    return False
+        async def follow(turn: Turn | None) -> None:
+            """Send ``turn`` when due and whatever follows it (the session's turns, a lane's next sessions)."""
+            while turn is not None and not stop():
+                await sleep_until(turn.t, t0)
+                s = None if stop() else load.admit(turn, perf() - t0)
+                if s is None:
+                    return
                 if sem is None:
-                    rec = await send(spec, n < point.warmup_requests or spec.warmup)
+                    rec = await send(s)
                 else:
                     async with sem:
-                        rec = await send(spec, n < point.warmup_requests or spec.warmup)
-                t_prev_done = rec.t_done
+                        rec = await send(s)
                 on_record(rec)
-            return True
-
-        if point.rate is None:
-            async def lane() -> None:
-                while not over():
-                    i = counters.take_session()
-                    if i is None or not await run_session(sessions[i]):
-                        return
-
-            try:
-                await asyncio.gather(*(lane() for _ in range(lanes)))
-            finally:
-                if fast is not None:
-                    fast.close()
-            return
-
-        offsets = session_start_offsets(point, len(sessions), seed, workload)
-        chosen = range(len(sessions)) if open_sessions is None else open_sessions
-
-        async def arrival(i: int) -> None:
-            await sleep_until(t_start + float(offsets[i]), t0)
-            if not over():
-                await run_session(sessions[i])
-
-        def settle(task: asyncio.Task, tasks: set[asyncio.Task]) -> None:
-            tasks.discard(task)
-            if not task.cancelled() and task.exception() is not None and not failure:
-                failure.append(task.exception())  # retrieved here, raised once the arrivals in flight end
-
-        async def schedule() -> None:
-            # Start arrivals in order without creating 100k sleeping tasks at once.
-            tasks: set[asyncio.Task] = set()
-            for i in chosen:
-                if over():
-                    break
-                delay = t_start + float(offsets[i]) - (perf() - t0) - 0.05
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                task = asyncio.ensure_future(arrival(i))
-                tasks.add(task)
-                task.add_done_callback(lambda t: settle(t, tasks))
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
-            if failure:
-                raise failure[0]
+                turn = load.after(s, rec.t_done if rec.t_done is not None else perf() - t0)
 
         try:
-            await schedule()
+            if load.closed:
+                await asyncio.gather(*(follow(turn) for turn in load.lane_starts(lanes)))
+            else:
+                await run_arrivals(load, load.arrivals(seed, workload, open_sessions), follow, stop, t0)
         finally:
             if fast is not None:
                 fast.close()
+
+
+async def run_arrivals(load: PointLoad, arrivals: Iterable[Turn], follow: Callable[[Turn], Awaitable[None]],
+                       stop: Callable[[], bool], t0: float) -> None:
+    """Start each arrival's session at its time, in order, without creating 100k sleeping tasks at once.
+
+    The first error of an arrival (no socket left) ends the point for every
+    other arrival too (``load.end``) and is raised once those in flight end.
+    """
+    perf = time.perf_counter
+    tasks: set[asyncio.Task] = set()
+    failure: list[BaseException] = []
+
+    def settle(task: asyncio.Task) -> None:
+        tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None and not failure:
+            failure.append(task.exception())  # type: ignore[arg-type]
+            load.end()
+
+    for turn in arrivals:
+        if stop() or load.over(perf() - t0):
+            break
+        delay = turn.t - (perf() - t0) - ARRIVAL_LEAD_S
+        if delay > 0:
+            await asyncio.sleep(delay)
+        task = asyncio.ensure_future(follow(turn))
+        tasks.add(task)
+        task.add_done_callback(settle)
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
+    if failure:
+        raise failure[0]
 
 
 def new_loop() -> asyncio.AbstractEventLoop:

@@ -31,10 +31,11 @@ from typing import Any
 import msgspec
 
 from scoville.client.config import ClientConfig
-from scoville.client.driver import LocalCounters, drive_point, point_sessions, request_cap, run_async, session_count
+from scoville.client.driver import drive_point, run_async
 from scoville.client.errors import ClientError
 from scoville.client.fastpath import ClientLimitError
 from scoville.load import LoadPoint
+from scoville.load_policy import LocalCounters, in_flight_cap, lanes, point_sessions, request_cap, session_count
 from scoville.results.schema import RequestRecord
 
 _encode = msgspec.msgpack.Encoder().encode
@@ -114,9 +115,8 @@ def run_point_here(cfg: ClientConfig, workload: Any, point: LoadPoint, *, t0: fl
     """Drive a whole point in this process (Ctrl-C cancels in-flight requests and re-raises)."""
     sessions = point_sessions(workload, point)
     counters = LocalCounters(len(sessions), request_cap(point))
-    lanes = point.concurrency or 1
     run_async(drive_point(cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
-                          lanes=lanes, seed=seed, max_in_flight=point.concurrency if point.rate else None,
+                          lanes=lanes(point), seed=seed, max_in_flight=in_flight_cap(point),
                           workload=workload, salt=salt))
 
 
@@ -167,7 +167,7 @@ def _worker_point(index: int, count: int, name: str, conn: Connection, counters:
                   cfg: ClientConfig, workload: Any, point: LoadPoint, t0: float, t_start: float, seed: int,
                   salt: int) -> None:
     sessions = point_sessions(workload, point)
-    lanes = split(point.concurrency or 1, count)[index]
+    my_lanes = split(lanes(point), count)[index]
     max_in_flight = None
     open_sessions = None
     if point.rate is not None:
@@ -186,7 +186,7 @@ def _worker_point(index: int, count: int, name: str, conn: Connection, counters:
     async def main() -> None:
         task = asyncio.ensure_future(drive_point(
             cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
-            lanes=lanes if point.rate is None else 0, seed=seed, open_sessions=open_sessions,
+            lanes=my_lanes if point.rate is None else 0, seed=seed, open_sessions=open_sessions,
             max_in_flight=max_in_flight, worker=name, workload=workload, salt=salt))
         # The parent's stop (Ctrl-C) is an Event in shared memory, polled here: in-flight requests are
         # cancelled, finished ones were already sent.
@@ -197,7 +197,7 @@ def _worker_point(index: int, count: int, name: str, conn: Connection, counters:
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
-    if point.rate is None and lanes == 0:
+    if point.rate is None and my_lanes == 0:
         return
     run_async(main())
 

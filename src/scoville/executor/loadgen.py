@@ -8,9 +8,10 @@ with ``send_request``) against the target URL, over its share of each point
   and hands the worker ``t0 = coordinator t0 + offset``, so the worker's
   records come back stamped on the coordinator's run clock;
 * starts all shares at one instant on that clock, polls each worker for its
-  finished records every ``poll_s`` and journals them at once through the one
-  ``RunWriter`` — the run directory is exactly a local run's, and
-  ``scoville.metrics`` computes every metric the same way;
+  finished records every ``poll_s`` and hands them at once to the measured
+  sweep's journal (``scoville.client.sweep`` with ``Sweep(executor="ray")``,
+  which ``scoville sweep --executor ray`` runs): the run directory is exactly a
+  local run's, and ``scoville.metrics`` computes every metric the same way;
 * bounds every actor call by ``call_timeout_s``: a worker that dies or stops
   answering is killed and loses only its in-flight requests, recorded as
   ``ok=False, error="worker lost ..."``; the sessions it had not started are
@@ -30,22 +31,20 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import msgspec
 
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
-from scoville.client.driver import LocalCounters, drive_point, point_sessions, run_async, session_count
+from scoville.client.driver import drive_point, run_async
 from scoville.errors import UserError
 from scoville.executor.clock import ClockSync, measure_offset
 from scoville.executor.ray_executor import connect
 from scoville.executor.split import Share, split_point
 from scoville.load import LoadPoint
-from scoville.metrics import recompute
+from scoville.load_policy import LocalCounters, point_sessions, session_count
 from scoville.results.schema import RequestRecord
-from scoville.results.store import RunWriter
 from scoville.workload.spec import Session
 
 LOST = "worker lost"
@@ -67,9 +66,10 @@ _decode_report = msgspec.msgpack.Decoder(WorkerReport).decode
 class _TrackedSessions(Sequence[Session]):
     """The session list ``drive_point`` reads, noting when each session is taken.
 
-    ``drive_point`` takes a session by indexing it just before sending its first
-    turn, so an index access is the moment a session starts; that is what lets
-    the coordinator tell in-flight work from work not yet started.
+    ``drive_point``'s load policy (``PointLoad.admit``) reads a session once, just
+    before its first turn is sent, so an index access is the moment a session
+    starts; that is what lets the coordinator tell in-flight work from work not
+    yet started.
     """
 
     def __init__(self, sessions: Sequence[Session], index: Sequence[int] | None, on_take: Callable[[int], None]):
@@ -420,41 +420,3 @@ class RayLoadCoordinator:
                 self._lose(i)
         self.actors, self._ray = [], None
 
-
-def sweep_on_ray(cfg: ClientConfig, workload: Any, points: list[LoadPoint], runs_root: Path,
-                 manifest: dict[str, Any], *, workers: int = 2, ray_address: str | None = None, seed: int = 0,
-                 num_cpus: float = 1.0, resources: dict[str, float] | None = None, call_timeout_s: float = 10.0,
-                 on_record: Callable[[RequestRecord], None] | None = None) -> Path:
-    """A measured sweep whose load comes from ``workers`` Ray client workers; returns the run directory.
-
-    ``manifest`` is built by the caller exactly as for a local run
-    (``base_manifest(source="measured", ...)`` with ``load_plan`` listing the
-    points); this adds ``executor`` (workers, clock offsets, losses). Each
-    point is journaled as it runs, compacted to Parquet when it ends, and the
-    metrics recomputed, as ``scoville.client.sweep`` does for a local run.
-    """
-    writer = RunWriter.create(runs_root, manifest)
-    coordinator = RayLoadCoordinator(cfg, workload, workers=workers, ray_address=ray_address, num_cpus=num_cpus,
-                                     resources=resources, call_timeout_s=call_timeout_s)
-
-    def journal(rec: RequestRecord) -> None:
-        writer.record(rec)
-        if on_record is not None:
-            on_record(rec)
-
-    status = "interrupted"
-    try:
-        coordinator.start_workers()
-        for point in points:
-            records = coordinator.run_point(point, t0=writer.t0, t_start=writer.now(), on_record=journal, seed=seed)
-            writer.write_point(point.index, records)
-            recompute(writer.run_dir)
-            writer.manifest["executor"] = coordinator.describe()
-            writer.save_manifest()
-        status = "complete"
-    finally:
-        writer.manifest["executor"] = coordinator.describe()
-        coordinator.close()
-        recompute(writer.run_dir)  # before finish: the manifest's file hashes cover points.parquet
-        writer.finish(status)
-    return writer.run_dir

@@ -28,8 +28,8 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from scoville.client.driver import request_cap, session_count
 from scoville.load import LoadError, LoadPoint
+from scoville.load_policy import request_cap, session_count
 
 
 class Share(msgspec.Struct, kw_only=True, frozen=True):

@@ -1,13 +1,10 @@
 """Virtual-time load driver: runs load points against a SimEngine and writes a run directory.
 
-It mirrors the real client (``scoville.client.driver``) decision for decision,
-so a simulated point and a measured one differ only in where the timestamps
-came from: closed loop = ``concurrency`` lanes, each taking the next session
-and running its turns in order with ``think_s`` before every turn after the
-first; open loop = sessions starting at ``scoville.load.arrival_offsets``, with
-``concurrency`` (if set) capping requests in flight; the n-th request sent in a
-point is warm-up when ``n < point.warmup_requests`` (or its spec says so); no
-request is sent after ``point.total_requests`` or past ``duration_s``.
+What is sent when, what is warm-up and when a point ends is ``scoville.load_policy.PointLoad``'s, the
+policy the measuring client (``scoville.client.driver``) follows too, so a simulated point and a measured
+one differ only in where the timestamps came from. This module keeps what is its own: a heap of due turns
+in virtual time, submission to the engine, a FIFO queue for the open-loop in-flight cap (the client's
+semaphore), and the records.
 
 Each point runs on a fresh engine (an idle server with an empty cache, as after
 a restart) and its records are stamped on one run clock: point k starts one
@@ -28,18 +25,19 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from scoville.load import LoadPoint, session_start_offsets
+from scoville.load import LoadPoint
+from scoville.load_policy import (LocalCounters, PointLoad, Send, Turn, in_flight_cap, lanes, point_sessions,
+                                  request_cap)
 from scoville.metrics import PointContext, point_metrics, recompute
 from scoville.power.sources import DEFAULT_COST_PRESET, default_boundary
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
 from scoville.results.store import RunWriter
 from scoville.sim.config import SimConfig, SimConfigError
-from scoville.sim.engine import SimEngine, step_cost
-from scoville.workload.spec import RequestSpec, Session
+from scoville.sim.engine import RequestTrace, SimEngine, step_cost
+from scoville.workload.spec import Session
 
 POINT_GAP_S = 1.0               # idle time between points on the run clock
-DURATION_ONLY_SESSIONS = 100_000  # sessions drawn for a point bounded only by its duration (as the client)
 POWER_MODES = ("rated", "all-in", "model")
 
 
@@ -72,6 +70,25 @@ class _Columns:
     http_status: list[int | None] = field(default_factory=list)
     warmup: list[bool] = field(default_factory=list)
 
+    def add(self, sent: Send, t_sent: float, tr: RequestTrace) -> None:
+        """One finished request, as the client records it (no session id for a single-turn request)."""
+        spec, ok = sent.spec, tr.error is None
+        self.request_id.append(spec.request_id)
+        self.session_id.append(spec.session_id)
+        self.turn.append(spec.turn)
+        self.t_sent.append(t_sent)
+        self.t_first.append(tr.t_first)
+        self.t_done.append(tr.t_done)
+        self.times.append(tr.times)
+        self.counts.append(tr.counts)
+        self.input_tokens.append(spec.input_tokens)
+        self.output_tokens.append(tr.output_tokens)
+        self.cached_tokens.append(tr.cached_tokens)
+        self.ok.append(ok)
+        self.error.append(tr.error)
+        self.http_status.append(200 if ok else 400)
+        self.warmup.append(sent.warmup)
+
     def table(self, point: int) -> pa.Table:
         n = len(self.request_id)
         lengths = np.fromiter((a.size for a in self.times), dtype=np.int32, count=n)
@@ -101,11 +118,57 @@ class _Columns:
         return pa.Table.from_arrays([cols[name] for name in ARROW_SCHEMA.names], schema=ARROW_SCHEMA)
 
 
-def point_session_count(point: LoadPoint) -> int:
-    """Sessions a point draws: its request cap (as the client does), or a large pool for duration-only points."""
-    if point.num_requests == 0 and point.duration_s:
-        return DURATION_ONLY_SESSIONS
-    return point.total_requests
+class _Replay:
+    """One point in virtual time: the engine, a heap of due turns, the in-flight cap's queue and the records.
+
+    ``PointLoad`` decides; this only keeps time. A turn is admitted when it is due (as the client takes its
+    request slot at that moment) and, when the in-flight cap is full, waits in FIFO order for the next
+    request to finish (as behind the client's semaphore).
+    """
+
+    def __init__(self, engine: SimEngine, load: PointLoad, cap: int | None) -> None:
+        self.engine, self.load, self.cap = engine, load, cap
+        self.pending: list[tuple[float, int, Turn]] = []   # (due time, seq, turn): ties keep push order
+        self.seq = itertools.count()
+        self.inflight: dict[str, tuple[Send, float]] = {}  # request id -> (what was sent, when)
+        self.queued: deque[Send] = deque()
+        self.cols = _Columns()
+
+    def push(self, turn: Turn | None) -> None:
+        if turn is not None:
+            heapq.heappush(self.pending, (turn.t, next(self.seq), turn))
+
+    def run(self) -> None:
+        """Advance the engine from one due turn to the next until nothing is due or running."""
+        engine, pending = self.engine, self.pending
+        while pending or not engine.idle():
+            t_next = pending[0][0] if pending else float("inf")
+            for ev in engine.advance(t_next, stop_at_finish=True):
+                if ev.finished:
+                    self._finished(ev.request_id)
+            while pending and pending[0][0] <= engine.now:
+                self._due(heapq.heappop(pending)[2])
+
+    def _due(self, turn: Turn) -> None:
+        sent = self.load.admit(turn, turn.t)
+        if sent is None:          # the point is over: nothing due will be sent
+            self.pending.clear()
+        elif self.cap is not None and len(self.inflight) >= self.cap:
+            self.queued.append(sent)
+        else:
+            self._submit(sent, turn.t)
+
+    def _submit(self, sent: Send, t: float) -> None:
+        self.engine.submit(sent.spec, t)
+        self.inflight[sent.spec.request_id] = (sent, t)
+
+    def _finished(self, rid: str) -> None:
+        sent, t_sent = self.inflight.pop(rid)
+        tr = self.engine.pop_trace(rid)
+        self.cols.add(sent, t_sent, tr)
+        self.push(self.load.after(sent, tr.t_done))
+        if self.queued:
+            self._submit(self.queued.popleft(), tr.t_done)
 
 
 def simulate_point(config: SimConfig, workload: Any, point: LoadPoint, *, seed: int = 0, t_start: float = 0.0,
@@ -116,92 +179,13 @@ def simulate_point(config: SimConfig, workload: Any, point: LoadPoint, *, seed: 
         for inst in engine.instances:
             inst.steplog = []
     if sessions is None:
-        sessions = workload.sessions(point_session_count(point), stream=point.index)
-    cap = point.total_requests if (point.num_requests or not point.duration_s) else None
-    deadline = t_start + point.duration_s if point.duration_s else None
-    cols = _Columns()
-    pending: list[tuple[float, int, int, int]] = []   # (send time, seq, session index, turn index)
-    seq = itertools.count()
-    inflight: dict[str, tuple[RequestSpec, int, int, bool, float]] = {}
-    sent = 0
-    stopped = False
-    next_session = 0
-    closed = point.rate is None
-    limit = point.concurrency if not closed else None   # open loop: max requests in flight
-    queued: deque[tuple[int, int]] = deque()           # open-loop sends waiting for an in-flight slot
-
-    def start_next_session(t: float) -> None:
-        nonlocal next_session
-        if next_session < len(sessions):
-            heapq.heappush(pending, (t, next(seq), next_session, 0))
-            next_session += 1
-
-    if closed:
-        for _ in range(min(point.concurrency or 1, len(sessions))):
-            start_next_session(t_start)
-    else:
-        offsets = session_start_offsets(point, len(sessions), seed, workload)
-        for i, off in enumerate(offsets):
-            heapq.heappush(pending, (t_start + float(off), next(seq), i, 0))
-        next_session = len(sessions)
-
-    def send(t: float, si: int, k: int) -> bool:
-        nonlocal sent, stopped
-        if stopped or (deadline is not None and t >= deadline) or (cap is not None and sent >= cap):
-            stopped = True
-            return False
-        spec = sessions[si].requests[k]
-        engine.submit(spec, t)
-        inflight[spec.request_id] = (spec, si, k, sent < point.warmup_requests or spec.warmup, t)
-        sent += 1
-        return True
-
-    def finished(rid: str) -> None:
-        spec, si, k, warm, t_sent = inflight.pop(rid)
-        tr = engine.pop_trace(rid)
-        ok = tr.error is None
-        cols.request_id.append(rid)
-        cols.session_id.append(spec.session_id)   # as the client records it: none for a single-turn request
-        cols.turn.append(spec.turn)
-        cols.t_sent.append(t_sent)
-        cols.t_first.append(tr.t_first)
-        cols.t_done.append(tr.t_done)
-        cols.times.append(tr.times)
-        cols.counts.append(tr.counts)
-        cols.input_tokens.append(spec.input_tokens)
-        cols.output_tokens.append(tr.output_tokens)
-        cols.cached_tokens.append(tr.cached_tokens)
-        cols.ok.append(ok)
-        cols.error.append(tr.error)
-        cols.http_status.append(200 if ok else 400)
-        cols.warmup.append(warm)
-        t = tr.t_done
-        turns = sessions[si].requests
-        if k + 1 < len(turns):
-            heapq.heappush(pending, (t + turns[k + 1].think_s, next(seq), si, k + 1))
-        elif closed:
-            start_next_session(t)
-        if limit is not None and queued:
-            qsi, qk = queued.popleft()
-            send(t, qsi, qk)
-
-    while True:
-        if not pending and engine.idle():
-            break
-        t_next = pending[0][0] if pending else float("inf")
-        for ev in engine.advance(t_next, stop_at_finish=True):
-            if ev.finished:
-                finished(ev.request_id)
-        now = engine.now
-        while pending and pending[0][0] <= now:
-            t, _, si, k = heapq.heappop(pending)
-            if stopped:
-                continue
-            if limit is not None and len(inflight) >= limit:
-                queued.append((si, k))
-                continue
-            if not send(t, si, k):
-                pending.clear()
+        sessions = point_sessions(workload, point)
+    load = PointLoad(point, sessions, LocalCounters(len(sessions), request_cap(point)), t_start=t_start)
+    replay = _Replay(engine, load, in_flight_cap(point))
+    for turn in load.lane_starts(lanes(point)) if load.closed else load.arrivals(seed, workload):
+        replay.push(turn)
+    replay.run()
+    cols = replay.cols
     table = cols.table(point.index)
     t_end = max(cols.t_done, default=t_start) or t_start
     watts = _model_watts(config, engine, t_start, t_end) if model_power else None
