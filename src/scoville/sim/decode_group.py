@@ -141,7 +141,7 @@ class DecodeGroup:
         self.ctx += len(self.members)
         q = len(self.times)
         fin = self._fin
-        done = []
+        done: list[Req] = []
         while fin and fin[0][0] <= q:
             _, gid, r = heapq.heappop(fin)
             if r.gid != gid:

@@ -243,7 +243,7 @@ class Instance:
         """Move decoding requests into the lazy group and give it this step's blocks; the budget left."""
         group, running, kv = self.group, self.running, self.kv
         if running:
-            keep = []
+            keep: list[Req] = []
             for r in running:
                 if r.decoding:
                     group.join(r)

@@ -64,7 +64,8 @@ class _Steps:
         self.k = k
         if self.accepted is not None:
             self.accepted = self.accepted[:k]
-            self.c_before = self.c_before[:k]  # type: ignore[index]
+        if self.c_before is not None:
+            self.c_before = self.c_before[:k]
 
 
 def _plain_steps(L: np.ndarray, nb: np.ndarray, remaining: np.ndarray, bs: int) -> _Steps:
@@ -115,10 +116,10 @@ def _fit(steps: _Steps, avail: int) -> bool:
 def _inputs(steps: _Steps, L: np.ndarray, look: int) -> tuple[Any, Any, Any, Any]:
     """The step_time arguments of every step: (tokens, seqs, attention context, KV tokens)."""
     n, k = len(L), steps.k
-    if steps.accepted is None:
+    if steps.c_before is None:
         ctx = float(L.sum()) + n * np.arange(k, dtype=np.float64) + n
         return (n, n, ctx, ctx)
-    ctx_sum = steps.c_before.sum(axis=1).astype(np.float64)  # type: ignore[union-attr]
+    ctx_sum = steps.c_before.sum(axis=1).astype(np.float64)
     kv_tokens = ctx_sum + n * look
     attn = look * ctx_sum + n * look * (look + 1) / 2
     return (n * look, n, attn, kv_tokens)
@@ -168,7 +169,7 @@ def apply_span(span: Span, j: int, block_size: int, look: int) -> Applied:
     """Advance every request of the span by its first ``j`` steps (tokens, KV length, blocks)."""
     per_req: list[np.ndarray | None] = []
     new_blocks = generated = 0
-    finished = []
+    finished: list[Req] = []
     for i, r in enumerate(span.reqs):
         if span.accepted is None:
             g = j
