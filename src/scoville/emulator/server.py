@@ -4,7 +4,8 @@ Endpoints: ``POST /v1/completions``, ``POST /v1/chat/completions`` (SSE
 streaming and plain JSON), ``GET /v1/models``, ``GET /health``,
 ``POST /tokenize``, ``POST /detokenize``, ``GET /metrics`` (Prometheus, vLLM
 names), ``GET /version`` and ``GET /scoville/info`` (the pinned simulator
-configuration and system description, read by :mod:`scoville.emulator.launch`).
+configuration and system description, read by :mod:`scoville.emulator.launch`); the routes
+and error replies live in :mod:`scoville.emulator.routes`.
 
 Each generation request becomes a :class:`RequestSpec` submitted to the engine
 through the :class:`RealTimeLoop`; its tokens are written as the engine releases
@@ -32,9 +33,7 @@ the listen backlog takes ``BACKLOG`` simultaneous connects.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import itertools
-import logging
 import os
 import time
 import zlib
@@ -45,17 +44,15 @@ import msgspec
 import numpy as np
 from aiohttp import HttpVersion11, web
 
-from scoville import __version__
 from scoville.emulator.prom import ServerMetrics
-from scoville.emulator.protocol import APIError, GenRequest, int_list, parse
+from scoville.emulator.protocol import APIError, GenRequest
 from scoville.emulator.realtime import RealTimeLoop
+from scoville.emulator.routes import create_app, error_response
 from scoville.emulator.tokenizer import LocalTokenizer
 from scoville.sim.engine_api import ServingEngine, TokenEvent
 from scoville.workload.spec import RequestSpec
 
-log = logging.getLogger("scoville.emulator")
 _encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder().decode
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _DONE = b"data: [DONE]\n\n"
 _HASH_MASK = (1 << 62) - 1
@@ -73,7 +70,6 @@ _LINGER_S = 2.0
 # (JSON token ids take ~7 B a token, text ~5; escaped CJK ~24), a 10 MB "prompt" does not.
 _BODY_BYTES_PER_TOKEN = 32
 _MIN_BODY_BYTES = 1 << 20
-_DETOKENIZE_STEP = 4096  # ids decoded between pauses of /detokenize
 
 
 @dataclass
@@ -242,7 +238,7 @@ class Emulator:
                 pass
             return resp
         if prog.error is not None:
-            return _error_response(prog.error)
+            return error_response(prog.error)
         return prog.full_response()
 
 
@@ -431,143 +427,6 @@ class _Progress:
         body = {"id": plan.spec.request_id, "object": obj, "created": self.created, "model": req.model,
                 "choices": [choice], "usage": msgspec.Raw(self._usage_json(self.done_tokens, self.cached))}
         return web.Response(body=_encode(body), content_type="application/json")
-
-
-def _error_response(err: APIError) -> web.Response:
-    return web.Response(status=err.status, body=_encode(err.body()), content_type="application/json")
-
-
-_PROTECTED = ("/v1/", "/tokenize", "/detokenize")
-
-
-def create_app(emu: Emulator) -> web.Application:
-    """The aiohttp application; the engine loop starts and stops with it."""
-
-    @web.middleware
-    async def errors(request: web.Request, handler: Any) -> web.StreamResponse:
-        try:
-            key = emu.opts.api_key
-            if key is not None and request.path.startswith(_PROTECTED):
-                got = request.headers.get("Authorization", "")
-                if not hmac.compare_digest(got.encode(), f"Bearer {key}".encode()):
-                    emu.metrics.rejected[401] = emu.metrics.rejected.get(401, 0) + 1
-                    raise APIError(401, "missing or wrong API key; send the header 'Authorization: Bearer <key>' "
-                                        "with the key the server was started with (--api-key)",
-                                   type="authentication_error", code="invalid_api_key")
-            return await handler(request)
-        except APIError as e:
-            resp = _error_response(e)
-            if e.status in (408, 413):  # the body was left unread: this connection cannot carry another request
-                resp.force_close()
-            return resp
-        except web.HTTPException as e:
-            if e.status < 400:
-                raise
-            return _error_response(APIError(e.status, f"{request.method} {request.path}: {e.reason}",
-                                            code=str(e.status)))
-        except (ConnectionResetError, ConnectionError):
-            raise
-        except Exception as e:
-            log.exception("request %s %s failed", request.method, request.path)
-            return _error_response(APIError(500, f"internal emulator error: {type(e).__name__}: {e}",
-                                            type="server_error"))
-
-    async def body_of(request: web.Request) -> Any:
-        """The decoded JSON body, after checking its size (before reading when the length is declared)."""
-        limit = emu.opts.body_limit
-        too_large = APIError(413, f"the request body is over {limit:,} bytes, more than a prompt filling the "
-                                  f"context ({emu.opts.max_model_len:,} tokens) needs; shorten the prompt",
-                             code="request_too_large")
-        if request.content_length is not None and request.content_length > limit:
-            raise too_large
-        try:
-            async with asyncio.timeout(emu.opts.body_timeout_s):
-                raw = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            raise too_large from None
-        except TimeoutError:
-            raise APIError(408, f"the request body did not arrive within {emu.opts.body_timeout_s:g} s; send it "
-                                "whole", code="request_timeout") from None
-        try:
-            return _decode(raw)
-        except msgspec.DecodeError as e:
-            raise APIError(400, f"the request body is not valid JSON ({e}); send a JSON object") from None
-        except RecursionError:
-            raise APIError(400, "the request body is nested too deeply to read; send a flat JSON object") from None
-
-    async def completions(request: web.Request) -> web.StreamResponse:
-        return await emu.generate(request, parse(await body_of(request), chat=False))
-
-    async def chat(request: web.Request) -> web.StreamResponse:
-        return await emu.generate(request, parse(await body_of(request), chat=True))
-
-    async def models(request: web.Request) -> web.Response:
-        data = [{"id": name, "object": "model", "created": 0, "owned_by": "scoville", "root": name,
-                 "parent": None, "max_model_len": emu.opts.max_model_len} for name in emu.opts.served_model_names]
-        return web.json_response({"object": "list", "data": data})
-
-    async def health(request: web.Request) -> web.Response:
-        return web.Response(status=200)
-
-    async def version(request: web.Request) -> web.Response:
-        return web.json_response({"version": __version__, "emulator": "scoville"})
-
-    async def info(request: web.Request) -> web.Response:
-        return web.Response(body=_encode(emu.opts.info), content_type="application/json")
-
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(text=emu.metrics.render(emu.engine.stats(), emu.loop.collector), content_type="text/plain")
-
-    async def tokenize(request: web.Request) -> web.Response:
-        body = await body_of(request)
-        if not isinstance(body, dict):
-            raise APIError(400, "the request body must be a JSON object with 'prompt' or 'messages'")
-        ids: list[int] = []
-        if "messages" in body:
-            msgs = parse({"model": emu.opts.served_model_names[0], "messages": body["messages"],
-                          "add_generation_prompt": body.get("add_generation_prompt", True)}, chat=True)
-            steps = emu.tokenizer.chat_steps(msgs.messages, msgs.add_generation_prompt, ids)
-        elif isinstance(body.get("prompt"), str):
-            steps = emu.tokenizer.text_steps(body["prompt"], ids)
-        else:
-            raise APIError(400, "/tokenize needs 'prompt' (a string) or 'messages' (a chat list)", param="prompt")
-        for _ in steps:  # in steps, as for generation: the streams beside it keep their pace
-            await asyncio.sleep(0)
-        return web.json_response({"count": len(ids), "max_model_len": emu.opts.max_model_len, "tokens": ids})
-
-    async def detokenize(request: web.Request) -> web.Response:
-        body = await body_of(request)
-        tokens = body.get("tokens") if isinstance(body, dict) else None
-        if not isinstance(tokens, list) or not int_list(tokens):
-            raise APIError(400, "/detokenize needs 'tokens': a list of token ids", param="tokens")
-        vocab = emu.opts.vocab_size
-        if tokens and not 0 <= min(tokens) <= max(tokens) < vocab:
-            raise APIError(400, f"/detokenize: token ids must lie in [0, {vocab})", param="tokens")
-        parts = []
-        for i in range(0, len(tokens), _DETOKENIZE_STEP):
-            parts.append(emu.tokenizer.decode(tokens[i:i + _DETOKENIZE_STEP]))
-            await asyncio.sleep(0)
-        return web.json_response({"prompt": "".join(parts)})
-
-    async def on_startup(app: web.Application) -> None:
-        emu.loop.start()
-
-    async def on_cleanup(app: web.Application) -> None:
-        await emu.loop.stop()
-
-    app = web.Application(middlewares=[errors], client_max_size=emu.opts.body_limit)
-    app.router.add_post("/v1/completions", completions)
-    app.router.add_post("/v1/chat/completions", chat)
-    app.router.add_get("/v1/models", models)
-    app.router.add_get("/health", health)
-    app.router.add_get("/version", version)
-    app.router.add_get("/scoville/info", info)
-    app.router.add_get("/metrics", metrics)
-    app.router.add_post("/tokenize", tokenize)
-    app.router.add_post("/detokenize", detokenize)
-    app.on_startup.append(on_startup)
-    app.on_cleanup.append(on_cleanup)
-    return app
 
 
 async def start_site(emu: Emulator, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, int]:

@@ -36,7 +36,10 @@ import numpy as np
 from scoville.sim.config import ParallelConfig, SimConfig, SimConfigError
 from scoville.sim.engine_api import EngineStats, TokenEvent
 from scoville.sim.kvcache import HostTier, KVCache
-from scoville.sim.scheduler import Instance, Req, Span, StepTimer, flush as _flush
+from scoville.sim.request import Req, flush as _flush
+from scoville.sim.scheduler import Instance
+from scoville.sim.span import Span
+from scoville.sim.stepplan import StepTimer
 from scoville.workload.spec import RequestSpec
 
 
@@ -314,8 +317,8 @@ class SimEngine:
         """All cumulative counters summed over instances (recompute, host-tier traffic, steps...)."""
         out: dict[str, int] = {}
         for inst in self.instances:
-            for name in inst.c.__slots__:
-                out[name] = out.get(name, 0) + getattr(inst.c, name)
+            for name, value in inst.c.as_dict().items():
+                out[name] = out.get(name, 0) + value
         return out
 
     @property
