@@ -48,6 +48,16 @@ def test_the_first_n_tokens_are_reasoning_and_a_chunk_may_turn_to_the_answer():
     p = StreamParser()
     p.feed(data, 1.0)
     assert p.counts == [2, 2, 2] and p.reasoning == 3 and p.usage_completion == 6
+    assert p.usage_reasoning == 3
+
+
+def test_the_usage_says_how_many_tokens_were_reasoning_where_a_coalesced_chunk_cannot():
+    # 3 reasoning tokens, then a chunk of 4 that turns to the answer after one of them (tokens coalesced under
+    # load): the chunk alone would give it 3 reasoning tokens; the server's usage says 1, so 3 in all
+    p = StreamParser()
+    p.feed(_stream(3, [2, 4]), 1.0)
+    assert p.counts == [2, 4] and p.reasoning == 2 + 3
+    assert p.usage_reasoning == 3 and p.usage_completion == 6
 
 
 @pytest.mark.parametrize("reasoning, chat, expect", [(10, True, 4), (0, True, 0), (3, False, 0)],

@@ -310,10 +310,15 @@ class _Progress:
         self.thinking = min(emu.opts.reasoning_tokens, len(self.token_ids)) if req.chat else 0
 
     def _usage_json(self, done: int, cached: int) -> bytes:
-        """The ``usage`` object as JSON, formatted directly: it goes into every chunk with continuous_usage_stats."""
+        """The ``usage`` object as JSON, formatted directly: it goes into every chunk with continuous_usage_stats.
+        A reasoning answer also says how many of its tokens were reasoning (OpenAI's
+        ``completion_tokens_details.reasoning_tokens``): a chunk that spans the turn from thinking to answering
+        (several tokens coalesced under load) cannot say where the turn fell, the server can."""
         p = self.plan.prompt_tokens
+        details = (b',"completion_tokens_details":{"reasoning_tokens":%d}' % min(done, self.thinking)
+                   if self.thinking else b"")
         return (b'{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,'
-                b'"prompt_tokens_details":{"cached_tokens":%d}}' % (p, done, p + done, cached))
+                b'"prompt_tokens_details":{"cached_tokens":%d}%s}' % (p, done, p + done, cached, details))
 
     def _render(self, events: list[TokenEvent]) -> _Rendered:
         """What ``events`` make of this stream, without changing it (so it can be done ahead of time)."""
