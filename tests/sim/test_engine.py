@@ -8,9 +8,12 @@ import copy
 import numpy as np
 import pytest
 
+from scoville.load import LoadPoint
 from scoville.sim.config import SimConfig, SimConfigError
+from scoville.sim.driver import simulate_point
 from scoville.sim.engine import SimEngine, block_keys, step_cost
 from scoville.sim.frameworks import load_framework
+from scoville.workload.sessions import chat_multiturn
 from scoville.workload.spec import RequestSpec
 
 BASE = dict(hardware="h200", model="llama-3.1-8b")
@@ -352,3 +355,14 @@ def test_next_turn_of_a_session_reuses_the_previous_reply_blocks():
     other = RequestSpec(request_id="s-t2", session_id="s", turn=2, input_tokens=480, output_tokens=10,
                         block_hashes=tuple(range(5)) + tuple(range(200, 225)), block_size=16)
     assert per_request(run_events(eng, [other], t=eng.now))["s-t2"][0].cached_tokens == 5 * 16
+
+
+def test_prefix_hits_in_the_host_tier_survive_the_evictions_their_own_admission_causes():
+    # HBM this small makes admitting a request evict cached blocks into the host tier, whose LRU then had to
+    # drop entries: once those were the very prefix blocks the request was about to load (a KeyError)
+    cfg = SimConfig(**BASE, enable_prefix_caching=True, reuse_reply_blocks=True, kv_capacity_tokens=16000,
+                    host_offload={"capacity_gb": 2, "bandwidth_gbps": 50})
+    point = LoadPoint(index=0, concurrency=16, num_requests=60, warmup_requests=4)
+    res = simulate_point(cfg, chat_multiturn(seed=3), point, seed=11)
+    assert res.table.num_rows == 64 and all(res.table.column("ok").to_pylist())
+    assert res.counters["host_hit_tokens"] > 0

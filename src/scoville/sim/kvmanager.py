@@ -11,7 +11,7 @@ blocks, and parking or dropping its KV when it is preempted. Host-tier copies co
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable
+from collections.abc import Hashable
 
 from scoville.sim.counters import Counters
 from scoville.sim.kvcache import HostTier, KVCache
@@ -90,41 +90,55 @@ class KVManager:
         blocks = kv.blocks_for(r.swapped + tokens)
         if blocks + self.seq_blocks > kv.available:
             return False
+        moved = host.pop(("swap", r.rid))   # before allocating: blocks it evicts to the host could push this out
         kv.allocate(blocks + self.seq_blocks)
-        moved = host.pop(("swap", r.rid))
         self.copy_s += host.transfer_time(moved)
         r.n_blocks, r.computed, r.swapped, r.seq_res = blocks, r.swapped, 0, self.seq_blocks
         r.reg = -1  # restored KV is private; its prefix blocks were released to the cache at preemption
         return True
 
     def _take_prefix(self, r: Req, prefix: Prefix, tokens: int) -> None:
-        """Reference the HBM prefix hits, allocate the rest, and load the host-tier hits into shared blocks."""
+        """Reference the HBM prefix hits, allocate the rest, and load the host-tier hits into shared blocks.
+
+        The host hits leave the host tier first: allocating evicts cached HBM blocks into the host tier, whose
+        LRU could otherwise drop the very entries this request is about to load.
+        """
         kv = self.kv
         hit_keys = r.keys[:prefix.hbm]
+        loaded = self._take_host_hits(r, prefix)
         total = kv.blocks_for(prefix.base + tokens)
         kv.acquire(hit_keys)
         kv.allocate(total - prefix.hbm + self.seq_blocks)
         r.seq_res = self.seq_blocks
         r.hashed = list(hit_keys)
         r.reg = prefix.hbm if r.reg >= 0 else -1
-        if prefix.host:
-            self._load_host_hits(r, prefix)
+        if loaded:
+            self._share_host_hits(r, loaded)
         r.n_blocks, r.computed = total, prefix.base
 
-    def _load_host_hits(self, r: Req, prefix: Prefix) -> None:
-        """Copy the prefix blocks found in the host tier back to HBM and share them again."""
+    def _take_host_hits(self, r: Req, prefix: Prefix) -> list[Hashable]:
+        """Remove the prefix blocks found in the host tier from it (they are copied back to HBM)."""
+        host = self.kv.host
+        keys = r.keys[prefix.hbm:prefix.hbm + prefix.host]
+        if keys:
+            assert host is not None
+            for k in keys:
+                host.pop(k)
+        return list(keys)
+
+    def _share_host_hits(self, r: Req, keys: list[Hashable]) -> None:
+        """Register the blocks copied back from the host tier as shared prefix blocks again."""
         kv, host = self.kv, self.kv.host
         assert host is not None
-        for k in r.keys[prefix.hbm:prefix.hbm + prefix.host]:
-            host.pop(k)
+        for k in keys:
             if kv.register(k):
                 r.hashed.append(k)
                 r.reg += 1
             else:
                 r.reg = -1
                 break
-        self.copy_s += host.transfer_time(prefix.host)
-        self.c.host_hit_tokens += prefix.host * kv.block_size
+        self.copy_s += host.transfer_time(len(keys))
+        self.c.host_hit_tokens += len(keys) * kv.block_size
 
     def _count_admission(self, r: Req, computed0: int) -> None:
         """Prompt and prefix-cache counters on a request's first admission; recompute after a lost preemption."""
