@@ -1,4 +1,11 @@
-"""Markers every folder shares: Ray and browser tests are slow too, so ``pytest -m "not slow"`` skips them."""
+"""Markers and fixtures every folder shares.
+
+``pytest -m "not slow"`` is the fast lane for TDD; ``pytest`` runs everything (CI). A test is marked ``slow``
+where it says why, and only for what costs seconds by nature: whole-CLI subprocess runs, a fresh interpreter for an
+import check, worker processes that import scoville, full calibration fits, whole reports, and the full damaged-run
+matrix (the fast lane keeps one case per file and per kind of damage). Ray and browser tests are slow too: this
+hook marks them, so their own modules need only ``ray`` / ``browser``.
+"""
 
 from __future__ import annotations
 
