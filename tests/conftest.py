@@ -2,9 +2,9 @@
 
 ``pytest -m "not slow"`` is the fast lane for TDD; ``pytest`` runs everything (CI). A test is marked ``slow``
 where it says why, and only for what costs seconds by nature: whole-CLI subprocess runs, a fresh interpreter for an
-import check, worker processes that import scoville, full calibration fits, whole reports, and the full damaged-run
-matrix (the fast lane keeps one case per file and per kind of damage). Ray and browser tests are slow too: this
-hook marks them, so their own modules need only ``ray`` / ``browser``.
+import check, worker processes that import scoville, full calibration fits and the calibration bench, whole
+reports, and the full damaged-run matrix (the fast lane keeps ten cases across the damaged files and kinds of damage).
+Ray and browser tests are slow too: this hook marks them, so their own modules need only ``ray`` / ``browser``.
 """
 
 from __future__ import annotations
