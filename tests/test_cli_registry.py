@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import typer
 
 from scoville.cli import COMMANDS
@@ -24,6 +25,7 @@ def test_the_command_table_names_every_command_with_its_module_and_the_help_it_r
     assert registered == COMMANDS
 
 
+@pytest.mark.slow   # a fresh interpreter and the whole CLI as a subprocess
 def test_the_listing_imports_no_command_module_and_names_every_command():
     code = ("import sys; from scoville import cli; cli._register(['--help']); "
             "print(sorted(m for m in sys.modules if m.endswith('_cmd')))")
@@ -35,6 +37,7 @@ def test_the_listing_imports_no_command_module_and_names_every_command():
         assert name in listing.stdout and text[:40] in listing.stdout
 
 
+@pytest.mark.slow   # a fresh interpreter, so that nothing imported earlier hides an import
 def test_a_simulate_command_line_does_not_import_the_http_client_or_the_catalog():
     code = ("import sys; from scoville import cli; cli._register(['simulate', '--help']); "
             "print(sorted(m for m in ('aiohttp', 'pandas', 'scoville.results.catalog', 'scoville.client') "

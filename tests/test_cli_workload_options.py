@@ -47,6 +47,7 @@ def test_simulate_builds_the_load_plan_sweep_builds_from_the_same_flags(tmp_path
         assert planned[key] == getattr(want, key), key
 
 
+@pytest.mark.slow   # --workers 2 spawns a process pool (tests/executor keeps one in the fast lane)
 def test_simulate_workers_replay_points_in_parallel_with_the_sequential_result(tmp_path, capsys):
     simulate(tmp_path, "--isl", "64", "--osl", "8", "--concurrency", "1,2", "--num-requests", "6")
     sequential = json.loads(capsys.readouterr().out)["points"]

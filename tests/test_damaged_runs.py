@@ -6,6 +6,10 @@ crash, a full disk or another tool would, next to a healthy run; then ``ls``,
 real Typer commands. None may end in a traceback, the healthy run must stay
 listed and comparable, and whatever was skipped is named in a warning or in
 the one-line error.
+
+The fast lane (``-m "not slow"``) runs one case per damaged file and per kind
+of damage (FAST) plus every case at once through ``ls`` and ``sql``; the full
+suite runs every case through every command.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import typer
-from typer.testing import CliRunner
+from click import Command
+from click.testing import CliRunner
 
 from scoville.cli import compare_cmd, runs_cmd
 from scoville.errors import UserError
@@ -135,6 +140,13 @@ CASES["stray point-abc.parquet (a real point file)"] = ("requests/point-abc.parq
 CASES["stray point-abc.parquet (garbage)"] = ("requests/point-abc.parquet", _garbage)
 CASES["empty run folder"] = (None, None)
 
+# One case per damaged file and per kind of damage: the fast lane's share of the matrix (the rest is marked slow).
+FAST = {"points.parquet:truncated", "points.parquet:point-as-text", "requests/point-0000.parquet:pages",
+        "requests/point-0001.parquet:folder", "power.parquet:foreign-schema", "manifest.json:non-utf8",
+        "manifest.json:points-are-numbers", "requests.jsonl:garbage", "stray point-abc.parquet (garbage)",
+        "empty run folder"}
+assert FAST <= CASES.keys()
+
 # The journal is read only for points without a Parquet file, and a torn or undecodable journal line is
 # skipped by design (a writer killed mid-line): damage there need not be reported when nothing needs it.
 UNREPORTED = {"requests.jsonl:garbage", "requests.jsonl:non-utf8", "empty run folder",
@@ -153,11 +165,12 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def app() -> typer.Typer:
+def app() -> Command:
+    """The catalog commands as one Click command, built once (typer's runner rebuilds it on every invoke)."""
     a = typer.Typer()
     runs_cmd.register(a)
     compare_cmd.register(a)
-    return a
+    return typer.main.get_command(a)
 
 
 def damaged_copy(pristine: Path, dest: Path, case: str) -> Path:
@@ -172,7 +185,7 @@ def damaged_copy(pristine: Path, dest: Path, case: str) -> Path:
     return root
 
 
-def invoke(app: typer.Typer, *args: str) -> tuple[str, str, str | None]:
+def invoke(app: Command, *args: str) -> tuple[str, str, str | None]:
     """(stdout, stderr, the one-line error or None) of one command, asserting it never ends in a traceback."""
     res = CliRunner().invoke(app, list(args))
     e = res.exception
@@ -184,7 +197,7 @@ def invoke(app: typer.Typer, *args: str) -> tuple[str, str, str | None]:
     return res.stdout, res.stderr, None if e is None else str(e)
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", [c if c in FAST else pytest.param(c, marks=pytest.mark.slow) for c in CASES])
 def test_damaged_run_is_skipped_and_named_without_hiding_healthy_runs(pristine, app, tmp_path, case):
     root = damaged_copy(pristine, tmp_path, case)
     runs = ["--runs", str(root)]

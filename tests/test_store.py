@@ -94,8 +94,11 @@ def test_a_corrupt_manifest_is_skipped_not_fatal_for_the_catalog(tmp_path):
 # --- one writer per run, attempts kept apart, torn tails, failed writes ----------------------------
 
 
-def test_a_second_writer_of_a_run_is_refused_in_one_line(tmp_path):
+def test_a_second_writer_of_a_run_is_refused_in_one_line(tmp_path, monkeypatch):
+    from scoville.results import store
     from scoville.results.store import RunError, writer_alive
+
+    monkeypatch.setattr(store, "_LOCK_WAIT_S", 0.1)   # the refusal, not the patience before it (1 s)
 
     w = RunWriter.create(tmp_path, manifest())
     assert writer_alive(w.run_dir)

@@ -368,15 +368,8 @@ def test_show_and_report_have_a_server_side_table_only_when_the_run_scraped(metr
 
 # --- the built-in emulator (vLLM's names) ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def emulator():
-    from scoville.emulator.launch import spawn_emulator
-
-    with spawn_emulator("h200", "llama-3.1-8b") as handle:
-        yield handle
-
-
-def test_against_the_emulator_the_server_counts_every_request_of_every_point(emulator, tmp_path):
+def test_against_the_emulator_the_server_counts_every_request_of_every_point(emu, tmp_path):
+    emulator = emu   # the session's emulator (tests/conftest.py): the counts are per point, whatever it served before
     plan = plan_power("rated", hardware="h200", accelerators=1)
     sweep = Sweep(cfg=ClientConfig(base_url=emulator.base_url, model=emulator.model), workload=WL,
                   points=concurrency_sweep([1, 4], num_requests=8, warmup_requests=2), power=plan,

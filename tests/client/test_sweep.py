@@ -119,6 +119,7 @@ def test_rate_sweep_runs_open_loop(server, tmp_path):
     assert all(r["num_ok"] == 5 for r in result.rows)
 
 
+@pytest.mark.slow   # spawns two client worker processes (test_driver keeps the pool's own test fast)
 def test_sweep_over_two_worker_processes(server, tmp_path):
     server.set(Behaviour(interval_s=0.001))
     result = run_sweep(make_sweep(server, concurrency_sweep([4], num_requests=12, warmup_requests=4), workers=2),
@@ -128,6 +129,7 @@ def test_sweep_over_two_worker_processes(server, tmp_path):
     assert sum(r["warmup"] for r in recs) == 4 and result.rows[0]["num_ok"] == 12
 
 
+@pytest.mark.slow   # spawns two client worker processes
 def test_open_loop_in_flight_cap_holds_with_more_workers_than_the_cap(server, tmp_path):
     """--rate with --max-concurrency 1 over 2 workers: still at most 1 request in flight, and every request sent."""
     server.set(Behaviour(ttft_s=0.03))

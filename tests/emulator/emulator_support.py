@@ -1,4 +1,6 @@
-"""Emulator servers for the tests: real child processes on free loopback ports (spawn_emulator)."""
+"""Emulator servers for the tests: real child processes on free loopback ports (spawn_emulator).
+
+The default one, ``emu``, lives in tests/conftest.py: tests/client measures it too, and one child serves both."""
 
 from __future__ import annotations
 
@@ -12,13 +14,6 @@ from scoville.sim.engine_api import EngineStats, TokenEvent
 from scoville.workload.spec import RequestSpec
 
 API_KEY = "test-key-123"
-
-
-@pytest.fixture(scope="session")
-def emu() -> Iterator[EmulatorHandle]:
-    """The default system (h200, llama-3.1-8b), as `scoville sweep` without --url would start it."""
-    with spawn_emulator("h200", "llama-3.1-8b") as handle:
-        yield handle
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Fixtures for the executor tests: one local Ray cluster per session and a loopback streaming server.
+"""Fixtures for the executor tests: one local Ray cluster and one local process pool per session, and a loopback
+streaming server.
 
 The server is real HTTP on 127.0.0.1 (aiohttp in a background thread) and
 keeps its own books — requests received, streams in flight, the most ever in
@@ -102,6 +103,15 @@ def server(loopback: LoopbackServer) -> LoopbackServer:
     loopback.reset()
     loopback.interval_s = 0.002
     return loopback
+
+
+@pytest.fixture(scope="session")
+def local_pool():
+    """One 2-worker LocalExecutor for the session: its ``spawn`` workers import scoville once, not once per module."""
+    from scoville.executor import LocalExecutor
+
+    with LocalExecutor(max_workers=2) as ex:
+        yield ex
 
 
 @pytest.fixture(scope="session")

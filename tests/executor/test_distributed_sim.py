@@ -33,9 +33,9 @@ def sequential_chain():
 
 
 @pytest.fixture(scope="module")
-def local_points():
-    with LocalExecutor(max_workers=2) as ex:
-        return simulate_points(ex, [BASE], WORKLOAD, POINTS, seed=2)
+def local_points(local_pool):
+    assert isinstance(local_pool, LocalExecutor) and local_pool.max_workers == 2
+    return simulate_points(local_pool, [BASE], WORKLOAD, POINTS, seed=2)
 
 
 def test_fanned_out_points_equal_the_sequential_run(local_points):

@@ -14,10 +14,9 @@ from scoville.executor.ray_executor import check_reachable
 from scoville.load import parse_int_list
 
 
-@pytest.fixture(scope="module")
-def pool():
-    with LocalExecutor(max_workers=2) as ex:
-        yield ex
+@pytest.fixture
+def pool(local_pool):
+    return local_pool   # the session's pool (conftest.py), shared with test_distributed_sim
 
 
 def test_map_is_ordered_and_runs_in_the_pool(pool):
@@ -62,6 +61,7 @@ def test_make_executor_validates_the_flags():
         LocalExecutor(0)
 
 
+@pytest.mark.slow   # a fresh interpreter, so that nothing imported earlier hides an import
 def test_importing_the_executor_never_imports_ray():
     code = ("import sys, scoville.executor, scoville.executor.loadgen; "
             "ex = scoville.executor.make_executor('ray'); print('ray' in sys.modules)")
@@ -81,6 +81,7 @@ def test_an_address_with_no_cluster_fails_in_seconds_with_a_hint():
     check_reachable("auto")  # left to Ray's own discovery
 
 
+@pytest.mark.slow   # a fresh interpreter in which Ray cannot be imported
 def test_without_ray_installed_the_error_says_how_to_install_it():
     code = ("import sys; sys.modules['ray'] = None\n"
             "from scoville.executor import make_executor\n"

@@ -37,6 +37,7 @@ def test_reference_data_documents_its_source_and_token_convention(cal):
     assert len(ref["points"]) == 3 and ref["claims"]["hardware"] == "jalapeno"
 
 
+@pytest.mark.slow   # the calibration bench's nine reference figures, each through the whole layout search
 @pytest.mark.skipif(tables.data_dir() is None, reason="the seeds are fitted with measured kernel tables (scoville[silicon])")
 def test_seed_figures_stay_where_the_fit_put_them(cal):
     rows = cal.errors(cal.reference(), load_framework("trtllm"))

@@ -122,11 +122,16 @@ def test_huge_synthetic_lengths_are_refused():
         resolve_workload(None, isl=10**13, osl=10)
 
 
-def test_trace_info_refuses_a_device_at_once():
+@pytest.mark.timeout(30)   # the bug this guards against read /dev/zero forever
+def test_trace_info_refuses_a_device_at_once(capsys, monkeypatch):
     """`trace-info /dev/zero` read a line that never ends; non-regular files are refused before any read."""
-    p = subprocess.run([sys.executable, "-c", "from scoville.cli import main; main()", "trace-info", "/dev/zero"],
-                       capture_output=True, text=True, timeout=60, env=dict(os.environ, COLUMNS="300"))
-    assert p.returncode == 2 and "not a regular file" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    from scoville.cli import main
+
+    monkeypatch.setenv("COLUMNS", "300")
+    with pytest.raises(SystemExit) as e:
+        main(["trace-info", "/dev/zero"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_pipe_and_an_endless_line_are_refused(tmp_path):
@@ -151,12 +156,16 @@ def test_an_arrival_error_names_a_flag_that_exists(tmp_path):
     assert "--request-rate" not in str(e.value)
 
 
-def test_export_trace_refuses_a_device_and_survives_a_full_disk(tmp_path):
+def test_export_trace_refuses_a_device():
     from scoville.workload.traces import write_scoville_trace
 
     w = resolve_workload("chat-multiturn", seed=1)
     with pytest.raises(TraceError, match="not a regular file"):
         write_scoville_trace(Path("/dev/null"), w.sessions(1))
+
+
+@pytest.mark.slow   # a child process, so that its file-size limit stands in for a full disk
+def test_export_trace_survives_a_full_disk(tmp_path):
     code = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
             "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)); "
             "from scoville.cli import main; main()")
