@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pytest
 import yaml
 
+from scoville.catalog.hardware import load_hardware
 from scoville.load import LoadPoint, arrival_offsets, concurrency_sweep, rate_sweep
 from scoville.metrics import recompute
 from scoville.results.catalog import query
@@ -18,7 +19,6 @@ from scoville.results.schema import table_to_records
 from scoville.results.store import read_manifest, read_point_metrics, read_requests
 from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.driver import point_rows, simulate_point, simulate_run
-from scoville.sim.hardware import load_hardware
 from scoville.workload.spec import RequestSpec, Session
 from scoville.workload.synthetic import scenario
 

@@ -190,8 +190,8 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
         Names are compared as the catalogs resolve them (a YAML path and its ``name`` are one system).
         """
-        from scoville.sim.hardware import load_hardware
-        from scoville.sim.models import load_model
+        from scoville.catalog.hardware import load_hardware
+        from scoville.catalog.models import load_model
 
         given = {"hardware": load_hardware(hardware).name, "model": load_model(model).name,
                  "framework": load_framework(framework).name}
@@ -692,7 +692,7 @@ def base_config(hardware: str, model: str, framework: str, config: SimConfig | N
 
 def resolve_model(runs: list[RunData], model: str | None) -> str:
     """The catalog model (or config.json) the runs measured; runs of different models are an error."""
-    from scoville.sim.models import load_model
+    from scoville.catalog.models import load_model
 
     names = sorted({r.model for r in runs})
     if len(names) > 1:
@@ -719,7 +719,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
     deployment's serving settings (hardware/model/framework here win). Returns the profile and a report of
     every point's error before and after.
     """
-    from scoville.sim.hardware import load_hardware
+    from scoville.catalog.hardware import load_hardware
 
     if not run_dirs:
         raise CalibrationError("give at least one run directory (or run id) to calibrate on; `scoville ls` lists them")
@@ -773,6 +773,6 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
 
 
 def _model_name(model: str) -> str:
-    from scoville.sim.models import load_model
+    from scoville.catalog.models import load_model
 
     return load_model(model).name

@@ -26,8 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from scoville.load import LoadPoint
-from scoville.load_policy import (LocalCounters, PointLoad, Send, Turn, in_flight_cap, lanes, point_sessions,
-                                  request_cap)
+from scoville.load_policy import LocalCounters, PointLoad, Send, Turn, in_flight_cap, lanes, point_sessions, request_cap
 from scoville.metrics import PointContext, point_metrics, recompute
 from scoville.power.sources import DEFAULT_COST_PRESET, default_boundary
 from scoville.results.manifest import base_manifest
@@ -218,7 +217,7 @@ def _model_watts(config: SimConfig, engine: SimEngine, t_start: float, t_end: fl
 def system_and_power(config: SimConfig, power: str, cost_preset: str = DEFAULT_COST_PRESET) -> tuple[dict, dict]:
     """The manifest's ``system`` and ``power`` sections for a simulated deployment (boundaries as a measured
     run's: ``all-in`` covers the rack)."""
-    from scoville.sim.hardware import load_hardware
+    from scoville.catalog.hardware import load_hardware
 
     if power not in POWER_MODES:
         raise SimConfigError(f"unknown --power {power!r}; use one of {', '.join(POWER_MODES)}")
@@ -310,8 +309,8 @@ def simulated_manifest(config: SimConfig, workload: Any, points: list[LoadPoint]
     ``analytic`` (the steady-state estimator's figures, written as the points themselves, with their
     uncertainty bands). ``predictions`` carries each point's estimate and band in either case.
     """
+    from scoville.catalog.models import load_model
     from scoville.metrics import COMPAT_MODES
-    from scoville.sim.models import load_model
 
     if compat not in COMPAT_MODES:   # checked before any work: a run must never end in a traceback
         raise SimConfigError(f"unknown --compat {compat!r}; use one of {', '.join(COMPAT_MODES)}")
@@ -349,7 +348,7 @@ def point_rows(config: SimConfig, workload: Any, points: list[LoadPoint], *, see
     queue, so every later point is dominated by an earlier one of the same config.
     """
     _, power_info = system_and_power(config, power)
-    from scoville.sim.hardware import load_hardware
+    from scoville.catalog.hardware import load_hardware
 
     cost = load_hardware(config.hardware).cost_per_hour.get(DEFAULT_COST_PRESET)
     rows = []
