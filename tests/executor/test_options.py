@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from scoville.errors import UserError
 from scoville.executor import make_executor
-from scoville.executor.options import ExecutorOption, RayAddressOption
+from scoville.cli.executor_options import ExecutorOption, RayAddressOption
 
 
 def _app() -> typer.Typer:

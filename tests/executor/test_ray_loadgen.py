@@ -15,7 +15,7 @@ from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.sweep import Sweep, SweepInterrupted, run_sweep
 from scoville.errors import UserError
-from scoville.executor.loadgen import LOST, RayLoadCoordinator
+from scoville.client.ray_pool import LOST, RayLoadCoordinator
 from scoville.load import LoadPoint, concurrency_sweep, rate_sweep
 from scoville.metrics import run_metrics
 from scoville.power.sources import PowerPlan

@@ -17,12 +17,28 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scoville.cli.point_table import (LOAD_COLUMNS, POINT_COLUMNS, interval_table, invalid_note, points_table,
-                                        print_token_sections)
-from scoville.client.errors import ClientError
-from scoville.client.progress import LiveProgress
-from scoville.power.sources import NO_POWER_BASIS, power_basis_text
-from scoville.results.store import read_journal, read_manifest
+from scoville.cli.executor_options import (
+    ClientWorkersOption,
+    ExecutorOption,
+    RayAddressOption,
+)
+from scoville.cli.point_table import (
+    LOAD_COLUMNS,
+    POINT_COLUMNS,
+    interval_table,
+    invalid_note,
+    points_table,
+    print_token_sections,
+)
+from scoville.cli.search_options import (
+    PredictOption,
+    ProfileOption,
+    SearchMaxOption,
+    SearchOption,
+    SearchRateOption,
+    SearchRepeatsOption,
+    SloOption,
+)
 from scoville.cli.workload_options import (
     IdleGapCapOption,
     MaxSessionsOption,
@@ -35,9 +51,10 @@ from scoville.cli.workload_options import (
     TraceFormatOption,
     TraceOption,
 )
-from scoville.cli.search_options import (PredictOption, ProfileOption, SearchMaxOption, SearchOption,
-                                         SearchRateOption, SearchRepeatsOption, SloOption)
-from scoville.executor.options import ClientWorkersOption, ExecutorOption, RayAddressOption
+from scoville.client.errors import ClientError
+from scoville.client.progress import LiveProgress
+from scoville.power.sources import NO_POWER_BASIS, power_basis_text
+from scoville.results.store import read_journal, read_manifest
 
 if TYPE_CHECKING:
     from scoville.client.sweep import SweepResult

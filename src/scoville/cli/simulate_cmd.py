@@ -34,7 +34,7 @@ from scoville.cli.workload_options import (
     TraceFormatOption,
     TraceOption,
 )
-from scoville.executor.options import ExecutorOption, RayAddressOption
+from scoville.cli.executor_options import ExecutorOption, RayAddressOption
 from scoville.power.sources import manifest_power_basis
 from scoville.results.store import read_manifest, read_point_metrics
 from scoville.sim.config import SimConfig

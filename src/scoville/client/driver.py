@@ -2,7 +2,7 @@
 
 One coroutine, ``drive_point``, runs a point inside one event loop; worker
 processes (``scoville.client.workers``) and Ray client actors
-(``scoville.executor.loadgen``) run the same coroutine with a share of the
+(``scoville.client.ray_pool``) run the same coroutine with a share of the
 lanes or sessions and shared counters, so the request count, the warm-up flags
 and the stop conditions hold across all of them exactly as in one process.
 

@@ -415,7 +415,7 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
 def _point_runner(sweep: Sweep, workers: int) -> Any:
     """What drives each point, started now: Ray client actors, local worker processes, or (None) this process."""
     if sweep.executor == "ray":
-        from scoville.executor.loadgen import RayLoadCoordinator  # imports Ray only when asked
+        from scoville.client.ray_pool import RayLoadCoordinator  # imports Ray only when asked
 
         coordinator = RayLoadCoordinator(sweep.cfg, sweep.workload, workers=sweep.ray_workers,
                                          ray_address=sweep.ray_address)
