@@ -46,7 +46,7 @@ from scoville.power.sources import PowerError, PowerPlan
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import PointOutcome, RequestRecord
 from scoville.results.store import POWER, RunError, RunLock, RunWriter, measured_points, read_journal, read_manifest
-from scoville.workload.scenarios import Workload, fit_context
+from scoville.workload.scenarios import fit_context, workload_from_dict
 
 EXECUTORS = ("local", "ray")
 # Starts the built-in emulator a run recorded (its manifest entry, the API key) for the ``with`` block and
@@ -154,17 +154,6 @@ def load_plan(points: list[LoadPoint], seed: int, workers: int) -> dict[str, Any
 def _workload_dict(workload: Any) -> dict[str, Any]:
     to_dict = getattr(workload, "to_dict", None)
     return to_dict() if to_dict is not None else msgspec.to_builtins(workload)
-
-
-def workload_from_dict(d: dict[str, Any]) -> Workload:
-    """Rebuild the workload a manifest recorded (for --resume)."""
-    if d.get("kind", "synthetic") == "synthetic":
-        from scoville.workload.synthetic import SyntheticWorkload
-
-        return SyntheticWorkload(**d)
-    from scoville.workload.sessions import workload_from_dict as rebuild
-
-    return rebuild(d)
 
 
 def _manifest(sweep: Sweep, workers: int, probe_info: dict[str, Any], command: list[str] | None) -> dict[str, Any]:

@@ -292,8 +292,8 @@ def _load_point(raw: dict[str, Any]) -> LoadPoint:
 
 def read_run(run_dir: Path) -> RunData:
     """A run's measured points with the workload and load point that produced each; one-line errors."""
-    from scoville.client.sweep import workload_from_dict
     from scoville.results.catalog import load_manifest, read_point_rows
+    from scoville.workload.scenarios import workload_from_dict
 
     run_dir = Path(run_dir)
     m = load_manifest(run_dir)
