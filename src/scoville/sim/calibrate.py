@@ -711,18 +711,22 @@ def resolve_model(runs: list[RunData], model: str | None) -> str:
 
 
 def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, framework: str = "vllm",
-              fit_points: list[str] | None = None, *, config: SimConfig | None = None, max_evals: int = 400,
+              fit_points: list[str] | None = None, *, config: SimConfig | Path | None = None, max_evals: int = 400,
               progress: Callable[[int, float], None] | None = None) -> tuple[Profile, CalibrationReport]:
     """Fit kernel_factor and the host costs of ``framework`` on the runs' fit points; predict every point.
 
     ``fit_points``: labels (``c=4``) or ``RUN:LABEL``; None fits on every point. ``config``: the measured
-    deployment's serving settings (hardware/model/framework here win). Returns the profile and a report of
-    every point's error before and after.
+    deployment's serving settings, or the SimConfig file holding them (hardware/model/framework here win).
+    Returns the profile and a report of every point's error before and after.
     """
     from scoville.catalog.hardware import load_hardware
 
     if not run_dirs:
         raise CalibrationError("give at least one run directory (or run id) to calibrate on; `scoville ls` lists them")
+    if isinstance(config, Path):
+        # the file gives the serving settings only (base_config sets hardware, model and framework), so a model
+        # it does not name is a placeholder until the runs say which
+        config = SimConfig.from_file(config, hardware=hardware, model=model or "from-runs")
     hw = load_hardware(hardware)
     prior = load_framework(framework)
     runs = [read_run(Path(d)) for d in run_dirs]
