@@ -37,9 +37,7 @@ def imports() -> tuple[tuple[str, str, bool], ...]:
     """(importer, imported, lazy) for every scoville import in the source tree (parsed once per session)."""
     edges: list[tuple[str, str, bool]] = []
     for path in SRC.rglob("*.py"):
-        importer = _module(path)
-
-        def walk(node: ast.AST, lazy: bool) -> None:
+        def walk(node: ast.AST, lazy: bool, importer: str) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
                     continue                                    # annotations only, never executed
@@ -49,9 +47,9 @@ def imports() -> tuple[tuple[str, str, bool], ...]:
                     edges.append((importer, child.module or "", inner))
                 elif isinstance(child, ast.Import):
                     edges.extend((importer, a.name, inner) for a in child.names if a.name.startswith("scoville"))
-                walk(child, inner)
+                walk(child, inner, importer)
 
-        walk(ast.parse(path.read_text()), False)
+        walk(ast.parse(path.read_text()), False, _module(path))
     return tuple(edges)
 
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Iterable
-from typing import Any, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
 
 import aiohttp
 
-from scoville.client.config import ClientConfig
 from scoville.client import fastpath
+from scoville.client.config import ClientConfig
 from scoville.client.fastpath import KEEPALIVE_IDLE_S, FastHTTP
 from scoville.client.request import Prompts, send_request, send_request_fast
 from scoville.load import LoadPoint
