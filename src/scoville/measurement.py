@@ -143,7 +143,6 @@ def sweep(spec: SweepSpec, *, observer: Observer | None = None, command: list[st
         return run_sweep(run, spec.runs, observer=observer, command=command)
 
 
-
 @contextlib.contextmanager
 def _restart_emulator(recorded: dict[str, Any], api_key: str | None) -> Iterator[str]:
     """The emulator a run measured (its manifest's ``target.emulator``), started afresh on a free port."""
@@ -154,7 +153,7 @@ def _restart_emulator(recorded: dict[str, Any], api_key: str | None) -> Iterator
 
 
 def resume_run(run: str | Path, *, runs: Path = Path("runs"), url: str | None = None, api_key: str | None = None,
-           observer: Observer | None = None) -> SweepResult:
+               observer: Observer | None = None) -> SweepResult:
     """Continue the interrupted or killed run ``run`` (a path, an id under ``runs``, or ``latest``), redoing the
     points that measured nothing; a run of the built-in emulator gets a fresh one unless ``url`` is given."""
     from scoville.client.sweep import resume_sweep
