@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 POWER_MODES = ("rated", "all-in", "model")
 
+
 def system_and_power(config: SimConfig, power: str, cost_preset: str = DEFAULT_COST_PRESET) -> tuple[dict, dict]:
     """The manifest's ``system`` and ``power`` sections for a simulated deployment (boundaries as a measured
     run's: ``all-in`` covers the rack)."""
