@@ -24,7 +24,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from scoville.client.config import ClientConfig  # noqa: E402
-from scoville.client.sweep import Sweep, emulator_target, run_sweep  # noqa: E402
+from scoville.client.sweep import Sweep, run_sweep  # noqa: E402
+from scoville.emulator.launch import spawn_emulator  # noqa: E402
 from scoville.load import LoadPoint  # noqa: E402
 from scoville.power.sources import plan_power  # noqa: E402
 from scoville.results.store import read_requests  # noqa: E402
@@ -63,7 +64,7 @@ def measure(workload: Any, args: argparse.Namespace, prefix_caching: bool, runs:
     workload = FirstSessions(workload, args.sessions)
     n_requests = sum(len(s.requests) for s in workload.sessions(args.sessions))
     point = LoadPoint(index=0, concurrency=args.concurrency, num_requests=n_requests, warmup_requests=0)
-    with emulator_target(args.hardware, args.model, config) as handle:
+    with spawn_emulator(args.hardware, args.model, config) as handle:
         cfg = ClientConfig(base_url=handle.base_url, model=handle.model, api="completions", timeout_s=600.0)
         plan = plan_power("none", hardware=None, accelerators=1, rated_watts=None, csv_path=None, boundary="chip")
         sweep = Sweep(cfg=cfg, workload=workload, points=[point], power=plan,

@@ -5,7 +5,7 @@ each request with ``--osl`` one-token SSE events, written ``--batch`` events
 per socket write so that the server costs little and the clients' receive and
 parse path is what is measured. The same closed-loop point is then driven by
 a local Ray cluster with 1 and with 2 client workers (the sweep ``scoville sweep
---executor ray`` runs: ``client.sweep.run_sweep`` through ``scoville.executor.loadgen``,
+--executor ray`` runs: ``client.sweep.run_sweep`` through ``scoville.client.ray_pool``,
 the real client code in each worker); the figures come from the run
 directories it wrote: received chunks / measured window.
 

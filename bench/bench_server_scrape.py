@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from scoville.client import scrape  # noqa: E402
 from scoville.client.config import ClientConfig  # noqa: E402
-from scoville.client.sweep import Sweep, emulator_target, run_sweep  # noqa: E402
+from scoville.client.sweep import Sweep, run_sweep  # noqa: E402
+from scoville.emulator.launch import spawn_emulator  # noqa: E402
 from scoville.load import concurrency_sweep  # noqa: E402
 from scoville.power.sources import plan_power, system_info  # noqa: E402
 from scoville.results.store import read_point_metrics  # noqa: E402
@@ -97,7 +98,7 @@ def main() -> None:
     import scoville.client.sweep as sweep_mod
 
     sweep_mod.Scraper = CountingScraper  # type: ignore[misc]
-    with emulator_target("h200", "llama-3.1-8b") as handle, tempfile.TemporaryDirectory() as tmp:
+    with spawn_emulator("h200", "llama-3.1-8b") as handle, tempfile.TemporaryDirectory() as tmp:
         print(f"emulator h200/llama-3.1-8b; c={args.concurrency}, {args.concurrency * args.per_stream} requests "
               f"of {args.isl}/{args.osl} tokens per run, scrape interval {args.interval:g} s")
         print(f"{'scraping':>9} {'wall s':>7} {'client CPU s':>13} {'scraper CPU s':>14} {'scrapes':>8} "

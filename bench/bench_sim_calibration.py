@@ -31,9 +31,9 @@ import msgspec
 import numpy as np
 import yaml
 
+from scoville.catalog.hardware import load_hardware
 from scoville.sim.config import SimConfig
 from scoville.sim.frameworks import FrameworkCosts, load_framework, overridden
-from scoville.sim.hardware import load_hardware
 from scoville.sim.search import SearchSpace, search
 
 FIT_KEYS = ("kernel_scale", "step_overhead_us", "seq_overhead_us")

@@ -46,10 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from validation_data import SiliconRow, load_silicon  # noqa: E402
 
+from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
-from scoville.sim.hardware import load_hardware  # noqa: E402
 from scoville.sim.search import SearchSpace, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import resolve_kv_dtype  # noqa: E402

@@ -34,8 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_sim_calibration as cal  # noqa: E402  (shares the default search and its yardsticks)
 
+from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.sim.frameworks import load_framework  # noqa: E402
-from scoville.sim.hardware import load_hardware  # noqa: E402
 
 ISL, OSL = 8192, 1024
 AIC_SYSTEMS = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "b300": "b300_sxm", "gb200": "gb200",

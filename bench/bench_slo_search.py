@@ -28,7 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from scoville.client.config import ClientConfig  # noqa: E402
-from scoville.client.sweep import Sweep, emulator_target, run_sweep  # noqa: E402
+from scoville.client.sweep import Sweep, run_sweep  # noqa: E402
+from scoville.emulator.launch import spawn_emulator  # noqa: E402
 from scoville.power.sources import plan_power, system_info  # noqa: E402
 from scoville.results.store import read_manifest  # noqa: E402
 from scoville.search_plan import build_search  # noqa: E402
@@ -67,7 +68,7 @@ def main() -> None:
     print(f"SLO {args.slo}; emulator {HW}/{MODEL}; {args.requests_per_concurrency}·C requests a point "
           f"after 2·C warm-up; runs in {runs}")
     totals = {"blind": [0, 0, 0.0], "seeded": [0, 0, 0.0]}      # points, loads, accelerator-min
-    with emulator_target(HW, MODEL) as handle:
+    with spawn_emulator(HW, MODEL) as handle:
         for trial in range(args.trials):
             out = {}
             for name, predict, seed in (("blind", None, 101 + trial), ("seeded", f"{HW}/{MODEL}", 202 + trial)):

@@ -4,11 +4,12 @@ Read from the source with ``ast`` (nothing is imported): every ``import scoville
 marked lazy when it sits inside a function. The rules a new import must not break:
 
 * the library never imports the CLI (the CLI is a shell over it, and the Python API calls the library);
-* the foundations (workloads, load plans and the load policy, run schema and storage, specs, statistics, SLOs)
-  import nothing that measures, simulates, emulates, analyses or reports;
+* the foundations (workloads, load plans and the load policy, run schema and storage, specs, statistics, SLOs,
+  the hardware and model catalogs) import nothing that measures, simulates, emulates, analyses or reports;
 * analysis and reporting read runs only: no client, simulator, emulator or executor;
-* no two packages import each other at module level (an import cycle that breaks ``import``);
-* the lazy cycles that remain are listed and may only shrink.
+* the measuring client imports neither the simulator nor the emulator (it is given a URL, or a way to start one);
+* the executor runs work it is handed and imports none of the client, simulator or emulator;
+* no two packages reach each other, through module-level or lazy (function-level) imports alike.
 """
 
 from __future__ import annotations
@@ -20,16 +21,10 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 FOUNDATIONS = ("scoville.workload", "scoville.load", "scoville.load_policy", "scoville.errors", "scoville.spec",
-               "scoville.numbers", "scoville.slo", "scoville.stats", "scoville.results")
+               "scoville.numbers", "scoville.slo", "scoville.stats", "scoville.summary", "scoville.results",
+               "scoville.catalog")
 UPPER = ("scoville.client", "scoville.sim", "scoville.emulator", "scoville.executor", "scoville.reporting",
          "scoville.analysis", "scoville.cli")
-# Packages that reach each other through lazy (function-level) imports today: the measuring client, the executor,
-# the simulator, the emulator and power (the hardware catalog lives in sim; the sweep starts the emulator; sim
-# and the executor fan points out to each other), and token_metrics, which metrics calls. Each pair is a place
-# to cut (docs/architecture.md); the set may only shrink.
-_MEASURING = ("client", "emulator", "executor", "power", "sim")
-KNOWN_LAZY_CYCLES = {frozenset({a, b}) for i, a in enumerate(_MEASURING) for b in _MEASURING[i + 1:]} | {
-    frozenset({"metrics", "token_metrics"})}
 
 
 def _module(path: Path) -> str:
@@ -42,9 +37,7 @@ def imports() -> tuple[tuple[str, str, bool], ...]:
     """(importer, imported, lazy) for every scoville import in the source tree (parsed once per session)."""
     edges: list[tuple[str, str, bool]] = []
     for path in SRC.rglob("*.py"):
-        importer = _module(path)
-
-        def walk(node: ast.AST, lazy: bool) -> None:
+        def walk(node: ast.AST, lazy: bool, importer: str) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
                     continue                                    # annotations only, never executed
@@ -54,9 +47,9 @@ def imports() -> tuple[tuple[str, str, bool], ...]:
                     edges.append((importer, child.module or "", inner))
                 elif isinstance(child, ast.Import):
                     edges.extend((importer, a.name, inner) for a in child.names if a.name.startswith("scoville"))
-                walk(child, inner)
+                walk(child, inner, importer)
 
-        walk(ast.parse(path.read_text()), False)
+        walk(ast.parse(path.read_text()), False, _module(path))
     return tuple(edges)
 
 
@@ -98,14 +91,20 @@ def test_analysis_and_reporting_read_runs_only():
             if _in(a, ("scoville.analysis", "scoville.reporting")) and _in(b, measuring)] == []
 
 
-def test_no_package_import_cycle_at_module_level_and_no_new_lazy_one():
-    top: dict[str, set[str]] = defaultdict(set)
-    every: dict[str, set[str]] = defaultdict(set)
-    for a, b, lazy in imports():
+def test_the_measuring_client_never_imports_the_simulator_or_the_emulator():
+    assert [(a, b) for a, b, _ in imports()
+            if _in(a, ("scoville.client",)) and _in(b, ("scoville.sim", "scoville.emulator"))] == []
+
+
+def test_the_executor_imports_none_of_the_work_it_runs():
+    assert [(a, b) for a, b, _ in imports() if _in(a, ("scoville.executor",))
+            and _in(b, ("scoville.client", "scoville.sim", "scoville.emulator"))] == []
+
+
+def test_no_two_packages_import_each_other_lazily_or_not():
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b, _ in imports():
         pa, pb = _package(a), _package(b)
         if pa != pb and pb != "scoville":
-            every[pa].add(pb)
-            if not lazy:
-                top[pa].add(pb)
-    assert _cycles(top) == set()
-    assert _cycles(every) <= KNOWN_LAZY_CYCLES, _cycles(every) - KNOWN_LAZY_CYCLES
+            graph[pa].add(pb)
+    assert _cycles(graph) == set()

@@ -2,17 +2,21 @@
 
 ``SweepSpec`` is the commands' options (``scoville sweep --help`` lists the same names); ``sweep`` applies the
 defaults a user relies on (no ``url``: the built-in emulator, its system and a 1024/128 workload; a URL: 1k1k;
-the power basis and price from the catalog), builds the load plan or the SLO search, and measures. The CLI
-only builds the spec, shows progress and prints; notebooks and services call the same function.
+the power basis and price from the catalog), builds the load plan or the SLO search, and measures; ``resume_run``
+continues an interrupted run. The CLI only builds the spec, shows progress and prints; notebooks and services
+call the same functions.
+
+Starting the built-in emulator is this layer's job: the measuring client (``scoville.client``) is handed a URL,
+or for a resumed run a way to start one, and never imports the emulator.
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -76,7 +80,8 @@ def sweep(spec: SweepSpec, *, observer: Observer | None = None, command: list[st
     # the measuring stack (aiohttp, the catalog) loads only when a sweep runs
     from scoville.client.config import ClientConfig
     from scoville.client.errors import ClientError
-    from scoville.client.sweep import Sweep, check_options, emulator_target, run_sweep
+    from scoville.client.sweep import Sweep, check_options, run_sweep
+    from scoville.emulator.launch import spawn_emulator
     from scoville.power.sources import cost_per_hour, plan_power, system_info
     from scoville.search_plan import build_search
 
@@ -94,7 +99,7 @@ def sweep(spec: SweepSpec, *, observer: Observer | None = None, command: list[st
             hw, mdl = hardware or EMULATOR_DEFAULTS["hardware"], spec.model or EMULATOR_DEFAULTS["model"]
             if on_info is not None:
                 on_info(f"no --url: measuring the built-in emulator ({hw}, {mdl})")
-            handle = stack.enter_context(emulator_target(hw, mdl, None, spec.api_key))
+            handle = stack.enter_context(spawn_emulator(hw, mdl, api_key=spec.api_key))
             target_url, model_name = handle.base_url, handle.model
             system_defaults = dict(getattr(handle, "system", {}) or {})
             emulator = {"hardware": hw, "model": mdl, "config": getattr(handle, "config", None)}
@@ -137,3 +142,22 @@ def sweep(spec: SweepSpec, *, observer: Observer | None = None, command: list[st
                     scrape_interval=spec.scrape_interval, plan=search_plan, slo=per_request)
         return run_sweep(run, spec.runs, observer=observer, command=command)
 
+
+@contextlib.contextmanager
+def _restart_emulator(recorded: dict[str, Any], api_key: str | None) -> Iterator[str]:
+    """The emulator a run measured (its manifest's ``target.emulator``), started afresh on a free port."""
+    from scoville.emulator.launch import spawn_emulator
+
+    with spawn_emulator(recorded["hardware"], recorded["model"], recorded.get("config"), api_key=api_key) as handle:
+        yield handle.base_url
+
+
+def resume_run(run: str | Path, *, runs: Path = Path("runs"), url: str | None = None, api_key: str | None = None,
+               observer: Observer | None = None) -> SweepResult:
+    """Continue the interrupted or killed run ``run`` (a path, an id under ``runs``, or ``latest``), redoing the
+    points that measured nothing; a run of the built-in emulator gets a fresh one unless ``url`` is given."""
+    from scoville.client.sweep import resume_sweep
+    from scoville.results.catalog import resolve_run
+
+    return resume_sweep(resolve_run(runs, str(run)), api_key=api_key, base_url=url, observer=observer,
+                        start_emulator=_restart_emulator)

@@ -35,10 +35,9 @@ from scoville.results.server_store import read_server_metrics
 from scoville.results.store import RunError, read_manifest, read_power, read_requests, write_point_metrics
 from scoville.server_metrics import point_server_columns
 from scoville.stats import request_intervals
+from scoville.summary import summarize
 from scoville.token_metrics import token_metrics
 from scoville.validity import point_validity
-
-PERCENTILES = {"median": 50, "p90": 90, "p99": 99}
 
 
 @dataclass(frozen=True)
@@ -53,15 +52,6 @@ class PointContext:
     concurrency: int | None = None
     compat: str = "inferencex"
     slo: dict[str, float] = field(default_factory=dict)  # ttft_s, tpot_s, e2e_s maxima
-
-
-def summarize(values: np.ndarray, prefix: str) -> dict[str, float | None]:
-    """mean, median, p90, p99 of a distribution (None when empty)."""
-    values = values[np.isfinite(values)] if values.size else values
-    out: dict[str, float | None] = {f"{prefix}_mean": float(values.mean()) if values.size else None}
-    for name, q in PERCENTILES.items():
-        out[f"{prefix}_{name}"] = float(np.percentile(values, q)) if values.size else None
-    return out
 
 
 def mean_power_w(power: pa.Table, t_start: float, t_end: float) -> tuple[float | None, float | None]:

@@ -33,8 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scoville.latency import request_tpot
-from scoville.metrics import cache_hit_rate, summarize
+from scoville.metrics import cache_hit_rate
 from scoville.results.store import read_manifest, read_requests
+from scoville.summary import summarize
 
 
 def _col(table: pa.Table, name: str) -> np.ndarray:

@@ -81,7 +81,7 @@ def parse_mtp(value: str | None) -> tuple[str, SpeculativeConfig | None]:
 
 def resolve_kv_dtype(value: str | None, hardware: str) -> str:
     """``kv_dtype="auto"``: FP8 where the chip has FP8 math (what InferenceX's recipes run), else BF16."""
-    from scoville.sim.hardware import load_hardware
+    from scoville.catalog.hardware import load_hardware
 
     v = (value or "auto").lower()
     if v == "auto":

@@ -4,7 +4,7 @@ An SLO is a comma-separated list of limits, in two forms that mix freely:
 
 * **statistic limits**, ``METRIC_STAT=LIMIT`` (``ttft_p90=2s``, ``tpot_p90=50ms``, ``e2e_p99=10s``,
   ``itl_median=20ms``, ``ttft_mean=1``): a load point meets one when that statistic of its metrics row
-  (``ttft_s_p90``, the column ``scoville.metrics.summarize`` writes) is at most the limit. METRIC is
+  (``ttft_s_p90``, the column ``scoville.summary.summarize`` writes) is at most the limit. METRIC is
   ttft, tpot, e2e or itl; STAT is one the rows carry: mean, median, p90, p99.
 * **per-request limits**, ``METRIC_s=SECONDS`` (``ttft_s=2``, the older form): a request is good when
   its own TTFT, TPOT or E2E is at most the limit; goodput counts good requests per second.

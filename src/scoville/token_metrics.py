@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from scoville.summary import summarize
+
 
 def _floats(table: pa.Table, name: str) -> np.ndarray | None:
     """A column as float64 with NaN for nulls; None when the records predate it (schema < 3)."""
@@ -30,8 +32,6 @@ def _floats(table: pa.Table, name: str) -> np.ndarray | None:
 
 def reasoning_metrics(ok: pa.Table) -> dict[str, Any]:
     """TTFOT and the reasoning/answer split of successful requests; {} when none reasoned."""
-    from scoville.metrics import summarize  # metrics imports this module
-
     reasoning = _floats(ok, "reasoning_tokens")
     first_content = _floats(ok, "t_first_content")
     if reasoning is None or first_content is None or not np.any(reasoning > 0):

@@ -58,6 +58,15 @@ def test_contender_frontier_ending_early_reads_beyond_reach(seed_runs):
     assert c.unit == "tok/s/accelerator"
 
 
+def test_per_is_read_in_any_case_as_the_cli_and_the_api_both_pass_it(seed_runs):
+    _, base, cont = seed_runs
+    systems = load_systems([[base], [cont]])
+    assert compare(systems, per="KW").per == compare(systems, per="kw").per == "kW"
+    assert compare(systems, per="Accelerator").unit == "tok/s/accelerator"
+    with pytest.raises(UserError, match="--per 'watt': use one of kW, accelerator, dollar"):
+        compare(systems, per="watt")
+
+
 def test_json_output_is_complete_and_serialisable(seed_runs):
     _, base, cont = seed_runs
     data = json.loads(json.dumps(compare(load_systems([[base], [cont]]), ["auto", 100.0]).to_dict()))

@@ -100,8 +100,10 @@ def test_negative_spin_horizon_is_refused_in_one_line(capsys):
 
 def test_resuming_an_emulator_run_records_the_new_emulators_url(emu, tmp_path):
     from scoville.client.config import ClientConfig
+    from scoville.client.errors import ClientError
     from scoville.client.sweep import Sweep, load_plan, resume_sweep, run_sweep
     from scoville.load import concurrency_sweep
+    from scoville.measurement import resume_run
     from scoville.power.sources import plan_power
     from scoville.results.store import read_manifest
     from scoville.workload.synthetic import scenario
@@ -114,7 +116,9 @@ def test_resuming_an_emulator_run_records_the_new_emulators_url(emu, tmp_path):
     manifest = read_manifest(run)
     manifest.update(load_plan=load_plan(points, 0, 1), status="running")  # as if killed before point 1
     (run / "manifest.json").write_text(json.dumps(manifest))
-    result = resume_sweep(run)  # no --url: a fresh emulator, on another port
+    with pytest.raises(ClientError, match="measured the built-in emulator; give the URL"):
+        resume_sweep(run)  # the client cannot start an emulator itself
+    result = resume_run(run)  # no --url: a fresh emulator, on another port
     target = read_manifest(run)["target"]
     assert result.status == "complete" and target["base_url"] != emu.base_url
     assert target["endpoint"] == target["base_url"] + "/v1/completions"

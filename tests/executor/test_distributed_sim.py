@@ -10,11 +10,11 @@ import pyarrow.compute as pc
 import pytest
 
 from scoville.executor import LocalExecutor, make_executor
-from scoville.executor.sim import shift_times, simulate_points
 from scoville.load import concurrency_sweep
 from scoville.metrics import PointContext, point_metrics
 from scoville.sim.config import SimConfig
-from scoville.sim.driver import POINT_GAP_S, simulate_point
+from scoville.sim.fanout import shift_times, simulate_points
+from scoville.sim.point import POINT_GAP_S, simulate_point
 from scoville.workload.synthetic import SyntheticWorkload
 
 BASE = SimConfig(hardware="h200", model="llama-3.1-8b")

@@ -63,7 +63,7 @@ def test_make_executor_validates_the_flags():
 
 @pytest.mark.slow   # a fresh interpreter, so that nothing imported earlier hides an import
 def test_importing_the_executor_never_imports_ray():
-    code = ("import sys, scoville.executor, scoville.executor.loadgen; "
+    code = ("import sys, scoville.executor, scoville.client.ray_pool; "
             "ex = scoville.executor.make_executor('ray'); print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import typer
 from typer.testing import CliRunner
 
+from scoville.cli.executor_options import ExecutorOption, RayAddressOption
 from scoville.errors import UserError
 from scoville.executor import make_executor
-from scoville.executor.options import ExecutorOption, RayAddressOption
 
 
 def _app() -> typer.Typer:

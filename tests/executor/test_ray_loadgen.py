@@ -13,15 +13,21 @@ import pytest
 
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
+from scoville.client.ray_pool import LOST, RayLoadCoordinator
 from scoville.client.sweep import Sweep, SweepInterrupted, run_sweep
 from scoville.errors import UserError
-from scoville.executor.loadgen import LOST, RayLoadCoordinator
 from scoville.load import LoadPoint, concurrency_sweep, rate_sweep
 from scoville.metrics import run_metrics
 from scoville.power.sources import PowerPlan
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import RequestRecord
-from scoville.results.store import RunWriter, read_journal, read_manifest, read_point_metrics, read_requests
+from scoville.results.store import (
+    RunWriter,
+    read_journal,
+    read_manifest,
+    read_point_metrics,
+    read_requests,
+)
 from scoville.workload.synthetic import SyntheticWorkload
 
 pytestmark = pytest.mark.ray

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import yaml
 
+from scoville.catalog.hardware import load_hardware
+from scoville.catalog.models import load_model
 from scoville.errors import UserError
 from scoville.sim.cost import COMPONENTS, Parallel, StepCost
 from scoville.sim.frameworks import load_framework
-from scoville.sim.hardware import load_hardware
 from scoville.sim.kernels import tables
-from scoville.sim.models import load_model
 
 DATASHEET = """
 vendor: test
@@ -167,8 +167,8 @@ def test_measured_tables_price_covered_shapes_and_say_so():
     # a GEMM on a measured grid shape is the fastest measured kernel for it
     m, n, k, t = tables.KernelTables("b200_sxm", "sglang").gemm("bfloat16")
     i, j, l = int(np.searchsorted(m, 64)), int(np.searchsorted(n, 7168)), int(np.searchsorted(k, 7168))
-    from scoville.sim.kernels.ops import _interp_nk
     from scoville.sim.kernels.curve import Curve
+    from scoville.sim.kernels.ops import _interp_nk
     assert Curve(m, _interp_nk(n, k, t, 7168, 7168))(64.0) == pytest.approx(t[i, j, l])
 
 

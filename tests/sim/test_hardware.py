@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from scoville.catalog.hardware import list_hardware, load_hardware
 from scoville.errors import UserError
-from scoville.sim.hardware import list_hardware, load_hardware
 
 SHIPPED = ["b200", "b300", "gb200", "gb300", "h100", "h200", "jalapeno", "mi355x"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from scoville.catalog.models import list_models, load_model
 from scoville.errors import UserError
-from scoville.sim.models import list_models, load_model
 
 
 @pytest.mark.parametrize(
@@ -109,8 +109,8 @@ def test_zero_sized_config_field_is_a_user_error_not_a_division_traceback(tmp_pa
 def test_a_bad_shape_field_is_one_line_naming_it(tmp_path, field, value):
     import json as _json
 
+    from scoville.catalog.models import load_model as _load
     from scoville.errors import UserError
-    from scoville.sim.models import load_model as _load
 
     cfg = _json.loads((Path(__file__).resolve().parents[2] / "src/scoville/data/models/llama-3.1-8b.json").read_text())
     cfg[field] = value

@@ -11,14 +11,15 @@ import pyarrow.compute as pc
 import pytest
 import yaml
 
+from scoville.catalog.hardware import load_hardware
 from scoville.load import LoadPoint, arrival_offsets, concurrency_sweep, rate_sweep
 from scoville.metrics import recompute
 from scoville.results.catalog import query
 from scoville.results.schema import table_to_records
 from scoville.results.store import read_manifest, read_point_metrics, read_requests
 from scoville.sim.config import SimConfig, SimConfigError
-from scoville.sim.driver import point_rows, simulate_point, simulate_run
-from scoville.sim.hardware import load_hardware
+from scoville.sim.driver import point_rows, simulate_run
+from scoville.sim.point import simulate_point
 from scoville.workload.spec import RequestSpec, Session
 from scoville.workload.synthetic import scenario
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from scoville.errors import UserError
 from scoville.results.store import read_manifest, read_point_metrics
 from scoville.sim.config import SimConfig
-from scoville.sim.search import (MTP_ACCEPTANCE, SearchSpace, draft_options, instance_layouts, pareto, search)
+from scoville.sim.search import MTP_ACCEPTANCE, SearchSpace, draft_options, instance_layouts, pareto, search
 from scoville.sim.steady import estimate
 
 BASE = SimConfig(hardware="h200", model="llama-3.1-8b", kv_dtype="fp8")
@@ -61,7 +61,7 @@ def test_layouts_include_wide_ep_across_nvl72_and_multi_node_hopper():
 
 
 def test_mtp_is_searched_only_where_the_model_has_mtp_heads():
-    from scoville.sim.models import load_model
+    from scoville.catalog.models import load_model
 
     ds = draft_options(SimConfig(hardware="gb300", model="deepseek-r1"), load_model("deepseek-r1"), SearchSpace())
     assert ds[0] is None and [d.num_draft_tokens for d in ds[1:]] == list(MTP_ACCEPTANCE)

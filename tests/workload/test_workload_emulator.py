@@ -3,7 +3,8 @@
 import pytest
 
 from scoville.client.config import ClientConfig
-from scoville.client.sweep import Sweep, emulator_target, run_sweep
+from scoville.client.sweep import Sweep, run_sweep
+from scoville.emulator.launch import spawn_emulator
 from scoville.load import LoadPoint
 from scoville.power.sources import plan_power
 from scoville.results.store import read_requests
@@ -17,7 +18,7 @@ def test_measured_hits_equal_the_previous_prompts_full_blocks(tmp_path):
     sessions = list(w.sessions(2))
     # Two lanes, one session each: six requests run both sessions to their end.
     point = LoadPoint(index=0, concurrency=2, num_requests=6, warmup_requests=0)
-    with emulator_target("h200", "llama-3.1-8b", {"enable_prefix_caching": True, "block_size": 16}) as handle:
+    with spawn_emulator("h200", "llama-3.1-8b", {"enable_prefix_caching": True, "block_size": 16}) as handle:
         cfg = ClientConfig(base_url=handle.base_url, model=handle.model, api="completions", timeout_s=120.0)
         plan = plan_power("none", hardware=None, accelerators=1, rated_watts=None, csv_path=None, boundary="chip")
         sweep = Sweep(cfg=cfg, workload=w, points=[point], power=plan, system=dict(handle.system),

@@ -6,7 +6,7 @@ from pathlib import Path
 from scoville.load import LoadPoint
 from scoville.session_metrics import session_metrics, turn_metrics
 from scoville.sim.config import SimConfig
-from scoville.sim.driver import simulate_point
+from scoville.sim.point import simulate_point
 from scoville.workload.scenarios import resolve_workload
 from scoville.workload.sessions import agentic_coding, fixed
 

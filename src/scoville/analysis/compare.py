@@ -44,6 +44,14 @@ INTERVAL_METHOD = ("95% percentile bootstrap (over requests within a point, or o
                    "not distinguishable")
 
 
+def normalise_per(per: str) -> str:
+    """``per`` as ``PER_CHOICES`` spells it, whatever its case (``kw``, ``KW`` and ``kW`` are one choice)."""
+    for choice in PER_CHOICES:
+        if per.lower() == choice.lower():
+            return choice
+    raise UserError(f"--per {per!r}: use one of {', '.join(PER_CHOICES)}")
+
+
 def y_metric(per: str, metric: str = "total") -> str:
     """Metrics column of the throughput normalised ``per`` kW / accelerator / dollar."""
     if per not in PER_CHOICES:
@@ -401,6 +409,7 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("common",), 
     """Compare systems (the first is the baseline) on peaks and at the requested interactivities."""
     if not systems:
         raise UserError("compare needs at least one run")
+    per = normalise_per(per)
     y = y_metric(per, metric)
     _check_normalisation(systems, per, y)
     results = []

@@ -109,20 +109,13 @@ def register(app: typer.Typer) -> None:
         runs: Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")] = Path("runs"),
     ) -> None:
         """Fit kernel_factor and the serving stack's host costs on measured runs; write a versioned profile."""
-        from scoville.sim.config import SimConfig
-
-        if not run_refs:
-            raise UserError("give at least one run (a path, a run id or 'latest'); `scoville ls` lists them")
         dirs = [resolve_run(runs, r) for r in run_refs]
-        # hardware, model and framework always come from the options and the runs (calibrate sets them on the
-        # config); the file gives the serving settings, so a model it lacks is only a placeholder here
-        cfg = SimConfig.from_file(config, hardware=hardware, model=model or "from-runs") if config is not None else None
         with err_console.status("calibrating…") as status:
             def progress(n: int, best: float) -> None:
                 status.update(f"calibrating: {n} simulations, best loss {best:.4g}")
 
             profile, report = calibrate(dirs, hardware, model=model, framework=framework,
-                                        fit_points=parse_labels(fit_points), config=cfg, max_evals=max_evals,
+                                        fit_points=parse_labels(fit_points), config=config, max_evals=max_evals,
                                         progress=progress)
         path = profile.write(output)
         console.print(errors_table(report))

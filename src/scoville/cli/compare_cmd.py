@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scoville.analysis.compare import PER_CHOICES, compare, parse_interactivities
+from scoville.analysis.compare import compare, parse_interactivities
 from scoville.analysis.runs import load_systems
 from scoville.cli.runs_cmd import warnings_as_lines
 from scoville.errors import UserError
@@ -47,13 +47,6 @@ def resolve_groups(runs_root: Path, refs: list[str]) -> list[list[Path]]:
     return groups
 
 
-def normalise_per(per: str) -> str:
-    for choice in PER_CHOICES:
-        if per.lower() == choice.lower():
-            return choice
-    raise UserError(f"--per {per!r}: use one of {', '.join(PER_CHOICES)}")
-
-
 def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare_cmd(
@@ -72,7 +65,7 @@ def register(app: typer.Typer) -> None:
         at = parse_interactivities(at_interactivity)
         with warnings_as_lines():
             systems = load_systems(resolve_groups(runs, run_refs))
-        result = compare(systems, at, per=normalise_per(per), metric=metric)
+        result = compare(systems, at, per=per, metric=metric)
         if json_out:
             print(json.dumps(result.to_dict(), indent=2))
             return

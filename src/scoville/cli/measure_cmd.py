@@ -17,12 +17,28 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scoville.cli.point_table import (LOAD_COLUMNS, POINT_COLUMNS, interval_table, invalid_note, points_table,
-                                        print_token_sections)
-from scoville.client.errors import ClientError
-from scoville.client.progress import LiveProgress
-from scoville.power.sources import NO_POWER_BASIS, power_basis_text
-from scoville.results.store import read_journal, read_manifest
+from scoville.cli.executor_options import (
+    ClientWorkersOption,
+    ExecutorOption,
+    RayAddressOption,
+)
+from scoville.cli.point_table import (
+    LOAD_COLUMNS,
+    POINT_COLUMNS,
+    interval_table,
+    invalid_note,
+    points_table,
+    print_token_sections,
+)
+from scoville.cli.search_options import (
+    PredictOption,
+    ProfileOption,
+    SearchMaxOption,
+    SearchOption,
+    SearchRateOption,
+    SearchRepeatsOption,
+    SloOption,
+)
 from scoville.cli.workload_options import (
     IdleGapCapOption,
     MaxSessionsOption,
@@ -35,9 +51,10 @@ from scoville.cli.workload_options import (
     TraceFormatOption,
     TraceOption,
 )
-from scoville.cli.search_options import (PredictOption, ProfileOption, SearchMaxOption, SearchOption,
-                                         SearchRateOption, SearchRepeatsOption, SloOption)
-from scoville.executor.options import ClientWorkersOption, ExecutorOption, RayAddressOption
+from scoville.client.errors import ClientError
+from scoville.client.progress import LiveProgress
+from scoville.power.sources import NO_POWER_BASIS, power_basis_text
+from scoville.results.store import read_journal, read_manifest
 
 if TYPE_CHECKING:
     from scoville.client.sweep import SweepResult
@@ -230,19 +247,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Measure a latency-throughput curve: closed-loop concurrency or open-loop rate points."""
         # the measuring stack (aiohttp, the catalog) loads only when a sweep runs: `sweep --help` stays fast
-        from scoville.client.sweep import SweepInterrupted, resume_hint, resume_sweep
-        from scoville.measurement import SweepSpec
+        from scoville.client.sweep import SweepInterrupted, resume_hint
+        from scoville.measurement import SweepSpec, resume_run
         from scoville.measurement import sweep as measure_spec
-        from scoville.results.catalog import resolve_run
 
         single = ctx.info_name == "run"
         progress = LiveProgress(console, enabled=not json_out, live=console.is_terminal)
         try:
             if resume:
                 _refuse_flags_beside_resume(ctx)
-                run_dir = resolve_run(runs, resume)
                 with progress:
-                    result = resume_sweep(run_dir, api_key=api_key, base_url=url, observer=progress)
+                    result = resume_run(resume, runs=runs, url=url, api_key=api_key, observer=progress)
                 sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))
             spec = SweepSpec.of_flat(
                 url=url, api_key=api_key, model=model, api=api, ignore_eos=not stop_at_eos, timeout=timeout,

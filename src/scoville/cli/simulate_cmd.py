@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from scoville.cli.executor_options import ExecutorOption, RayAddressOption
 from scoville.cli.point_table import POINT_COLUMNS, model_text, points_table
 from scoville.cli.workload_options import (
     IdleGapCapOption,
@@ -34,7 +35,6 @@ from scoville.cli.workload_options import (
     TraceFormatOption,
     TraceOption,
 )
-from scoville.executor.options import ExecutorOption, RayAddressOption
 from scoville.power.sources import manifest_power_basis
 from scoville.results.store import read_manifest, read_point_metrics
 from scoville.sim.config import SimConfig
@@ -65,12 +65,13 @@ def register(app: typer.Typer) -> None:
             help="Pin one SimConfig (YAML/JSON) instead of searching.")] = None,
         precision: Annotated[str | None, typer.Option(
             help="Weight precision: native (checkpoint), fp8, nvfp4/mxfp4/fp4, int4, bf16.")] = None,
-        kv_dtype: Annotated[str | None, typer.Option(
-            "--kv-dtype", help="KV cache: auto (fp8 where supported) | bf16 | fp8.")] = None,
+        kv_dtype: Annotated[str, typer.Option(
+            "--kv-dtype", help="KV cache: auto (fp8 where supported) | bf16 | fp8.")] = "auto",
         framework: Annotated[str, typer.Option(
             help="Serving stack whose kernels and overheads to use: vllm | sglang | trtllm.")] = "vllm",
-        mtp: Annotated[str | None, typer.Option(
-            help="Speculative decoding: auto (search MTP drafts on models with MTP heads) | off | K[:ACCEPT].")] = None,
+        mtp: Annotated[str, typer.Option(
+            help="Speculative decoding: auto (search MTP drafts on models with MTP heads) | off | "
+                 "K[:ACCEPT].")] = "auto",
         max_accelerators: Annotated[int | None, typer.Option(
             "--max-accelerators", help="Largest deployment the search may use (default: the scale-up domain, "
                                        "or two domains' worth when the model needs more).")] = None,
@@ -119,8 +120,8 @@ def register(app: typer.Typer) -> None:
         from scoville.simulation import SimulateSpec, simulate
 
         spec = SimulateSpec.of_flat(
-            hardware=hardware, model=model, config=config, precision=precision, kv_dtype=kv_dtype or "auto",
-            framework=framework, mtp=mtp or "auto", max_accelerators=max_accelerators,
+            hardware=hardware, model=model, config=config, precision=precision, kv_dtype=kv_dtype,
+            framework=framework, mtp=mtp, max_accelerators=max_accelerators,
             disaggregation=disaggregation, fidelity=fidelity, cost_backend=cost_backend, profile=profile,
             power=power, compat=compat, seed=seed, runs=runs, executor=executor, ray_address=ray_address,
             workers=workers, report=report, scenario=scenario, isl=isl, osl=osl, range_ratio=range_ratio,

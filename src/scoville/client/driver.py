@@ -2,7 +2,7 @@
 
 One coroutine, ``drive_point``, runs a point inside one event loop; worker
 processes (``scoville.client.workers``) and Ray client actors
-(``scoville.executor.loadgen``) run the same coroutine with a share of the
+(``scoville.client.ray_pool``) run the same coroutine with a share of the
 lanes or sessions and shared counters, so the request count, the warm-up flags
 and the stop conditions hold across all of them exactly as in one process.
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Iterable
-from typing import Any, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
 
 import aiohttp
 
-from scoville.client.config import ClientConfig
 from scoville.client import fastpath
+from scoville.client.config import ClientConfig
 from scoville.client.fastpath import KEEPALIVE_IDLE_S, FastHTTP
 from scoville.client.request import Prompts, send_request, send_request_fast
 from scoville.load import LoadPoint

@@ -23,7 +23,7 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,9 +46,12 @@ from scoville.power.sources import PowerError, PowerPlan
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import PointOutcome, RequestRecord
 from scoville.results.store import POWER, RunError, RunLock, RunWriter, measured_points, read_journal, read_manifest
-from scoville.workload.scenarios import Workload, fit_context
+from scoville.workload.scenarios import fit_context, workload_from_dict
 
 EXECUTORS = ("local", "ray")
+# Starts the built-in emulator a run recorded (its manifest entry, the API key) for the ``with`` block and
+# yields its base URL: given by the layer above (``scoville.measurement``), so the client never imports it.
+EmulatorStarter = Callable[[dict[str, Any], str | None], contextlib.AbstractContextManager[str]]
 
 
 class Observer(Protocol):
@@ -151,17 +154,6 @@ def load_plan(points: list[LoadPoint], seed: int, workers: int) -> dict[str, Any
 def _workload_dict(workload: Any) -> dict[str, Any]:
     to_dict = getattr(workload, "to_dict", None)
     return to_dict() if to_dict is not None else msgspec.to_builtins(workload)
-
-
-def workload_from_dict(d: dict[str, Any]) -> Workload:
-    """Rebuild the workload a manifest recorded (for --resume)."""
-    if d.get("kind", "synthetic") == "synthetic":
-        from scoville.workload.synthetic import SyntheticWorkload
-
-        return SyntheticWorkload(**d)
-    from scoville.workload.sessions import workload_from_dict as rebuild
-
-    return rebuild(d)
 
 
 def _manifest(sweep: Sweep, workers: int, probe_info: dict[str, Any], command: list[str] | None) -> dict[str, Any]:
@@ -415,7 +407,7 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
 def _point_runner(sweep: Sweep, workers: int) -> Any:
     """What drives each point, started now: Ray client actors, local worker processes, or (None) this process."""
     if sweep.executor == "ray":
-        from scoville.executor.loadgen import RayLoadCoordinator  # imports Ray only when asked
+        from scoville.client.ray_pool import RayLoadCoordinator  # imports Ray only when asked
 
         coordinator = RayLoadCoordinator(sweep.cfg, sweep.workload, workers=sweep.ray_workers,
                                          ray_address=sweep.ray_address)
@@ -522,25 +514,13 @@ def sweep_from_manifest(manifest: dict[str, Any], *, api_key: str | None = None,
                  scrape_interval=float((manifest.get("server_metrics") or {}).get("interval_s", 1.0)))
 
 
-@contextlib.contextmanager
-def emulator_target(hardware: str, model: str, config: dict[str, Any] | None = None,
-                    api_key: str | None = None) -> Iterator[Any]:
-    """The built-in emulator in a child process (``scoville.emulator.launch.spawn_emulator``)."""
-    try:
-        from scoville.emulator.launch import spawn_emulator
-    except ImportError:
-        raise ClientError("the built-in emulator is not available in this build; pass --url of a server") from None
-    kwargs = {"api_key": api_key} if api_key else {}
-    with spawn_emulator(hardware, model, config, **kwargs) as handle:
-        yield handle
-
-
 def resume_sweep(run_dir: Path, *, api_key: str | None = None, base_url: str | None = None,
-                 observer: Observer | None = None) -> SweepResult:
+                 observer: Observer | None = None, start_emulator: EmulatorStarter | None = None) -> SweepResult:
     """Continue an interrupted or killed run: keep the points that measured something, redo the rest.
 
     The run's lock is taken first, so a run still being measured (or resumed
-    elsewhere) is refused in one line before anything is started or sent.
+    elsewhere) is refused in one line before anything is started or sent. A run
+    that measured the built-in emulator needs ``base_url`` or ``start_emulator``.
     """
     lock = RunLock(run_dir)
     try:
@@ -558,9 +538,10 @@ def resume_sweep(run_dir: Path, *, api_key: str | None = None, base_url: str | N
     with contextlib.ExitStack() as stack, _terminate_as_interrupt():
         try:
             if sweep.emulator is not None and not base_url:
-                handle = stack.enter_context(emulator_target(sweep.emulator["hardware"], sweep.emulator["model"],
-                                                             sweep.emulator.get("config"), api_key))
-                sweep.cfg.base_url = handle.base_url
+                if start_emulator is None:
+                    raise ClientError(f"{run_dir} measured the built-in emulator; give the URL of a server to "
+                                      "resume against, or resume through scoville.measurement.resume_run")
+                sweep.cfg.base_url = stack.enter_context(start_emulator(sweep.emulator, api_key))
             probe(sweep.cfg)
             pool = _point_runner(sweep, _workers_for(sweep))
         except BaseException:

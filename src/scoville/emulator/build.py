@@ -18,7 +18,7 @@ from scoville.sim.config import SimConfig, pinned_config  # noqa: F401  (the emu
 
 def system_info(cfg: SimConfig) -> dict[str, Any]:
     """The manifest ``system`` block for runs measured against this emulator (chip power, as simulate)."""
-    from scoville.sim.hardware import load_hardware
+    from scoville.catalog.hardware import load_hardware
 
     hw = load_hardware(cfg.hardware)
     return {
@@ -38,8 +38,8 @@ def build_emulator(cfg: SimConfig, *, served_model_name: str | None = None, api_
     ``reasoning_tokens`` N streams the first N output tokens of each chat answer as reasoning, so a
     reasoning model's timing (first token vs first answer token) can be checked end to end.
     """
+    from scoville.catalog.models import load_model
     from scoville.sim.engine import SimEngine
-    from scoville.sim.models import load_model
 
     if max_queue is not None and max_queue < 1:
         raise UserError(f"--max-queue must be >= 1 (got {max_queue}); omit it for an unbounded queue")

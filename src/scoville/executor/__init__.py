@@ -3,6 +3,10 @@
 ``make_executor("local" | "ray", ray_address)`` is what the CLIs call for
 ``--executor local|ray --ray-address ADDR``. Importing this package never
 imports Ray; only using a RayExecutor does.
+
+The executor knows nothing of what it runs: the simulator maps its points over one it is handed
+(``scoville.sim.fanout``), and the client's Ray workers (``scoville.client.ray_pool``) use its connection,
+clock sync and point split. Neither is imported from here, so both can build on this package.
 """
 
 from __future__ import annotations

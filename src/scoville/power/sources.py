@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from scoville.catalog.hardware import Hardware, load_hardware
 from scoville.errors import UserError
 
 SOURCES = ("rated", "all-in", "nvml", "csv", "none")
@@ -73,7 +74,7 @@ class PowerPlan:
         return d
 
 
-def _catalog(hardware: str | None, required: bool = False):
+def _catalog(hardware: str | None, required: bool = False) -> Hardware | None:
     """The catalog entry of ``hardware``; None when not given, or not in the catalog and not ``required``.
 
     A measured system need not be in the catalog (``--rated-watts`` suffices);
@@ -81,8 +82,6 @@ def _catalog(hardware: str | None, required: bool = False):
     """
     if not hardware:
         return None
-    from scoville.sim.hardware import load_hardware
-
     try:
         return load_hardware(hardware)
     except UserError:

@@ -17,13 +17,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+from scoville.catalog.hardware import load_hardware
 from scoville.load import LoadPoint
 from scoville.metrics import PointContext, throughput_metrics
 from scoville.power.sources import DEFAULT_COST_PRESET
 from scoville.results.store import RunWriter, write_point_metrics
 from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.driver import simulated_manifest, system_and_power
-from scoville.sim.hardware import load_hardware
 from scoville.sim.search import FrontierPoint
 from scoville.stats import PREDICTION_BAND
 from scoville.validity import simulated_validity

@@ -190,8 +190,8 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
         Names are compared as the catalogs resolve them (a YAML path and its ``name`` are one system).
         """
-        from scoville.sim.hardware import load_hardware
-        from scoville.sim.models import load_model
+        from scoville.catalog.hardware import load_hardware
+        from scoville.catalog.models import load_model
 
         given = {"hardware": load_hardware(hardware).name, "model": load_model(model).name,
                  "framework": load_framework(framework).name}
@@ -292,8 +292,8 @@ def _load_point(raw: dict[str, Any]) -> LoadPoint:
 
 def read_run(run_dir: Path) -> RunData:
     """A run's measured points with the workload and load point that produced each; one-line errors."""
-    from scoville.client.sweep import workload_from_dict
     from scoville.results.catalog import load_manifest, read_point_rows
+    from scoville.workload.scenarios import workload_from_dict
 
     run_dir = Path(run_dir)
     m = load_manifest(run_dir)
@@ -692,7 +692,7 @@ def base_config(hardware: str, model: str, framework: str, config: SimConfig | N
 
 def resolve_model(runs: list[RunData], model: str | None) -> str:
     """The catalog model (or config.json) the runs measured; runs of different models are an error."""
-    from scoville.sim.models import load_model
+    from scoville.catalog.models import load_model
 
     names = sorted({r.model for r in runs})
     if len(names) > 1:
@@ -711,18 +711,22 @@ def resolve_model(runs: list[RunData], model: str | None) -> str:
 
 
 def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, framework: str = "vllm",
-              fit_points: list[str] | None = None, *, config: SimConfig | None = None, max_evals: int = 400,
+              fit_points: list[str] | None = None, *, config: SimConfig | Path | None = None, max_evals: int = 400,
               progress: Callable[[int, float], None] | None = None) -> tuple[Profile, CalibrationReport]:
     """Fit kernel_factor and the host costs of ``framework`` on the runs' fit points; predict every point.
 
     ``fit_points``: labels (``c=4``) or ``RUN:LABEL``; None fits on every point. ``config``: the measured
-    deployment's serving settings (hardware/model/framework here win). Returns the profile and a report of
-    every point's error before and after.
+    deployment's serving settings, or the SimConfig file holding them (hardware/model/framework here win).
+    Returns the profile and a report of every point's error before and after.
     """
-    from scoville.sim.hardware import load_hardware
+    from scoville.catalog.hardware import load_hardware
 
     if not run_dirs:
         raise CalibrationError("give at least one run directory (or run id) to calibrate on; `scoville ls` lists them")
+    if isinstance(config, Path):
+        # the file gives the serving settings only (base_config sets hardware, model and framework), so a model
+        # it does not name is a placeholder until the runs say which
+        config = SimConfig.from_file(config, hardware=hardware, model=model or "from-runs")
     hw = load_hardware(hardware)
     prior = load_framework(framework)
     runs = [read_run(Path(d)) for d in run_dirs]
@@ -773,6 +777,6 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
 
 
 def _model_name(model: str) -> str:
-    from scoville.sim.models import load_model
+    from scoville.catalog.models import load_model
 
     return load_model(model).name

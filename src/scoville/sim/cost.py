@@ -33,11 +33,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from scoville.catalog.hardware import Hardware, load_hardware
+from scoville.catalog.models import COMPUTE_PRECISION, KV_BYTES, WEIGHT_BYTES, ModelArch, load_model
 from scoville.errors import UserError
 from scoville.sim.frameworks import FrameworkCosts, load_framework
-from scoville.sim.hardware import Hardware, load_hardware
 from scoville.sim.kernels.ops import Layout, OpSet, build_ops
-from scoville.sim.models import COMPUTE_PRECISION, KV_BYTES, WEIGHT_BYTES, ModelArch, load_model
 
 ACT_BYTES = 2.0            # BF16 activations between operators
 DISPATCH_BYTES = 1.0       # EP dispatch sends FP8 activations (DeepEP low-latency / TRT-LLM default)

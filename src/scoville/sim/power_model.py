@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from scoville.sim.hardware import Hardware, load_hardware
+from scoville.catalog.hardware import Hardware, load_hardware
 
 
 class PowerModel:

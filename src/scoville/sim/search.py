@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from scoville.catalog.hardware import Hardware, load_hardware
+from scoville.catalog.models import ModelArch, load_model
 from scoville.errors import UserError
 from scoville.sim.config import (
     DisaggregationConfig,
@@ -46,8 +48,6 @@ from scoville.sim.config import (
 )
 from scoville.sim.cost import MissingKernelTables
 from scoville.sim.engine import step_cost
-from scoville.sim.hardware import Hardware, load_hardware
-from scoville.sim.models import ModelArch, load_model
 from scoville.sim.steady import INFERENCEX, Protocol, SteadyEstimate, estimate
 
 # Per-draft acceptance of DeepSeek's MTP head used for k chained drafts (SpeculativeConfig's constant rate a

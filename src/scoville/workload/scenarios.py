@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from scoville.workload.sessions import NAMED_MIXES, SESSION_SCENARIOS, mix, parse_mix
+from scoville.workload.sessions import workload_from_dict as sessions_from_dict
 from scoville.workload.spec import Session
-from scoville.workload.synthetic import NAMED_SCENARIOS, WorkloadError, scenario
+from scoville.workload.synthetic import NAMED_SCENARIOS, SyntheticWorkload, WorkloadError, scenario
 from scoville.workload.traces import load_trace
 
 SESSION_OPTIONS = ("think_scale", "block_size")
@@ -46,6 +47,14 @@ def fit_context(workload: Any, limit: int) -> Any:
     """
     fit = getattr(workload, "fit_context", None)
     return workload if fit is None else fit(limit)
+
+
+def workload_from_dict(d: dict[str, Any]) -> Workload:
+    """The workload a manifest recorded (its ``to_dict()``), rebuilt: what ``--resume`` sends again and what
+    ``calibrate`` replays in the simulator. Synthetic here; sessions, mixes and traces by ``workload.sessions``."""
+    if d.get("kind", "synthetic") == "synthetic":
+        return SyntheticWorkload(**d)
+    return sessions_from_dict(d)
 
 
 def list_scenarios() -> list[tuple[str, str]]:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow.compute as pc
 
+from scoville.catalog.hardware import Hardware, load_hardware
 from scoville.errors import UserError
-from scoville.sim.hardware import Hardware, load_hardware
 from scoville.sim.kernels import tables, work
 from scoville.sim.kernels.transfer import CommCoeffs, OpCoeffs, TransferModel
 

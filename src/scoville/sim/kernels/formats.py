@@ -13,8 +13,8 @@ is in the measured W4A16 kernels, and in the transfer fit of those kernels).
 
 from __future__ import annotations
 
+from scoville.catalog.hardware import Hardware
 from scoville.errors import UserError
-from scoville.sim.hardware import Hardware
 
 FOUR_BIT = ("nvfp4", "mxfp4", "fp4", "int4")
 

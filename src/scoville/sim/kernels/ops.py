@@ -24,11 +24,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from scoville.sim.hardware import Hardware
+from scoville.catalog.hardware import Hardware
+from scoville.catalog.models import ModelArch
 from scoville.sim.kernels import formats, tables, work
 from scoville.sim.kernels.curve import Curve, Surface
 from scoville.sim.kernels.transfer import TransferModel, load_transfer
-from scoville.sim.models import ModelArch
 
 TOKENS = np.unique(np.round(np.geomspace(1, 262144, 56))).astype(np.float64)   # token grid of every curve
 SEQS = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=np.float64)

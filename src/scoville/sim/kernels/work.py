@@ -15,7 +15,7 @@ from typing import Any
 
 from scoville.errors import UserError
 
-# Bytes per stored weight element (scales included; see scoville.sim.models.WEIGHT_BYTES for the derivation).
+# Bytes per stored weight element (scales included; see scoville.catalog.models.WEIGHT_BYTES for the derivation).
 KERNEL_WEIGHT_BYTES = {
     "bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0 + 4 / (128 * 128), "nvfp4": 4.5 / 8,
     "w4a8_mxfp4_mxfp8": 4.25 / 8, "w4a16_mxfp4": 4.25 / 8, "int4_wo": 4.5 / 8, "w4a16_int4": 4.5 / 8,

@@ -1,5 +1,9 @@
 """Distributed load generation: one coordinator, N client workers as Ray actors on any nodes.
 
+The Ray counterpart of ``scoville.client.workers.WorkerPool``, and a part of the client for that reason:
+``scoville.executor`` supplies what is not the client's (the Ray connection, clock sync, the split of a
+point) and imports nothing of the client back.
+
 Each worker runs the real measuring client (``scoville.client.driver.drive_point``
 with ``send_request``) against the target URL, over its share of each point
 (``scoville.executor.split``). The coordinator
@@ -30,14 +34,15 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import msgspec
 
 from scoville.client.config import ClientConfig
-from scoville.client.errors import ClientError
 from scoville.client.driver import drive_point, run_async
+from scoville.client.errors import ClientError
 from scoville.errors import UserError
 from scoville.executor.clock import ClockSync, measure_offset
 from scoville.executor.ray_executor import connect
@@ -209,7 +214,8 @@ class RayLoadCoordinator:
 
     def __init__(self, cfg: ClientConfig, workload: Any, *, workers: int = 2, ray_address: str | None = None,
                  num_cpus: float = 1.0, resources: dict[str, float] | None = None, call_timeout_s: float = 10.0,
-                 poll_s: float = 0.1, start_delay_s: float = 0.5, pings: int = 8, start_timeout_s: float = 60.0) -> None:
+                 poll_s: float = 0.1, start_delay_s: float = 0.5, pings: int = 8,
+                 start_timeout_s: float = 60.0) -> None:
         if workers < 1:
             raise UserError(f"--workers must be >= 1 (got {workers})")
         self.cfg, self.workload = cfg, workload
@@ -240,7 +246,8 @@ class RayLoadCoordinator:
                 ray.kill(a, no_restart=True)
             raise UserError(
                 f"Ray could not start {self.n_workers} client workers within {wait_s:.0f} s "
-                f"(each needs num_cpus={self.num_cpus:g}{', resources=' + str(self.resources) if self.resources else ''}; "
+                f"(each needs num_cpus={self.num_cpus:g}"
+                f"{', resources=' + str(self.resources) if self.resources else ''}; "
                 f"{type(e).__name__}); `ray status` shows what the cluster has free") from None
         self.alive = [True] * self.n_workers
 
@@ -249,10 +256,8 @@ class RayLoadCoordinator:
 
     def _lose(self, i: int) -> None:
         self.alive[i] = False
-        try:
+        with contextlib.suppress(Exception):  # already gone; nothing else to release
             self._ray.kill(self.actors[i], no_restart=True)
-        except Exception:  # already gone; nothing else to release
-            pass
 
     def _sync(self, i: int) -> ClockSync | None:
         try:
@@ -307,10 +312,10 @@ class RayLoadCoordinator:
             raise ClientError(f"client worker failed: {ctx.errors[0]}")
         return ctx.records
 
-    def _poll_all(self, ctx: "_PointCtx") -> None:
+    def _poll_all(self, ctx: _PointCtx) -> None:
         refs = [self.actors[a.worker].poll.remote(a.run_id) for a in ctx.active]
         still: list[_Active] = []
-        for a, ref in zip(ctx.active, refs):
+        for a, ref in zip(ctx.active, refs, strict=True):
             name = self.names[a.worker]
             try:
                 report = _decode_report(self._get(ref))
@@ -327,21 +332,21 @@ class RayLoadCoordinator:
                 ctx.errors.append(f"{name}: {report.error}")
         ctx.active = still
 
-    def _start(self, w: int, share: Share, ctx: "_PointCtx") -> _Active:
+    def _start(self, w: int, share: Share, ctx: _PointCtx) -> _Active:
         run_id, self._next_run = self._next_run, self._next_run + 1
         t0_worker = ctx.t0 + ctx.offsets[w].offset
         self._get(self.actors[w].start.remote(run_id, share, ctx.point, t0_worker, ctx.t_start, ctx.seed, ctx.salt))
         return _Active(run_id=run_id, worker=w, share=share)
 
     @staticmethod
-    def _absorb(a: _Active, report: WorkerReport, ctx: "_PointCtx") -> None:
+    def _absorb(a: _Active, report: WorkerReport, ctx: _PointCtx) -> None:
         a.started.update(report.started)
         for rec in report.records:
             ctx.emit(rec)
             a.finished[rec.request_id] = rec.t_done if rec.t_done is not None else rec.t_sent
         a.accounted += len(report.records)
 
-    def _record_lost(self, a: _Active, ctx: "_PointCtx", error: str) -> None:
+    def _record_lost(self, a: _Active, ctx: _PointCtx, error: str) -> None:
         """One error record per started session whose next turn never came back (the in-flight ones)."""
         budget = None if a.share.requests is None else a.share.requests - a.accounted
         lost = 0
@@ -377,7 +382,7 @@ class RayLoadCoordinator:
         return Share(worker=a.share.worker, point=sub, sessions=remaining, lanes=a.share.lanes,
                      max_in_flight=a.share.max_in_flight, requests=left), n
 
-    def _record_unsent(self, share: Share, n: int, ctx: "_PointCtx", error: str) -> None:
+    def _record_unsent(self, share: Share, n: int, ctx: _PointCtx, error: str) -> None:
         """Requests of the plan nobody can send, recorded so the point does not silently shrink."""
         for j, k in enumerate(share.sessions[:n]):
             spec = ctx.sessions[k].requests[0]
@@ -386,7 +391,7 @@ class RayLoadCoordinator:
                 t_sent=time.perf_counter() - ctx.t0, ok=False, warmup=j < share.point.warmup_requests,
                 error=f"{LOST}: {error}", input_tokens=spec.input_tokens))
 
-    def _reassign(self, a: _Active, ctx: "_PointCtx") -> list[_Active]:
+    def _reassign(self, a: _Active, ctx: _PointCtx) -> list[_Active]:
         """Hand the sessions a lost worker had not started to a survivor, with its lanes."""
         share, n = self._remainder(a)
         if share is None:
@@ -412,7 +417,8 @@ class RayLoadCoordinator:
     def describe(self) -> dict[str, Any]:
         """The manifest's ``executor`` entry: who sent the load and how their clocks lined up."""
         return {"kind": "ray", "address": self.ray_address, "client_workers": self.names,
-                "lost_workers": [n for n, ok in zip(self.names, self.alive) if not ok], "clock_sync": self.syncs}
+                "lost_workers": [n for n, ok in zip(self.names, self.alive, strict=True) if not ok],
+                "clock_sync": self.syncs}
 
     def close(self) -> None:
         for i in range(len(self.actors)):

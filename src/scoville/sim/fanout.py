@@ -1,8 +1,8 @@
-"""Distributed simulation: a sweep's points fan out as independent tasks.
+"""Distributed simulation: a sweep's points fan out as independent tasks on an executor the caller passes in.
 
 Why this is sound: the simulator runs every load point on a fresh engine
 seeded by ``(seed, point.index)`` with sessions drawn from
-``workload.sessions(..., stream=point.index)`` (``scoville.sim.driver``), so
+``workload.sessions(..., stream=point.index)`` (``scoville.sim.point``), so
 no point depends on another except for *where it sits on the run clock*
 (point k starts ``POINT_GAP_S`` after point k-1's last request finished).
 Each task therefore simulates its point from ``t = 0``; the coordinator then
@@ -11,21 +11,25 @@ point's timestamps. The same tasks give the same bits on every executor;
 against the sequential driver the only difference is floating-point rounding
 of ``t + shift`` (1e-12 s scale), which no metric can see.
 
-The config search runs in one process: its steady-state estimates take
-milliseconds each, less than shipping a candidate to a worker would.
+The executor (``scoville.executor``: local processes or Ray) only maps a function over items; it knows
+nothing of the simulator, which lives here and not in ``executor/`` so neither package imports the other
+back. The config search runs in one process: its steady-state estimates take milliseconds each, less than
+shipping a candidate to a worker would.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from scoville.executor.base import Executor
 from scoville.load import LoadPoint
 from scoville.sim.config import SimConfig
-from scoville.sim.driver import POINT_GAP_S, PointResult, simulate_point
+from scoville.sim.point import POINT_GAP_S, PointResult, simulate_point
+
+if TYPE_CHECKING:
+    from scoville.executor.base import Executor
 
 _TIME_COLUMNS = ("t_sent", "t_first_token", "t_done")
 
