@@ -153,3 +153,15 @@ def test_the_report_compares_an_old_run_with_a_new_one(old_runs, tmp_path):
     out = scoville.report(old_runs / "20260101T000000Z-v1aaaa", new, out=tmp_path / "report.html")
     html = out.read_text()
     assert "20260101T000000Z-v1aaaa" in html and new.id in html and "old-model" in html
+
+
+def test_every_field_the_writers_record_has_a_typed_home():
+    """Keys the Manifest does not know are dropped when a run is read, and a resume writes the manifest back:
+    a client option, load-point field or outcome added without its manifest field would vanish on resume."""
+    from scoville.client.config import ClientConfig
+    from scoville.load import LoadPoint
+    from scoville.results.manifest import PlannedPoint, Target
+
+    target = ClientConfig(base_url="http://127.0.0.1:1", model="m", api_key="k").to_manifest()
+    assert set(target) <= set(Target.__struct_fields__)
+    assert set(LoadPoint.__struct_fields__) <= set(PlannedPoint.__struct_fields__)
