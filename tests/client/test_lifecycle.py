@@ -107,7 +107,7 @@ def test_a_resume_of_a_run_still_being_measured_is_refused_in_one_line(server, t
         p = scoville("sweep", "--resume", run.name, "--runs", str(runs))
         assert p.returncode == 2 and "being written by another scoville process" in one_line(p.stderr)
         assert f"pid {proc.pid}" in p.stderr
-        assert read_manifest(run).get("resumed_at") is None
+        assert read_manifest(run).resumed_at is None
         assert all(b.get("max_tokens") != 2 for b in server.bodies[sent:])  # no 2-token probe from the refused resume
     finally:
         proc.send_signal(signal.SIGINT)
@@ -203,7 +203,7 @@ def test_each_run_sends_new_prompts_unless_the_seed_is_given(server, tmp_path):
                      "--warmup-requests", "0", "--runs", str(tmp_path), "--json", *extra)
         assert p.returncode == 0, p.stderr
         prompts.append(server.bodies[before + 1]["prompt"])  # after the probe
-        seeds.append(read_manifest(Path(json.loads(p.stdout)["run_dir"]))["load_plan"]["seed"])
+        seeds.append(read_manifest(Path(json.loads(p.stdout)["run_dir"])).load_plan.seed)
     assert prompts[0] != prompts[1] and prompts[2] == prompts[3]
     assert seeds[2] == seeds[3] == 7 and seeds[0] != seeds[1]
 
@@ -220,7 +220,7 @@ def test_a_timed_trace_replays_every_request_at_its_scaled_times(server, tmp_pat
     out = json.loads(p.stdout)
     run = Path(out["run_dir"])
     (point,) = read_manifest(run).load_plan.points
-    assert point["rate"] is not None and point["num_requests"] == 40 and point["sessions"] == 40
+    assert point.rate is not None and point.num_requests == 40 and point.sessions == 40
     sent = sorted(r["t_sent"] for r in read_requests(run).to_pylist())
     assert len(sent) == 40 and out["points"][0]["num_ok"] == 40
     from scoville.workload.traces import load_trace
