@@ -20,7 +20,7 @@ def simulated(tmp_path_factory):
 def test_simulate_writes_the_run_the_command_would(simulated, capsys):
     root, run = simulated
     assert isinstance(run, scoville.Run) and run.source == "simulated"
-    assert run.manifest["system"]["hardware"] == "h200" and run.manifest["workload"]["name"] == "1k1k"
+    assert run.manifest.system.hardware == "h200" and run.manifest.workload_name == "1k1k"
     # the same spec through the CLI gives the same frontier
     from scoville.cli import main
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from scoville.load_policy import point_sessions
 from scoville.errors import UserError
 from scoville.load import LoadPoint, load_plan
+from scoville.load_policy import point_sessions
 from scoville.workload.prompts import prompt_token_ids
 from scoville.workload.scenarios import resolve_workload
 
@@ -59,11 +59,13 @@ def test_each_repeat_sends_prompts_no_other_repeat_sent(workload):
 
 
 def test_repeats_survive_the_manifest_round_trip():
-    from scoville.client.sweep import load_plan as manifest_plan, sweep_from_manifest
+    from scoville.client.sweep import load_plan as manifest_plan
+    from scoville.client.sweep import sweep_from_manifest
+    from scoville.results.manifest import Manifest, Target
 
     points = load_plan("1,2", None, repeats=2)
-    manifest = {"load_plan": manifest_plan(points, seed=3, workers=1),
-                "target": {"base_url": "http://127.0.0.1:1", "model": "m"},
-                "workload": resolve_workload(None, isl=8, osl=2).to_dict()}
-    assert [p["label"] for p in manifest["load_plan"]["points"]] == ["c=1 #1", "c=2 #1", "c=1 #2", "c=2 #2"]
+    manifest = Manifest(load_plan=manifest_plan(points, seed=3, workers=1),
+                        target=Target(base_url="http://127.0.0.1:1", model="m"),
+                        workload=resolve_workload(None, isl=8, osl=2).to_dict())
+    assert [p.label for p in manifest.load_plan.points] == ["c=1 #1", "c=2 #1", "c=1 #2", "c=2 #2"]
     assert sweep_from_manifest(manifest).points == points

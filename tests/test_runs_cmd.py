@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from scoville.cli import runs_cmd
 from scoville.errors import UserError
+from scoville.results.manifest import Manifest, decode_manifest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "analysis"))
 from runs_factory import make_run  # noqa: E402
@@ -94,14 +95,14 @@ def test_a_run_left_running_by_a_dead_writer_is_shown_as_stopped(tmp_path):
 
     run = tmp_path / "r1"
     run.mkdir()
-    manifest = {"status": "running"}
+    manifest = Manifest(status="running")
     assert run_status(run, manifest) == "stopped (writer gone)"
     lock = RunLock(run)
     try:
         assert run_status(run, manifest) == "running"
     finally:
         lock.release()
-    assert run_status(run, {"status": "complete"}) == "complete"
+    assert run_status(run, Manifest(status="complete")) == "complete"
 
 
 def test_recompute_refuses_an_analytic_prediction_and_keeps_its_points(tmp_path, capsys):
@@ -122,9 +123,10 @@ def test_recompute_refuses_an_analytic_prediction_and_keeps_its_points(tmp_path,
 def test_a_searched_run_is_listed_with_the_range_of_its_deployment_sizes():
     from scoville.results.catalog import system_label
 
-    searched = {"system": {"hardware": "gb300", "accelerators": 66},
-                "load_plan": {"points": [{"accelerators": 4}, {"accelerators": 66}, {"accelerators": 16}]}}
-    measured = {"system": {"hardware": "h200", "accelerators": 8}, "load_plan": {"points": [{"concurrency": 1}]}}
+    searched = decode_manifest({"system": {"hardware": "gb300", "accelerators": 66}, "load_plan": {"points": [
+        {"index": 0, "accelerators": 4}, {"index": 1, "accelerators": 66}, {"index": 2, "accelerators": 16}]}})
+    measured = decode_manifest({"system": {"hardware": "h200", "accelerators": 8},
+                                "load_plan": {"points": [{"index": 0, "concurrency": 1}]}})
     assert system_label(searched) == "gb300 x4-66"
     assert system_label(measured) == "h200 x8"
 

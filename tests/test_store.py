@@ -12,7 +12,8 @@ from scoville.results.store import RunWriter, read_manifest, read_requests
 
 
 def manifest():
-    return base_manifest(source="measured", target={"url": "http://127.0.0.1:1", "api_key": "sk-secret"},
+    return base_manifest(source="measured",
+                         target={"base_url": "http://user:sk-secret@127.0.0.1:1", "api_key": "sk-secret"},
                          system={"hardware": "test", "accelerators": 1}, model={"name": "m"},
                          serving={}, workload={"name": "w"},
                          load_plan={"points": [{"index": 0, "concurrency": 1}, {"index": 1, "concurrency": 2}]},
@@ -30,7 +31,7 @@ def test_secrets_never_reach_the_manifest(tmp_path):
     w.finish()
     text = (w.run_dir / "manifest.json").read_text()
     assert "sk-secret" not in text
-    assert json.loads(text)["target"]["url"] == "http://127.0.0.1:1"
+    assert json.loads(text)["target"]["base_url"] == "http://127.0.0.1:1"
 
 
 def test_journal_keeps_finished_records_after_torn_write(tmp_path):
@@ -42,7 +43,7 @@ def test_journal_keeps_finished_records_after_torn_write(tmp_path):
         f.write(b'{"point":0,"request_id":"torn"')
     table = read_requests(w.run_dir)
     assert table.num_rows == 3
-    assert read_manifest(w.run_dir)["status"] == "running"
+    assert read_manifest(w.run_dir).status == "running"
 
 
 def test_point_parquet_replaces_journal_rows(tmp_path):
@@ -105,7 +106,7 @@ def test_a_second_writer_of_a_run_is_refused_in_one_line(tmp_path, monkeypatch):
     with pytest.raises(RunError, match="being written by another scoville process") as e:
         RunWriter.resume(w.run_dir)
     assert "\n" not in str(e.value) and f"pid {__import__('os').getpid()}" in str(e.value)
-    assert read_manifest(w.run_dir)["status"] == "running" and "resumed_at" not in read_manifest(w.run_dir)
+    assert read_manifest(w.run_dir).status == "running" and read_manifest(w.run_dir).resumed_at is None
     w.finish("interrupted")
     assert not writer_alive(w.run_dir)
     again = RunWriter.resume(w.run_dir)  # the lock is free once the first writer finished
@@ -121,7 +122,8 @@ def test_a_writer_killed_outright_is_seen_as_gone(tmp_path):
     from scoville.results.store import writer_alive
 
     code = ("import sys, time; from pathlib import Path; from scoville.results.store import RunWriter; "
-            "w = RunWriter(Path(sys.argv[1]), {'source': 'measured'}); print('ready', flush=True); time.sleep(60)")
+            "from scoville.results.manifest import Manifest; "
+            "w = RunWriter(Path(sys.argv[1]), Manifest(source='measured')); print('ready', flush=True); time.sleep(60)")
     run = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-c", code, str(run)], stdout=subprocess.PIPE, text=True)
     try:
@@ -130,7 +132,7 @@ def test_a_writer_killed_outright_is_seen_as_gone(tmp_path):
     finally:
         proc.kill()
         proc.wait(10)
-    assert read_manifest(run)["status"] == "running" and not writer_alive(run)
+    assert read_manifest(run).status == "running" and not writer_alive(run)
 
 
 def test_a_point_interrupted_twice_is_measured_from_one_attempt(tmp_path):
@@ -184,11 +186,12 @@ def test_a_full_disk_is_one_line_and_keeps_what_was_written(tmp_path):
     code = """if True:
         import resource, signal, sys
         from pathlib import Path
+        from scoville.results.manifest import Manifest
         from scoville.results.schema import RequestRecord
         from scoville.results.store import RunError, RunWriter
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill, as ENOSPC would come
         resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
-        w = RunWriter(Path(sys.argv[1]), {"source": "measured"})
+        w = RunWriter(Path(sys.argv[1]), Manifest(source="measured"))
         n = 0
         try:
             while True:
@@ -204,7 +207,7 @@ def test_a_full_disk_is_one_line_and_keeps_what_was_written(tmp_path):
     n, message = p.stdout.strip().split("|")
     assert "\n" not in message and "requests.jsonl: File too large" in message and "ulimit -f" in message
     assert [r.request_id for r in read_journal(run)] == [f"r{i}" for i in range(int(n))]
-    assert read_manifest(run)["status"] == "interrupted"
+    assert read_manifest(run).status == "interrupted"
 
 
 def test_a_journal_that_is_not_a_regular_file_is_refused_not_read_forever(tmp_path):

@@ -17,6 +17,7 @@ from scoville.cli import runs_cmd
 from scoville.client.hostload import HostSample, client_cpu_share, steal_share
 from scoville.metrics import recompute
 from scoville.reporting.html import write_report
+from scoville.results.manifest import Manifest, decode_manifest
 from scoville.results.schema import POWER_SCHEMA, RequestRecord, records_to_table
 from scoville.results.store import read_point_metrics
 from scoville.validity import SIMULATED_BASIS, point_validity
@@ -32,13 +33,16 @@ def records(got: list[int], asked: int = 10, warmup_short: bool = False) -> pa.T
 
 
 def manifest(outcome: dict | None = None, *, source: str = "measured", power: dict | None = None,
-             ignore_eos: bool = True, extensions: bool = True) -> dict:
-    base = {"point": 0, "requests": 10, "ok": 10, "failed": 0, "client_cpu_share": 0.2, "steal_share": 0.0,
+             ignore_eos: bool = True, extensions: bool = True, drop: tuple[str, ...] = ()) -> Manifest:
+    base = {"point": 0, "attempt": 0, "t_start": 0.0, "requests": 10, "ok": 10, "failed": 0,
+            "client_cpu_share": 0.2, "steal_share": 0.0,
             "unexpected_cache_hits": False, "cached_tokens": 0, "input_tokens": 1000}
-    return {"source": source, "target": {"ignore_eos": ignore_eos, "extensions": extensions},
-            "system": {"accelerators": 2, "rated_watts_per_accelerator": 700.0},
-            "power": power or {"source": "rated", "boundary": "chip", "watts_per_accelerator": 700.0},
-            "point_results": {"0": {**base, **(outcome or {})}}}
+    outcome = {k: v for k, v in {**base, **(outcome or {})}.items() if k not in drop}
+    return decode_manifest({"source": source, "target": {"ignore_eos": ignore_eos, "extensions": extensions},
+                            "system": {"accelerators": 2, "rated_watts_per_accelerator": 700.0},
+                            "power": power or {"source": "rated", "boundary": "chip",
+                                               "watts_per_accelerator": 700.0},
+                            "point_results": {"0": outcome}})
 
 
 ROW = {"point": 0, "label": "c=1", "num_requests": 100, "num_errors": 0, "accelerators": 2,
@@ -135,9 +139,7 @@ def test_simulated_points_are_valid_by_construction():
 
 
 def test_host_load_not_recorded_is_not_judged():
-    old = manifest()  # a run from before host load was recorded
-    for key in ("client_cpu_share", "steal_share"):
-        del old["point_results"]["0"][key]
+    old = manifest(drop=("client_cpu_share", "steal_share"))  # a run from before host load was recorded
     remote = manifest({"client_cpu_share": None, "steal_share": None})  # Ray's clients run on other hosts
     for m in (old, remote):
         assert point_validity(m, ROW, records([10]), None)["validity_basis"] == \
@@ -157,7 +159,8 @@ def test_recompute_stores_the_stamp_and_compare_warns_about_invalid_sources(tmp_
     base = make_run(tmp_path, "base", BASELINE_POINTS)
     contender = make_run(tmp_path, "cont", CONTENDER_POINTS)
     m = json.loads((base / "manifest.json").read_text())
-    m["point_results"] = {"0": {"point": 0, "requests": 4, "ok": 4, "failed": 0, "unexpected_cache_hits": True,
+    m["point_results"] = {"0": {"point": 0, "attempt": 0, "t_start": 0.0, "requests": 4, "ok": 4, "failed": 0,
+                                "unexpected_cache_hits": True,
                                 "cached_tokens": 10, "input_tokens": 100}}
     (base / "manifest.json").write_text(json.dumps(m))
     recompute(base)
@@ -175,7 +178,8 @@ def test_recompute_stores_the_stamp_and_compare_warns_about_invalid_sources(tmp_
 def test_show_marks_invalid_points_and_lists_why_in_80_columns(tmp_path, monkeypatch):
     run = make_run(tmp_path, "20260101T000000Z-aaaaaa", BASELINE_POINTS[:2])
     m = json.loads((run / "manifest.json").read_text())
-    m["point_results"] = {"1": {"point": 1, "requests": 4, "ok": 4, "failed": 0, "client_cpu_share": 0.99,
+    m["point_results"] = {"1": {"point": 1, "attempt": 0, "t_start": 0.0, "requests": 4, "ok": 4, "failed": 0,
+                                "client_cpu_share": 0.99,
                                 "steal_share": 0.0}}
     (run / "manifest.json").write_text(json.dumps(m))
     recompute(run)
@@ -192,7 +196,8 @@ def test_show_marks_invalid_points_and_lists_why_in_80_columns(tmp_path, monkeyp
 def test_the_report_marks_invalid_points_and_lists_why(tmp_path):
     run = make_run(tmp_path, "20260101T000000Z-aaaaaa", BASELINE_POINTS[:2])
     m = json.loads((run / "manifest.json").read_text())
-    m["point_results"] = {"0": {"point": 0, "requests": 4, "ok": 4, "failed": 0, "steal_share": 0.2}}
+    m["point_results"] = {"0": {"point": 0, "attempt": 0, "t_start": 0.0, "requests": 4, "ok": 4, "failed": 0,
+                                "steal_share": 0.2}}
     (run / "manifest.json").write_text(json.dumps(m))
     recompute(run)
     page = write_report([run], tmp_path / "r.html").read_text()

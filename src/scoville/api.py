@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the imports below load their stacks only when a function ru
     import pyarrow as pa
 
     from scoville.analysis.compare import Comparison
+    from scoville.results.manifest import Manifest
 
 
 @dataclass(frozen=True)
@@ -36,15 +37,16 @@ class Run:
     path: Path
 
     @cached_property
-    def manifest(self) -> dict[str, Any]:
-        """Provenance: system, model, workload, load plan, power basis, versions (docs/architecture.md, 4)."""
+    def manifest(self) -> Manifest:
+        """Provenance: system, model, workload, load plan, power basis, versions (docs/architecture.md, 4), typed
+        (``scoville.results.manifest.Manifest``: ``run.manifest.system.hardware``, ``run.manifest.load_plan``)."""
         from scoville.results.catalog import load_manifest
 
         return load_manifest(self.path)
 
     @property
     def id(self) -> str:
-        return str(self.manifest.get("run_id", self.path.name))
+        return self.manifest.run_id or self.path.name
 
     @property
     def source(self) -> str:

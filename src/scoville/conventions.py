@@ -194,16 +194,15 @@ def convention_points(run_dir: Path, name: str) -> list[ConventionPoint]:
     """Every load point of a run under convention ``name``, from its stored records; nothing is written."""
     conv = convention(name)
     manifest = read_manifest(run_dir)
-    if (manifest.get("target") or {}).get("fidelity") == "analytic":
+    if manifest.target.fidelity == "analytic":
         raise UserError(f"{run_dir.name} is an analytic prediction: it has no request records to re-derive "
                         "(simulate --fidelity des records them)")
     requests = read_requests(run_dir)
     out = []
-    for p in manifest.get("load_plan", {}).get("points", []):
-        subset = requests.filter(pc.equal(requests.column("point"), p["index"]))
+    for p in manifest.load_plan.points:
+        subset = requests.filter(pc.equal(requests.column("point"), p.index))
         if subset.num_rows:
-            out.append(point_under(subset, conv, point=p["index"], label=p.get("label"),
-                                   concurrency=p.get("concurrency")))
+            out.append(point_under(subset, conv, point=p.index, label=p.label, concurrency=p.concurrency))
     return out
 
 
@@ -220,7 +219,7 @@ class Deviation:
 
 def convention_diff(run_dir: Path, names: list[str] | None = None) -> tuple[str, list[Deviation]]:
     """(the run's own convention, every point under each convention with its deviation from the own one)."""
-    own = read_manifest(run_dir).get("compat", "inferencex")
+    own = read_manifest(run_dir).compat
     names = list(dict.fromkeys([own, *(names or CONVENTIONS)]))
     per = {n: convention_points(run_dir, n) for n in names}
     base = {p.point: p for p in per[own]}

@@ -9,7 +9,7 @@ duration, and its first ``warmup_requests`` are sent but excluded from metrics.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -197,13 +197,12 @@ def repeat_plan(points: list[LoadPoint], repeats: int) -> list[LoadPoint]:
     return [msgspec.structs.replace(p, index=k * n + p.index, repeat=k + 1) for k in range(repeats) for p in points]
 
 
-def repeat_columns(point: Mapping[str, Any]) -> dict[str, Any]:
-    """A manifest load-plan point's ``repeat`` number and the ``load`` it repeats ("c=4"), for its metrics
-    row (how the analysis groups repeats); empty for a plan without repeats."""
-    if point.get("repeat") is None:
+def repeat_columns(point: LoadPoint) -> dict[str, Any]:
+    """A load-plan point's ``repeat`` number and the ``load`` it repeats ("c=4"), for its metrics row (how the
+    analysis groups repeats); empty for a plan without repeats."""
+    if point.repeat is None:
         return {}
-    fields = {k: v for k, v in point.items() if k in LoadPoint.__struct_fields__}
-    return {"repeat": int(point["repeat"]), "load": msgspec.convert(fields, LoadPoint).load_label()}
+    return {"repeat": point.repeat, "load": point.load_label()}
 
 
 def _single_pass(concurrency: str | None, rate: str | None, *, num_requests: int | None,

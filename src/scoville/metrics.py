@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from scoville.latency import request_tpot
 from scoville.load import repeat_columns
+from scoville.results.manifest import Manifest, PlannedPoint
 from scoville.results.schema import COMPAT_MODES
 from scoville.results.server_store import read_server_metrics
 from scoville.results.store import RunError, read_manifest, read_power, read_requests, write_point_metrics
@@ -248,20 +249,19 @@ def throughput_metrics(output_tput: float, total_tput: float, ctx: PointContext,
     return row
 
 
-def context_from_manifest(manifest: dict[str, Any], point: dict[str, Any]) -> PointContext:
+def context_from_manifest(manifest: Manifest, point: PlannedPoint) -> PointContext:
     """PointContext of one load point, from what the manifest recorded."""
-    system = manifest.get("system", {})
-    power = manifest.get("power", {})
+    system, power = manifest.system, manifest.power
     return PointContext(
         # A point may carry its own accelerator count (the simulator's per-point winning configuration).
-        accelerators=int(point.get("accelerators") or system.get("accelerators") or 1),
-        power_source=power.get("source", "none"),
-        power_boundary=power.get("boundary", system.get("power_boundary", "chip")),
-        watts_per_accelerator=power.get("watts_per_accelerator"),
-        cost_per_accelerator_hour=system.get("cost_per_accelerator_hour"),
-        concurrency=point.get("concurrency"),
-        compat=manifest.get("compat", "inferencex"),
-        slo=manifest.get("slo") or {},
+        accelerators=point.accelerators or system.accelerators or 1,
+        power_source=power.source,
+        power_boundary=power.boundary or system.power_boundary or "chip",
+        watts_per_accelerator=power.watts_per_accelerator,
+        cost_per_accelerator_hour=system.cost_per_accelerator_hour,
+        concurrency=point.concurrency,
+        compat=manifest.compat,
+        slo=manifest.slo,
     )
 
 
@@ -271,20 +271,19 @@ def run_metrics(run_dir: Path) -> list[dict[str, Any]]:
     requests = read_requests(run_dir)
     power = read_power(run_dir)
     server = read_server_metrics(run_dir)
-    points = manifest.get("load_plan", {}).get("points", [])
     rows = []
-    for point in points:
-        idx = point["index"]
+    for point in manifest.load_plan.points:
+        idx = point.index
         subset = requests.filter(pc.equal(requests.column("point"), idx))
         if subset.num_rows == 0:
             continue
-        row = {"point": idx, "label": point.get("label"), "concurrency": point.get("concurrency"),
-               "rate": point.get("rate"), **repeat_columns(point)}
+        row = {"point": idx, "label": point.label, "concurrency": point.concurrency, "rate": point.rate,
+               **repeat_columns(point)}
         row.update(point_metrics(subset, context_from_manifest(manifest, point), power))
-        row.update(point_server_columns(server, idx, subset, (manifest.get("target") or {}).get("model")))
+        row.update(point_server_columns(server, idx, subset, manifest.target.model))
         row.update(point_validity(manifest, row, subset, power))
-        if "config" in point:  # the simulator's winning configuration of this point
-            row["config"] = json.dumps(point["config"], sort_keys=True)
+        if point.config is not None:  # the simulator's winning configuration of this point
+            row["config"] = json.dumps(point.config, sort_keys=True)
         rows.append(row)
     return rows
 
@@ -295,7 +294,7 @@ def recompute(run_dir: Path) -> list[dict[str, Any]]:
     A run predicted by the steady-state estimator (``fidelity: analytic``) has no request records: its points
     *are* the record, so it is refused rather than rebuilt into nothing (which used to delete them).
     """
-    if (read_manifest(run_dir).get("target") or {}).get("fidelity") == "analytic":
+    if read_manifest(run_dir).target.fidelity == "analytic":
         raise RunError(f"{run_dir.name} is an analytic prediction: its points were estimated, not built from request "
                        "records, so there is nothing to recompute (simulate --fidelity des records requests)")
     rows = run_metrics(run_dir)

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 
 from scoville.latency import request_tpot
 from scoville.metrics import cache_hit_rate
+from scoville.results.manifest import Manifest
 from scoville.results.store import read_manifest, read_requests
 from scoville.summary import summarize
 
@@ -174,14 +175,14 @@ def run_session_metrics(run_dir: Path) -> list[dict[str, Any]]:
     return points_session_metrics(read_manifest(run_dir), read_requests(run_dir))
 
 
-def points_session_metrics(manifest: dict[str, Any], requests: pa.Table) -> list[dict[str, Any]]:
+def points_session_metrics(manifest: Manifest, requests: pa.Table) -> list[dict[str, Any]]:
     """session_metrics of every load point in ``requests``, with each point's accelerator count.
 
     As in ``scoville.metrics``: a point's own count (the simulator's per-point
     winning configuration) wins over the manifest's system size.
     """
-    system_size = int((manifest.get("system") or {}).get("accelerators") or 1)
-    per_point = {p.get("index"): p.get("accelerators") for p in (manifest.get("load_plan") or {}).get("points", [])}
+    system_size = manifest.system.accelerators or 1
+    per_point = {p.index: p.accelerators for p in manifest.load_plan.points}
     rows = []
     for point in sorted(set(requests.column("point").to_pylist())):
         subset = requests.filter(pc.equal(requests.column("point"), point))

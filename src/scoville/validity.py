@@ -22,6 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from scoville.results.manifest import Manifest, Target
+from scoville.results.schema import PointOutcome
+
 # Defaults; docs/architecture.md ("Validity") gives the reasons for each.
 ERROR_SHARE_MAX = 0.01          # failed / measured requests
 CLIENT_CPU_MAX = 0.90           # busiest client process's CPU time / wall time (1.0 = one core)
@@ -51,33 +54,33 @@ def _error_share(row: dict[str, Any]) -> Reason | None:
     return None
 
 
-def _client_cpu(outcome: dict[str, Any]) -> Reason | None:
-    share = outcome.get("client_cpu_share")
+def _client_cpu(outcome: PointOutcome) -> Reason | None:
+    share = outcome.client_cpu_share
     if share is not None and share > CLIENT_CPU_MAX:
         return Reason("client_cpu", f"a client process used {share:.0%} of a core (limit {CLIENT_CPU_MAX:.0%}): "
                                     "its timestamps lag; add --workers")
     return None
 
 
-def _steal(outcome: dict[str, Any]) -> Reason | None:
-    share = outcome.get("steal_share")
+def _steal(outcome: PointOutcome) -> Reason | None:
+    share = outcome.steal_share
     if share is not None and share > STEAL_SHARE_MAX:
         return Reason("steal", f"the hypervisor stole {share:.1%} of the host's CPU time "
                                f"(limit {STEAL_SHARE_MAX:.0%}): the client was descheduled")
     return None
 
 
-def _prefix_cache(outcome: dict[str, Any]) -> Reason | None:
-    if outcome.get("unexpected_cache_hits"):
-        share = outcome.get("cached_tokens", 0) / outcome["input_tokens"] if outcome.get("input_tokens") else 0.0
+def _prefix_cache(outcome: PointOutcome) -> Reason | None:
+    if outcome.unexpected_cache_hits:
+        share = outcome.cached_tokens / outcome.input_tokens if outcome.input_tokens else 0.0
         return Reason("prefix_cache", f"the server reported cached prompt tokens ({share:.0%} of input) on a "
                                       "workload meant to be uncached: TTFT is too low")
     return None
 
 
-def _short_output(records: pa.Table, target: dict[str, Any]) -> Reason | None:
+def _short_output(records: pa.Table, target: Target) -> Reason | None:
     """Ok measured requests that returned fewer tokens than they asked for, when exact lengths were asked."""
-    if not target.get("ignore_eos") or "output_tokens_requested" not in records.column_names:
+    if not target.ignore_eos or "output_tokens_requested" not in records.column_names:
         return None
     ok = records.filter(pc.and_(records.column("ok"), pc.invert(records.column("warmup"))))
     asked = ok.column("output_tokens_requested").to_numpy(zero_copy_only=False).astype(float)
@@ -92,15 +95,15 @@ def _short_output(records: pa.Table, target: dict[str, Any]) -> Reason | None:
     share = short / int(known.sum())
     if share <= SHORT_OUTPUT_MAX:
         return None
-    why = ("the server did not honour ignore_eos/min_tokens" if target.get("extensions", True)
+    why = ("the server did not honour ignore_eos/min_tokens" if target.extensions is not False
            else "the server refused vLLM's ignore_eos/min_tokens fields, so requests stopped at EOS")
     return Reason("short_output", f"{short} of {int(known.sum())} requests returned fewer tokens than requested "
                                   f"({share:.0%}; limit {SHORT_OUTPUT_MAX:.0%}): {why}")
 
 
-def _power(row: dict[str, Any], manifest: dict[str, Any], power: pa.Table | None) -> Reason | None:
+def _power(row: dict[str, Any], manifest: Manifest, power: pa.Table | None) -> Reason | None:
     """A sampled power source with no sample in the point's window, or a mean outside what the hardware can draw."""
-    source = (manifest.get("power") or {}).get("source")
+    source = manifest.power.source
     start, end = row.get("window_start_s"), row.get("window_end_s")
     if source not in SAMPLED_POWER or start is None or end is None:
         return None
@@ -111,10 +114,10 @@ def _power(row: dict[str, Any], manifest: dict[str, Any], power: pa.Table | None
         return Reason("power_missing", f"power source {source} recorded no sample inside the point's window "
                                        f"({start:.1f}-{end:.1f} s)")
     watts = row.get("power_w")
-    system = manifest.get("system") or {}
-    boundary = (manifest.get("power") or {}).get("boundary") or system.get("power_boundary") or "chip"
-    accelerators = row.get("accelerators") or system.get("accelerators") or 1
-    rated = system.get("rated_watts_per_accelerator")
+    system = manifest.system
+    boundary = manifest.power.boundary or system.power_boundary or "chip"
+    accelerators = row.get("accelerators") or system.accelerators or 1
+    rated = system.rated_watts_per_accelerator
     if watts is None:
         return None
     if watts < POWER_FLOOR_W * accelerators:
@@ -132,27 +135,26 @@ def simulated_validity() -> dict[str, Any]:
     return {"valid": True, "invalid_reasons": [], "validity_basis": SIMULATED_BASIS}
 
 
-def point_validity(manifest: dict[str, Any], row: dict[str, Any], records: pa.Table,
+def point_validity(manifest: Manifest, row: dict[str, Any], records: pa.Table,
                    power: pa.Table | None) -> dict[str, Any]:
     """``valid``, ``invalid_reasons`` and ``validity_basis`` of one point's metrics row.
 
     ``records`` are the point's request records (warm-up included), ``power`` the run's samples.
     """
-    if manifest.get("source") != "measured":
+    if manifest.source != "measured":
         return simulated_validity()
-    outcome = (manifest.get("point_results") or {}).get(str(row.get("point"))) or {}
+    outcome = manifest.point_outcome(int(row["point"]))
     checks = [("errors", _error_share(row))]
     # unknown for runs from before they were recorded, Ray's remote clients, and hosts without /proc
-    if outcome.get("client_cpu_share") is not None:
+    if outcome is not None and outcome.client_cpu_share is not None:
         checks.append(("client CPU", _client_cpu(outcome)))
-    if outcome.get("steal_share") is not None:
+    if outcome is not None and outcome.steal_share is not None:
         checks.append(("steal", _steal(outcome)))
-    if outcome:
+    if outcome is not None:
         checks.append(("prefix cache", _prefix_cache(outcome)))
-    target = manifest.get("target") or {}
-    if target.get("ignore_eos"):
-        checks.append(("output length", _short_output(records, target)))
-    if (manifest.get("power") or {}).get("source") in SAMPLED_POWER:
+    if manifest.target.ignore_eos:
+        checks.append(("output length", _short_output(records, manifest.target)))
+    if manifest.power.source in SAMPLED_POWER:
         checks.append(("power", _power(row, manifest, power)))
     reasons = [r for _, r in checks if r is not None]
     return {"valid": not reasons, "invalid_reasons": [{"code": r.code, "detail": r.detail} for r in reasons],

@@ -40,13 +40,13 @@ def make_run(root: Path, name: str, points: list[tuple[float, float]], *, hardwa
     power = ({"source": "nvml", "boundary": "board"} if measured_power
              else {"source": "rated", "boundary": "chip", "watts_per_accelerator": watts})
     manifest = base_manifest(
-        source=source, target={"url": "http://127.0.0.1:8000", "api": "openai"},
+        source=source, target={"base_url": "http://127.0.0.1:8000", "api": "openai"},
         system={"hardware": hardware, "accelerators": accelerators, "rated_watts_per_accelerator": watts,
                 "power_boundary": power["boundary"], "cost_per_accelerator_hour": cost},
         model={"name": "llama-70b", "precision": precision},
         serving={"framework": "vllm", "version": "0.6", "parallelism": {"tp": accelerators}},
         workload={"name": "1k1k", "isl": 1024, "osl": 1024, "seed": 1}, load_plan={"points": plan}, power=power)
-    manifest["run_id"] = name
+    manifest.run_id = name
     w = RunWriter.create(root, manifest, journal=False)
     t = 0.0
     samples: list[tuple[float, str, float]] = []

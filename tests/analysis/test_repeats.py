@@ -81,11 +81,12 @@ def _system(label, points, x_halfwidth):
     from pathlib import Path
 
     from scoville.analysis.runs import System
+    from scoville.results.manifest import Manifest
 
     rows = [{"interactivity": x, "interactivity_lo": x - x_halfwidth, "interactivity_hi": x + x_halfwidth,
              Y: y, f"{Y}_lo": 0.99 * y, f"{Y}_hi": 1.01 * y, "band_kind": REPEATS_BAND, "num_ok": 10}
             for x, y in points]
-    return System(label, [Path(label)], [{}], rows, rows)
+    return System(label, [Path(label)], [Manifest()], rows, rows)
 
 
 def test_doubt_about_interactivity_widens_the_interval_of_a_steep_frontier():

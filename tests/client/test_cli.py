@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 from client_support import Behaviour, run_cli, start_cli, wait_until
 
-from scoville.results.store import finished_points, read_journal, read_manifest, read_requests
+from scoville.results.store import (
+    finished_points,
+    read_journal,
+    read_manifest,
+    read_requests,
+)
 
 pytestmark = pytest.mark.slow   # whole-CLI subprocess runs (the fast lane skips them)
 
@@ -36,7 +41,7 @@ def test_run_json_output_and_summary(server, tmp_path):
     assert server.headers[-1]["Authorization"] == "Bearer sk-live-123456"
     for f in Path(out["run_dir"]).rglob("*"):
         assert not f.is_file() or b"sk-live-123456" not in f.read_bytes(), f
-    assert "--api-key" in read_manifest(Path(out["run_dir"]))["command"]
+    assert "--api-key" in read_manifest(Path(out["run_dir"])).command
     assert out["status"] == "complete" and out["power"]["source"] == "rated"
     assert [r["label"] for r in out["points"]] == ["c=2"] and out["points"][0]["num_ok"] == 4
     p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "4", "--rate", "50",
@@ -69,7 +74,7 @@ def test_read_timeout_bounds_a_silent_stream_and_is_recorded(server, tmp_path):
     [rec] = read_requests(run).to_pylist()
     assert not rec["ok"] and "no data for 0.5s" in rec["error"] and "--read-timeout" in rec["error"]
     assert rec["t_done"] - rec["t_sent"] < 5
-    assert read_manifest(run)["target"]["read_timeout_s"] == 0.5
+    assert read_manifest(run).target.read_timeout_s == 0.5
 
 
 @pytest.mark.parametrize("args, message", [
@@ -115,12 +120,12 @@ def test_kill_9_loses_nothing_finished_and_resume_completes(server, tmp_path):
     run = only_run(runs)
     journal_before = read_journal(run)
     point0 = [r for r in read_requests(run).to_pylist() if r["point"] == 0]
-    assert read_manifest(run)["status"] == "running" and len(point0) == 7
+    assert read_manifest(run).status == "running" and len(point0) == 7
     assert 2 not in finished_points(run)
 
     p = scoville("sweep", "--resume", run.name, "--runs", str(runs), "--json")
     assert p.returncode == 0, p.stderr
-    m = read_manifest(run)
+    m = json.loads((run / "manifest.json").read_text())  # the file as written
     assert m["status"] == "complete" and len(m["resumed_at"]) == 1
     assert finished_points(run) == {0, 1, 2}
     assert [r for r in read_requests(run).to_pylist() if r["point"] == 0] == point0
@@ -146,7 +151,7 @@ def test_ctrl_c_marks_interrupted_keeps_records_and_says_how_to_resume(server, t
     assert proc.returncode == 130, err
     assert f"resume with: scoville sweep --resume {run}" in " ".join(err.split())
     assert "Traceback" not in err
-    m = read_manifest(run)
+    m = json.loads((run / "manifest.json").read_text())  # the file as written
     assert m["status"] == "interrupted" and "files" in m
     kept = read_journal(run)
     assert seen <= len(kept) < 200 and all(r.ok for r in kept)

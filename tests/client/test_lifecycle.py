@@ -18,7 +18,12 @@ from pathlib import Path
 import pytest
 from client_support import Behaviour, run_cli, start_cli, wait_until
 
-from scoville.results.store import read_journal, read_manifest, read_requests, writer_alive
+from scoville.results.store import (
+    read_journal,
+    read_manifest,
+    read_requests,
+    writer_alive,
+)
 
 pytestmark = pytest.mark.slow   # whole-CLI subprocess runs (the fast lane skips them)
 
@@ -70,7 +75,7 @@ def test_a_second_ctrl_c_still_ends_interrupted_with_the_resume_hint(server, tmp
     run = only_run(runs)
     # 130, or killed by the SIGINT itself when it comes after the run was closed (a shell shows 130 for both)
     assert proc.returncode in (130, -signal.SIGINT), err
-    assert read_manifest(run)["status"] == "interrupted" and not writer_alive(run)
+    assert read_manifest(run).status == "interrupted" and not writer_alive(run)
     assert f"resume with: scoville sweep --resume {run}" in " ".join(err.split()) and "Traceback" not in err
 
 
@@ -82,7 +87,7 @@ def test_sigterm_ends_interrupted_with_the_resume_hint(server, tmp_path):
     _, err = proc.communicate(timeout=60)
     run = only_run(runs)
     assert proc.returncode == 130, err
-    assert read_manifest(run)["status"] == "interrupted"
+    assert read_manifest(run).status == "interrupted"
     assert f"resume with: scoville sweep --resume {run}" in " ".join(err.split())
     kept = read_journal(run)
     assert kept and all(r.ok for r in kept)
@@ -102,12 +107,12 @@ def test_a_resume_of_a_run_still_being_measured_is_refused_in_one_line(server, t
         p = scoville("sweep", "--resume", run.name, "--runs", str(runs))
         assert p.returncode == 2 and "being written by another scoville process" in one_line(p.stderr)
         assert f"pid {proc.pid}" in p.stderr
-        assert read_manifest(run).get("resumed_at") is None
+        assert read_manifest(run).resumed_at is None
         assert all(b.get("max_tokens") != 2 for b in server.bodies[sent:])  # no 2-token probe from the refused resume
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
-    assert read_manifest(run)["status"] == "interrupted"
+    assert read_manifest(run).status == "interrupted"
 
 
 def test_a_run_whose_writer_was_killed_shows_it(server, tmp_path):
@@ -117,7 +122,7 @@ def test_a_run_whose_writer_was_killed_shows_it(server, tmp_path):
     proc.kill()
     proc.wait(10)
     run = only_run(runs)
-    assert read_manifest(run)["status"] == "running" and not writer_alive(run)
+    assert read_manifest(run).status == "running" and not writer_alive(run)
 
 
 # --- the machine's limits -----------------------------------------------------------------------------------
@@ -141,7 +146,7 @@ def test_a_full_disk_stops_the_sweep_in_one_line_and_keeps_every_record(server, 
     assert p.returncode == 2 and "requests.jsonl: File too large" in message
     assert f"resume with: scoville sweep --resume {run}" in message
     kept = read_journal(run)
-    assert 100 < len(kept) < 2000 and read_manifest(run)["status"] == "interrupted"
+    assert 100 < len(kept) < 2000 and read_manifest(run).status == "interrupted"
     assert read_requests(run).num_rows == len(kept)
 
 
@@ -166,7 +171,7 @@ def test_running_out_of_sockets_mid_point_stops_in_one_line_with_records_kept(se
     message = one_line(p.stderr)
     assert p.returncode == 2 and "cannot open a socket: Too many open files" in message
     run = only_run(runs)
-    assert read_manifest(run)["status"] == "interrupted" and "resume with" in message
+    assert read_manifest(run).status == "interrupted" and "resume with" in message
 
 
 # --- secrets --------------------------------------------------------------------------------------------------
@@ -182,7 +187,7 @@ def test_url_credentials_reach_no_file_of_the_run(server, tmp_path):
     assert server.headers[-1]["Authorization"].startswith("Basic ")
     for f in run.rglob("*"):
         assert not f.is_file() or b"hunter2secret" not in f.read_bytes(), f
-    m = read_manifest(run)
+    m = json.loads((run / "manifest.json").read_text())  # the file as written
     assert m["target"]["base_url"] == server.base_url and server.base_url in " ".join(m["command"])
 
 
@@ -198,7 +203,7 @@ def test_each_run_sends_new_prompts_unless_the_seed_is_given(server, tmp_path):
                      "--warmup-requests", "0", "--runs", str(tmp_path), "--json", *extra)
         assert p.returncode == 0, p.stderr
         prompts.append(server.bodies[before + 1]["prompt"])  # after the probe
-        seeds.append(read_manifest(Path(json.loads(p.stdout)["run_dir"]))["load_plan"]["seed"])
+        seeds.append(read_manifest(Path(json.loads(p.stdout)["run_dir"])).load_plan.seed)
     assert prompts[0] != prompts[1] and prompts[2] == prompts[3]
     assert seeds[2] == seeds[3] == 7 and seeds[0] != seeds[1]
 
@@ -214,13 +219,13 @@ def test_a_timed_trace_replays_every_request_at_its_scaled_times(server, tmp_pat
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     run = Path(out["run_dir"])
-    (point,) = read_manifest(run)["load_plan"]["points"]
-    assert point["rate"] is not None and point["num_requests"] == 40 and point["sessions"] == 40
+    (point,) = read_manifest(run).load_plan.points
+    assert point.rate is not None and point.num_requests == 40 and point.sessions == 40
     sent = sorted(r["t_sent"] for r in read_requests(run).to_pylist())
     assert len(sent) == 40 and out["points"][0]["num_ok"] == 40
     from scoville.workload.traces import load_trace
 
-    t_start = read_manifest(run)["point_results"]["0"]["t_start"]
+    t_start = read_manifest(run).point_results["0"].t_start
     due = load_trace(TRACES / "mooncake_sample.jsonl", time_scale=0.05).arrivals(40)
     assert all(t >= t_start + d for t, d in zip(sent, sorted(due)))  # no request before its scaled arrival
     assert sent[-1] - t_start < 20 * due[-1]  # and not at the unscaled times (20x later)

@@ -8,6 +8,7 @@ test waits for the thread's reads, never for a sleep: a loaded host changes noth
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -22,7 +23,7 @@ from scoville.client.sweep import Sweep, run_sweep
 from scoville.load import concurrency_sweep
 from scoville.power.nvml import NvmlSampler
 from scoville.power.sources import PowerError, plan_power, system_info
-from scoville.results.store import read_manifest, read_power
+from scoville.results.store import read_power
 from scoville.workload.synthetic import SyntheticWorkload
 
 
@@ -125,7 +126,7 @@ def test_nvml_sweep_writes_power_and_per_kw_metrics(server, tmp_path, monkeypatc
     assert row["power_source"] == "nvml" and row["power_boundary"] == "board"
     assert row["power_w"] == pytest.approx(800.0)
     assert row["total_throughput_per_kw"] == pytest.approx(row["total_throughput"] / 0.8)
-    m = read_manifest(result.run_dir)
+    m = json.loads((result.run_dir / "manifest.json").read_text())  # the file as written
     assert m["power"]["nvml_device_names"] == ["NVIDIA H200"] * 2
     (mark,) = m["power"]["energy_counter"]
     # one counter read at the point's start and one at its end: the counter moved one second's worth

@@ -7,6 +7,7 @@ import json
 import threading
 from pathlib import Path
 
+import msgspec
 import pyarrow.compute as pc
 import pytest
 import typer
@@ -270,8 +271,9 @@ def test_a_sweep_scrapes_each_point_and_the_server_counts_what_the_client_sent(m
                               api_key="sk-scrape"), tmp_path, observer=observer)
     run = result.run_dir
     assert observer.lines == []
-    assert read_manifest(run)["server_metrics"] == {"path": "/metrics", "interval_s": 0.05, "status": "scraped"}
-    assert SERVER_METRICS in read_manifest(run)["files"]
+    assert msgspec.to_builtins(read_manifest(run).server_metrics) == {"path": "/metrics", "interval_s": 0.05,
+                                                                "status": "scraped"}
+    assert SERVER_METRICS in read_manifest(run).files
     assert all(h.get("Authorization") == "Bearer sk-scrape" for h in metrics_server.scrape_headers)
     stored = read_server_metrics(run)
     requests = read_requests(run)
@@ -320,7 +322,7 @@ def test_a_server_without_metrics_is_one_warning_and_the_run_completes(tmp_path,
         served.stop()
     assert result.status == "complete"
     assert len(observer.lines) == 1 and "no server-side metrics" in observer.lines[0] and why in observer.lines[0]
-    assert read_manifest(result.run_dir)["server_metrics"]["status"].startswith("unavailable: " + why)
+    assert read_manifest(result.run_dir).server_metrics.status.startswith("unavailable: " + why)
     assert not (result.run_dir / SERVER_METRICS).exists()
     assert all("server_requests" not in r for r in result.rows)
 
@@ -348,7 +350,7 @@ def test_json_metrics_fall_back_to_the_prometheus_route_as_trtllm_serve_has():
 def test_scrape_interval_zero_turns_scraping_off(metrics_server, tmp_path):
     result = run_sweep(_sweep(metrics_server.base_url, concurrency_sweep([1], num_requests=2), interval=0), tmp_path)
     assert metrics_server.scrape_headers == [] and not (result.run_dir / SERVER_METRICS).exists()
-    assert read_manifest(result.run_dir)["server_metrics"]["status"] == "off"
+    assert read_manifest(result.run_dir).server_metrics.status == "off"
 
 
 # --- shown by `scoville show` and the report, only when scraped -------------------------------------------------

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from client_support import Behaviour, run_cli
 
-from scoville.search_plan import build_search
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
 from scoville.client.sweep import Sweep, resume_sweep, run_sweep
 from scoville.power.sources import plan_power, system_info
 from scoville.results.store import read_manifest, read_point_metrics
+from scoville.search_plan import build_search
 from scoville.slo import SloError
 from scoville.workload.synthetic import SyntheticWorkload
 
@@ -34,7 +34,7 @@ def search_sweep(server, slo: str, search_max: int) -> Sweep:
 def test_a_search_met_everywhere_climbs_to_its_ceiling_and_records_every_point(server, tmp_path):
     server.set(Behaviour(ttft_s=0.02, interval_s=0.001))
     result = run_sweep(search_sweep(server, "ttft_p90=5s,tpot_p90=1s", 4), tmp_path)
-    m = read_manifest(result.run_dir)
+    m = json.loads((result.run_dir / "manifest.json").read_text())  # the file as written
     assert result.status == "complete" and m["load_plan"]["mode"] == "concurrency"
     assert [p["label"] for p in m["load_plan"]["points"]] == ["c=1", "c=2", "c=4"]
     assert [p["index"] for p in m["load_plan"]["points"]] == [0, 1, 2]
@@ -54,7 +54,7 @@ def test_a_search_met_everywhere_climbs_to_its_ceiling_and_records_every_point(s
 def test_a_search_that_fails_at_the_first_load_measures_one_point(server, tmp_path):
     server.set(Behaviour(ttft_s=0.05, interval_s=0.001))
     result = run_sweep(search_sweep(server, "ttft_p90=10ms", 64), tmp_path)
-    block = read_manifest(result.run_dir)["slo_search"]
+    block = read_manifest(result.run_dir).slo_search
     assert block["answer"] == 0 and block["points_measured"] == 1
     assert "not met even at c=1: ttft_p90" in block["line"]
 
@@ -100,7 +100,7 @@ def test_cli_search_against_the_emulator_prints_one_answer_line_and_stores_it(tm
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     block = out["slo_search"]
-    assert block == read_manifest(Path(out["run_dir"]))["slo_search"] and block["done"]
+    assert block == read_manifest(Path(out["run_dir"])).slo_search and block["done"]
     # the answer passed and the level above it failed, each by its decided verdicts
     decided = {d["level"]: d["passed"] for d in block["decided"]}
     assert block["answer"] == 0 or decided[block["answer"]] is True

@@ -15,9 +15,15 @@ from scoville.client.errors import ClientError
 from scoville.client.sweep import Sweep, resume_sweep, run_sweep, sweep_from_manifest
 from scoville.load import concurrency_sweep, rate_sweep
 from scoville.metrics import recompute
-from scoville.results.schema import RequestRecord
 from scoville.power.sources import PowerError, cost_per_hour, plan_power, system_info
-from scoville.results.store import POINT_METRICS, read_journal, read_manifest, read_power, read_requests
+from scoville.results.schema import RequestRecord
+from scoville.results.store import (
+    POINT_METRICS,
+    read_journal,
+    read_manifest,
+    read_power,
+    read_requests,
+)
 from scoville.workload.synthetic import SyntheticWorkload
 
 WL = SyntheticWorkload(isl=24, osl=6, range_ratio=1.0, seed=2, name="tiny")
@@ -34,10 +40,11 @@ def test_sweep_writes_a_complete_run_and_recompute_reproduces_it(server, tmp_pat
     result = run_sweep(make_sweep(server, concurrency_sweep([1, 2], num_requests=4, warmup_requests=1),
                                   api_key="sk-verysecret"), tmp_path)
     run = result.run_dir
-    m = read_manifest(run)
+    m = json.loads((run / "manifest.json").read_text())  # the file as written
     assert result.status == m["status"] == "complete" and m["source"] == "measured"
     assert [p["label"] for p in m["load_plan"]["points"]] == ["c=1", "c=2"]
-    assert m["power"] == {"source": "rated", "boundary": "chip", "watts_per_accelerator": 700.0}
+    assert {k: m["power"][k] for k in ("source", "boundary", "watts_per_accelerator")} == \
+        {"source": "rated", "boundary": "chip", "watts_per_accelerator": 700.0}
     assert m["system"]["accelerators"] == 2 and m["system"]["cost_per_accelerator_hour"] == 1.5
     assert m["target"]["extensions"] is True and m["target"]["model"] == "test-model"
     assert m["workload"]["name"] == "tiny" and "files" in m
@@ -93,13 +100,13 @@ def test_model_defaults_to_the_served_one(server, tmp_path):
     sweep = make_sweep(server, concurrency_sweep([1], num_requests=1))
     sweep.cfg.model = ""
     run = run_sweep(sweep, tmp_path).run_dir
-    assert read_manifest(run)["model"]["name"] == "test-model" and server.bodies[-1]["model"] == "test-model"
+    assert read_manifest(run).model.name == "test-model" and server.bodies[-1]["model"] == "test-model"
 
 
 def test_strict_openai_server_gets_requests_without_extensions(server, tmp_path):
     server.set(Behaviour(reject_extensions=True))
     result = run_sweep(make_sweep(server, concurrency_sweep([1], num_requests=2, warmup_requests=0)), tmp_path)
-    assert read_manifest(result.run_dir)["target"]["extensions"] is False
+    assert read_manifest(result.run_dir).target.extensions is False
     assert result.rows[0]["num_ok"] == 2
     assert "ignore_eos" not in server.bodies[-1] and "min_tokens" not in server.bodies[-1]
 
@@ -143,11 +150,11 @@ def test_resume_skips_finished_points_and_redoes_the_rest(server, tmp_path):
     sweep = make_sweep(server, points[:1])
     first = run_sweep(sweep, tmp_path).run_dir
     # Pretend the sweep had three points and died in the second (a journaled record, no Parquet).
-    m = read_manifest(first)
+    m = json.loads((first / "manifest.json").read_text())  # the file as written
     full = make_sweep(server, points)
     from scoville.client.sweep import load_plan
 
-    m["load_plan"] = load_plan(points, 0, 1)
+    m["load_plan"] = msgspec.to_builtins(load_plan(points, 0, 1))
     m["status"] = "running"
     (first / "manifest.json").write_text(json.dumps(m))
     with (first / "requests.jsonl").open("ab") as journal:
@@ -160,7 +167,7 @@ def test_resume_skips_finished_points_and_redoes_the_rest(server, tmp_path):
     after = read_requests(first).to_pylist()
     assert sorted(r["request_id"] for r in after if r["point"] == 1) == ["p1-r0", "p1-r1"]
     assert [r for r in after if r["point"] == 0] == [r for r in before if r["point"] == 0]
-    assert read_manifest(first)["resumed_at"] and full.points == sweep_from_manifest(read_manifest(first)).points
+    assert read_manifest(first).resumed_at and full.points == sweep_from_manifest(read_manifest(first)).points
 
 
 def test_resume_url_is_normalised_like_url(server, tmp_path):
@@ -194,7 +201,7 @@ def test_missing_meter_file_still_finishes_the_run(server, tmp_path):
         run_sweep(make_sweep(server, concurrency_sweep([1], num_requests=2, warmup_requests=0), power=plan),
                   tmp_path / "runs")
     (run_dir,) = list((tmp_path / "runs").iterdir())
-    assert read_manifest(run_dir)["status"] == "complete"
+    assert read_manifest(run_dir).status == "complete"
     assert len(read_requests(run_dir)) == 2 and (run_dir / POINT_METRICS).exists()
 
 

@@ -3,13 +3,21 @@ the server's context window, resumed attempts. In process, against real loopback
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from client_support import Behaviour, FakeServer, Served
 
 from scoville.client.config import ClientConfig
 from scoville.client.errors import ClientError
+from scoville.client.sweep import (
+    Sweep,
+    SweepInterrupted,
+    SweepStopped,
+    resume_sweep,
+    run_sweep,
+)
 from scoville.errors import UserError
-from scoville.client.sweep import Sweep, SweepInterrupted, SweepStopped, resume_sweep, run_sweep
 from scoville.load import concurrency_sweep
 from scoville.power.sources import plan_power, system_info
 from scoville.results.store import measured_points, read_manifest, read_requests
@@ -54,7 +62,7 @@ def test_a_dead_server_stops_the_sweep_in_one_line_and_resume_redoes_the_rest(se
     assert "\n" not in message and "every request of point c=2 failed to connect" in message
     assert "resume with: scoville sweep --resume" in message
     run = e.value.result.run_dir
-    m = read_manifest(run)
+    m = json.loads((run / "manifest.json").read_text())  # the file as written
     assert m["status"] == "interrupted"  # not "complete": point c=3 was never tried
     assert m["point_results"]["1"]["ok"] == 0 and m["point_results"]["1"]["errors"] == {"connect": 3}
     assert "2" not in m["point_results"] and measured_points(run) == {0}
@@ -96,7 +104,7 @@ def test_cached_tokens_on_a_workload_of_new_prompts_warn_and_stamp_the_point(ser
                                   scrape_interval=0), tmp_path, observer=observer)
     (outcome,) = result.outcomes
     assert outcome.unexpected_cache_hits and outcome.cached_tokens == 32
-    assert read_manifest(result.run_dir)["point_results"]["0"]["unexpected_cache_hits"] is True
+    assert read_manifest(result.run_dir).point_results["0"].unexpected_cache_hits is True
     assert len(observer.warnings) == 1 and "cached prompt tokens" in observer.warnings[0]
 
 
@@ -122,7 +130,7 @@ def test_sessions_fit_the_servers_context_window(server, tmp_path, source):
     result = run_sweep(sweep, tmp_path)
     sent = [(len(b["prompt"]), b["max_tokens"]) for b in server.bodies[1:]]  # after the probe
     assert len(sent) == 30 and all(n_in + n_out <= window for n_in, n_out in sent)
-    m = read_manifest(result.run_dir)
+    m = json.loads((result.run_dir / "manifest.json").read_text())  # the file as written
     assert m["target"]["max_model_len"] == window and m["workload"]["context_limit"] == window
 
 
@@ -193,13 +201,13 @@ def test_chat_prompts_use_words_the_servers_tokenize_reads_as_one_token(server, 
     assert sent == [200, 200, 200]
     rows = read_requests(result.run_dir).to_pylist()
     assert [(r["input_tokens_requested"], r["input_tokens"]) for r in rows] == [(200, 200)] * 3
-    assert read_manifest(result.run_dir)["target"]["prompt_words_checked"] > 16
+    assert read_manifest(result.run_dir).target.prompt_words_checked > 16
 
 
 def test_chat_prompts_fit_a_local_tokenizer_exactly(tmp_path):
     """Random ids decoded to text re-encode longer (about 6 % here); the text is cut back to the requested count."""
     tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers import models, pre_tokenizers, trainers, decoders
+    from tokenizers import decoders, models, pre_tokenizers, trainers
 
     tok = tokenizers.Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -114,14 +114,14 @@ def test_resuming_an_emulator_run_records_the_new_emulators_url(emu, tmp_path):
                   model={"name": emu.model}, emulator={"hardware": "h200", "model": "llama-3.1-8b", "config": emu.config})
     run = run_sweep(sweep, tmp_path).run_dir
     manifest = read_manifest(run)
-    manifest.update(load_plan=load_plan(points, 0, 1), status="running")  # as if killed before point 1
-    (run / "manifest.json").write_text(json.dumps(manifest))
+    manifest.load_plan, manifest.status = load_plan(points, 0, 1), "running"  # as if killed before point 1
+    (run / "manifest.json").write_bytes(manifest.to_json())
     with pytest.raises(ClientError, match="measured the built-in emulator; give the URL"):
         resume_sweep(run)  # the client cannot start an emulator itself
     result = resume_run(run)  # no --url: a fresh emulator, on another port
-    target = read_manifest(run)["target"]
-    assert result.status == "complete" and target["base_url"] != emu.base_url
-    assert target["endpoint"] == target["base_url"] + "/v1/completions"
+    target = read_manifest(run).target
+    assert result.status == "complete" and target.base_url != emu.base_url
+    assert target.endpoint == f"{target.base_url}/v1/completions"
 
 
 def _start_child(*python_flags: str) -> tuple[subprocess.Popen, int]:

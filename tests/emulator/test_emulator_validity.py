@@ -29,5 +29,5 @@ def test_a_clean_emulator_point_is_valid(emu, tmp_path, monkeypatch):
     assert rows[0]["validity_basis"] == "measured: checked errors, client CPU, steal, prefix cache, output length"
     requests = read_requests(run)  # every request asked for its length and got it (the emulator honours ignore_eos)
     assert requests.column("output_tokens").to_pylist() == requests.column("output_tokens_requested").to_pylist()
-    outcome = read_manifest(run)["point_results"]["0"]
-    assert outcome["client_cpu_share"] == 0.0 and outcome["steal_share"] == 0.0
+    outcome = read_manifest(run).point_results["0"]
+    assert outcome.client_cpu_share == 0.0 and outcome.steal_share == 0.0

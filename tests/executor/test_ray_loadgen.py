@@ -59,7 +59,7 @@ def test_sweep_through_two_workers_records_exactly_the_plan(ray_cluster, server,
     run_dir = result.run_dir
 
     records = read_requests(run_dir).to_pylist()
-    assert result.status == read_manifest(run_dir)["status"] == "complete"
+    assert result.status == read_manifest(run_dir).status == "complete"
     assert len(records) == sum(p.total_requests for p in points) == server.completed - PROBE_REQUESTS
     for p in points:
         mine = [r for r in records if r["point"] == p.index]
@@ -72,7 +72,7 @@ def test_sweep_through_two_workers_records_exactly_the_plan(ray_cluster, server,
     assert server.max_in_flight <= 4
     # One clock: every record lies on the coordinator's run clock, in order within each request.
     assert all(0 < r["t_sent"] <= r["t_first_token"] <= r["t_done"] for r in records)
-    executor = read_manifest(run_dir)["executor"]
+    executor = read_manifest(run_dir).executor
     assert executor["kind"] == "ray" and {s["point"] for s in executor["clock_sync"]} == {0, 1}
     assert len(executor["client_workers"]) == 2 and not executor["lost_workers"]
     assert all(abs(s["offset_s"]) <= s["rtt_s"] / 2 + 1e-6 for s in executor["clock_sync"])  # same host
@@ -218,11 +218,11 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_what_finished(ray_cluster, s
     with pytest.raises(SweepInterrupted) as stopped:
         run_sweep(ray_sweep(server, workload, points), tmp_path, observer=observer)
     run_dir = stopped.value.result.run_dir
-    assert stopped.value.result.status == read_manifest(run_dir)["status"] == "interrupted"
+    assert stopped.value.result.status == read_manifest(run_dir).status == "interrupted"
     journal = read_journal(run_dir)
     assert 3 <= len(journal) < 40  # stopped early, nothing finished was dropped from the journal
     assert {r.request_id for r in observer.seen} <= {r.request_id for r in journal}
-    assert not read_manifest(run_dir)["executor"]["lost_workers"]  # stopped, not lost
+    assert not read_manifest(run_dir).executor["lost_workers"]  # stopped, not lost
 
 
 def test_a_client_that_fails_on_the_workers_surfaces_as_one_clear_error(ray_cluster, server, tmp_path):

@@ -90,7 +90,7 @@ def test_runs_without_power_or_with_a_broken_sample_still_report(tmp_path):
     import pyarrow as pa
     from runs_factory import make_run
 
-    from scoville.results.store import RunWriter
+    from scoville.results.store import RunWriter, read_manifest
 
     nopower = make_run(tmp_path, "nopower", [(50.0, 1000.0), (20.0, 3000.0)], store_metrics=False)
     m = json.loads((nopower / "manifest.json").read_text())
@@ -98,7 +98,7 @@ def test_runs_without_power_or_with_a_broken_sample_still_report(tmp_path):
     (nopower / "manifest.json").write_text(json.dumps(m))
     measured = make_run(tmp_path, "measured", [(50.0, 1000.0), (20.0, 3000.0)], measured_power=True,
                         store_metrics=False)
-    w = RunWriter(measured, json.loads((measured / "manifest.json").read_text()), journal=False)
+    w = RunWriter(measured, read_manifest(measured), journal=False)
     w.write_power(pa.table({"t": [0.5], "device": ["gpu0"], "watts": [float("nan")]}))  # a sensor glitch
     text = write_report([nopower, measured], tmp_path / "r.html").read_text()
     figs = figures(text)
@@ -156,7 +156,7 @@ def test_itl_cdf_uses_the_runs_compat_mode(tmp_path):
         manifest = base_manifest(source="measured", target={}, system={"accelerators": 1}, model={}, serving={},
                                  workload={}, load_plan={"points": [{"index": 0, "concurrency": 1}]},
                                  power={"source": "none"}, compat=compat)
-        manifest["run_id"] = f"itl-{compat}"
+        manifest.run_id = f"itl-{compat}"
         w = RunWriter.create(tmp_path, manifest, journal=False)
         # chunks of 1 token at 1.0 and of 3 tokens at 2.0: chunk gaps [1.0]; per-token gaps [1.0, 0, 0]
         w.write_point(0, [RequestRecord(point=0, request_id=f"r{i}", t_sent=0.0, t_first_token=1.0, t_done=2.0,
@@ -264,11 +264,12 @@ def test_cdf_legends_name_every_point_once_even_when_loads_repeat():
     import numpy as np
 
     from scoville.reporting.charts import cdf_charts
+    from scoville.results.manifest import PlannedPoint
 
-    plan = [{"index": 0, "label": "c=1", "config": {"parallel": {"tp": 8}}},
-            {"index": 1, "label": "c=1", "config": {"parallel": {"tp": 4}}},
-            {"index": 2, "label": "c=4"},
-            {"index": 3, "label": "c=8"}, {"index": 4, "label": "c=8"}]
+    plan = [PlannedPoint(index=0, label="c=1", config={"parallel": {"tp": 8}}),
+            PlannedPoint(index=1, label="c=1", config={"parallel": {"tp": 4}}),
+            PlannedPoint(index=2, label="c=4"),
+            PlannedPoint(index=3, label="c=8"), PlannedPoint(index=4, label="c=8")]
     samples = {i: {k: np.array([0.1, 0.2]) for k in ("ttft", "tpot", "itl")} for i in range(5)}
     names = [s.name for s in cdf_charts("r", plan, samples)[0].series]
     assert len(set(names)) == 5

@@ -40,13 +40,13 @@ def goodput(run_dir: Path, slo: dict[str, float]) -> list[dict[str, Any]]:
     requests = read_requests(run_dir)
     power = read_power(run_dir)
     out = []
-    for point in (manifest.get("load_plan") or {}).get("points", []):
-        subset = requests.filter(pc.equal(requests.column("point"), point["index"]))
+    for point in manifest.load_plan.points:
+        subset = requests.filter(pc.equal(requests.column("point"), point.index))
         if subset.num_rows == 0:
             continue
         ctx = dataclasses.replace(context_from_manifest(manifest, point), slo=dict(slo))
         m = point_metrics(subset, ctx, power)
-        out.append({"point": point["index"], "concurrency": point.get("concurrency"), "rate": point.get("rate"),
+        out.append({"point": point.index, "concurrency": point.concurrency, "rate": point.rate,
                     "interactivity": m.get("interactivity"), "request_throughput": m.get("request_throughput"),
                     "goodput": m.get("goodput"), "slo_attainment": m.get("slo_attainment")})
     return out

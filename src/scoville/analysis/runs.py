@@ -10,6 +10,7 @@ pooled into one system so its frontier spans all of them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from scoville.analysis.repeats import aggregate_repeats
 from scoville.metrics import run_metrics
 from scoville.power.sources import power_basis_text
 from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest, read_point_rows, skip
-from scoville.results.manifest import source_label
+from scoville.results.manifest import Manifest, source_label
 
 
 @dataclass
@@ -32,21 +33,18 @@ class System:
 
     label: str
     run_dirs: list[Path]
-    manifests: list[dict[str, Any]]
+    manifests: list[Manifest]
     rows: list[dict[str, Any]] = field(default_factory=list)
     repeat_rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         """The first run's manifest (hardware, model, power basis are the system's)."""
         return self.manifests[0]
 
-    def _joined(self, section: str, key: str) -> str | None:
-        values = []
-        for m in self.manifests:
-            v = (m.get(section) or {}).get(key)
-            if v is not None and v not in values:
-                values.append(v)
+    def _joined(self, field: Callable[[Manifest], object]) -> str | None:
+        """One field of every run's manifest, each value once ("h200 / b200"); None when no run records it."""
+        values = list(dict.fromkeys(v for m in self.manifests if (v := field(m)) is not None))
         return " / ".join(str(v) for v in values) if values else None
 
     @property
@@ -55,15 +53,16 @@ class System:
 
     @property
     def hardware(self) -> str | None:
-        return self._joined("system", "hardware")
+        return self._joined(lambda m: m.system.hardware)
 
     @property
     def power_source(self) -> str:
-        return self._joined("power", "source") or "none"
+        return self._joined(lambda m: m.power.source) or "none"
 
     @property
     def power_boundary(self) -> str:
-        return (self._joined("power", "boundary") or self._joined("system", "power_boundary") or "unknown")
+        return (self._joined(lambda m: m.power.boundary) or self._joined(lambda m: m.system.power_boundary)
+                or "unknown")
 
     @property
     def power_basis(self) -> str:
@@ -72,20 +71,19 @@ class System:
 
     def describe(self) -> dict[str, Any]:
         """The variables a reader needs to judge a comparison, flat."""
-        m = self.manifest
         return {
             "label": self.label,
             "source": self.source,
             "hardware": self.hardware,
-            "accelerators": self._joined("system", "accelerators"),
-            "model": self._joined("model", "name"),
-            "precision": self._joined("model", "precision"),
-            "framework": self._joined("serving", "framework"),
+            "accelerators": self._joined(lambda m: m.system.accelerators),
+            "model": self._joined(lambda m: m.model.name),
+            "precision": self._joined(lambda m: m.model.precision),
+            "framework": self._joined(lambda m: m.serving.framework),
             "power_source": self.power_source,
             "power_boundary": self.power_boundary,
-            "cost_per_accelerator_hour": self._joined("system", "cost_per_accelerator_hour"),
-            "workload": (m.get("workload") or {}).get("name"),
-            "compat": " / ".join(dict.fromkeys(str(x.get("compat", "inferencex")) for x in self.manifests)),
+            "cost_per_accelerator_hour": self._joined(lambda m: m.system.cost_per_accelerator_hour),
+            "workload": self.manifest.workload_name,
+            "compat": self._joined(lambda m: m.compat),
             "runs": [d.name for d in self.run_dirs],
         }
 
@@ -99,25 +97,24 @@ def _recomputed(run_dir: Path) -> list[dict[str, Any]]:
         return []
 
 
-def point_rows(run_dir: Path, manifest: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def point_rows(run_dir: Path, manifest: Manifest | None = None) -> list[dict[str, Any]]:
     """Metrics rows of a run: the stored points.parquet, else recomputed from raw records."""
     manifest = manifest or load_manifest(run_dir)
     rows = read_point_rows(run_dir) or _recomputed(run_dir)
-    cost = (manifest.get("system") or {}).get("cost_per_accelerator_hour")
+    cost = manifest.system.cost_per_accelerator_hour
     out = []
     for r in rows:
         r = dict(r)
-        r["run_id"] = manifest.get("run_id", run_dir.name)
+        r["run_id"] = manifest.run_id or run_dir.name
         r.update(add_cost_columns(r, cost))
         out.append(r)
     return out
 
 
-def _base_label(manifests: list[dict[str, Any]], run_dirs: list[Path]) -> str:
-    m = manifests[0]
-    system = m.get("system") or {}
-    name = system.get("hardware") or run_dirs[0].name
-    n = system.get("accelerators")
+def _base_label(manifests: list[Manifest], run_dirs: list[Path]) -> str:
+    system = manifests[0].system
+    name = system.hardware or run_dirs[0].name
+    n = system.accelerators
     named = n and re.search(rf"(?<!\d){n}(?!\d)", str(name))  # "GB300 NVL72" already says 72
     label = f"{name} ×{n}" if n and n > 1 and not named else str(name)
     origins = {source_label(x) for x in manifests}

@@ -58,6 +58,7 @@ from scoville.results.store import read_journal, read_manifest
 
 if TYPE_CHECKING:
     from scoville.client.sweep import SweepResult
+    from scoville.results.manifest import Manifest, Power
 
 console = Console(stderr=True)
 
@@ -93,12 +94,12 @@ def redacted_argv(argv: list[str]) -> list[str]:
     return out
 
 
-def power_note(manifest_power: dict[str, Any]) -> str:
+def power_note(manifest_power: Power) -> str:
     """The power source and boundary, printed beside every per-kW figure."""
-    basis = power_basis_text(manifest_power.get("source"), manifest_power.get("boundary"))
+    basis = power_basis_text(manifest_power.source, manifest_power.boundary)
     if basis == NO_POWER_BASIS:
         return f"{basis} (the per-kW columns stay empty)"
-    w = manifest_power.get("watts_per_accelerator")
+    w = manifest_power.watts_per_accelerator
     return f"power: {basis}" + (f", {w:g} W/accelerator" if w else "") + " — per-kW figures above use it"
 
 
@@ -139,20 +140,20 @@ def _repeated_loads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return aggregate_repeats(rows)
 
 
-def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool) -> int:
+def _print_result(result: SweepResult, manifest: Manifest, json_out: bool) -> int:
     """The summary; the exit code is 1 when a point measured nothing (every request of it failed)."""
     from scoville.client.sweep import resume_hint
 
     report = _write_report(result.run_dir)
-    manifest_power = manifest.get("power", {})
-    labels = {p["index"]: p.get("label") for p in manifest.get("load_plan", {}).get("points", [])}
+    manifest_power = manifest.power
+    labels = {p.index: p.label for p in manifest.load_plan.points}
     empty = [labels.get(o.point, o.point) for o in result.outcomes if o.measured_nothing]
     loads = _repeated_loads(result.rows)
     if json_out:
         print(json.dumps({"run_dir": str(result.run_dir), "run_id": result.run_dir.name, "status": result.status,
-                          "power": manifest_power, "report": str(report) if report else None,
+                          "power": msgspec.to_builtins(manifest_power), "report": str(report) if report else None,
                           "points": result.rows, "outcomes": [msgspec.to_builtins(o) for o in result.outcomes],
-                          **({"loads": loads} if loads else {}), "slo_search": manifest.get("slo_search")},
+                          **({"loads": loads} if loads else {}), "slo_search": manifest.slo_search},
                          indent=2, default=str))
     else:
         out = Console()
@@ -164,13 +165,13 @@ def _print_result(result: SweepResult, manifest: dict[str, Any], json_out: bool)
         if (note := invalid_note(result.rows)) is not None:
             out.print(f"[yellow]{escape(note)}[/]")
         out.print(power_note(manifest_power))
-        seed = manifest.get("load_plan", {}).get("seed")
+        seed = manifest.load_plan.seed
         # one path a line, never wrapped: a path is copied whole, and each line fits 80 columns as far as it can
         out.print(escape(f"run: {result.run_dir}" + (f"  (seed {seed})" if seed is not None else "")), soft_wrap=True)
         if report:
             out.print(escape(f"report: {report}"), soft_wrap=True)
-        if manifest.get("slo_search"):
-            out.print(escape(manifest["slo_search"]["line"]), soft_wrap=True)
+        if manifest.slo_search:
+            out.print(escape(str(manifest.slo_search["line"])), soft_wrap=True)
     for line in failure_lines(result, labels):
         console.print(f"[yellow]failed[/]: {escape(line)}")
     if empty:

@@ -6,11 +6,16 @@ Its own module so that a command printing points does not import the run catalog
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from scoville.numbers import compact
+
+if TYPE_CHECKING:
+    from scoville.results.manifest import Model
 
 
 def fmt_cell(v: object, scale: float = 1.0) -> str:
@@ -159,7 +164,7 @@ def print_token_sections(console: Console, rows: list[dict]) -> None:
         console.print(f"[yellow]warning[/]: {escape(line)}")
 
 
-def model_text(model: dict) -> str:
+def model_text(model: Model) -> str:
     """"llama-3.1-8b (fp8)": a run's model and the precision it was served in; a run that recorded none
     served the checkpoint as it is."""
-    return f"{model.get('name')} ({model.get('precision') or 'checkpoint precision'})"
+    return f"{model.name} ({model.precision or 'checkpoint precision'})"

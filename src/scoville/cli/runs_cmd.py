@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
+import msgspec
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -117,12 +118,11 @@ def register(app: typer.Typer) -> None:
         with warnings_as_lines():
             rows = read_point_rows(run_dir) or []
         if json_out:
-            print(json.dumps({"manifest": manifest, "points": rows}, indent=2, default=str))
+            print(json.dumps({"manifest": msgspec.to_builtins(manifest), "points": rows}, indent=2, default=str))
             return
         summary = (f"{source_label(manifest)} · {run_status(run_dir, manifest)} · {system_label(manifest)} · "
-                   f"{model_text(manifest.get('model') or {})} · "
-                   f"workload {(manifest.get('workload') or {}).get('name')}")
-        console.print(f"[bold]{escape(str(manifest.get('run_id')))}[/] {escape(summary)}")
+                   f"{model_text(manifest.model)} · workload {manifest.workload_name}")
+        console.print(f"[bold]{escape(str(manifest.run_id))}[/] {escape(summary)}")
         basis = manifest_power_basis(manifest)
         console.print(escape(basis if basis == NO_POWER_BASIS else f"power: {basis}"))
         console.print(points_table("load points", rows, POINT_COLUMNS))

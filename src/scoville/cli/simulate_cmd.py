@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -36,6 +36,7 @@ from scoville.cli.workload_options import (
     TraceOption,
 )
 from scoville.power.sources import manifest_power_basis
+from scoville.results.manifest import JsonObject
 from scoville.results.store import read_manifest, read_point_metrics
 from scoville.sim.config import SimConfig
 
@@ -154,21 +155,21 @@ def _summary(run_dir: Path, json_out: bool) -> None:
     if json_out:
         print(json.dumps({"run_dir": str(run_dir), "points": rows}, indent=2, default=str))
         return
-    fidelity = manifest.get("target", {}).get("fidelity", "discrete-event")
-    title = (f"{manifest['system']['hardware']} · {model_text(manifest['model'])} · "
-             f"{(manifest.get('workload') or {}).get('name')} (simulated, {fidelity})")
+    fidelity = manifest.target.fidelity or "discrete-event"
+    title = (f"{manifest.system.hardware} · {model_text(manifest.model)} · "
+             f"{manifest.workload_name} (simulated, {fidelity})")
     out = Console()
     out.print(points_table(escape(title), rows, POINT_COLUMNS))
-    plan = manifest.get("load_plan", {}).get("points", [])
-    preds = manifest.get("target", {}).get("predictions") or []
-    if plan and len({json.dumps(p.get("config"), sort_keys=True) for p in plan}) > 1 or preds:
+    plan = manifest.load_plan.points
+    preds = manifest.target.predictions or []
+    if plan and len({json.dumps(p.config, sort_keys=True) for p in plan}) > 1 or preds:
         table = Table(title="deployment of each point (80% band of the estimate)", header_style="bold")
         for header in ("point", "deployment", "GPUs", "tok/s/user", "tok/s/GPU"):
             table.add_column(header, no_wrap=True)
         for i, p in enumerate(plan):
-            cfg = SimConfig.model_validate(p["config"])
+            cfg = SimConfig.model_validate(p.config)
             pr = preds[i] if i < len(preds) else None
-            table.add_row(str(p.get("label")), escape(cfg.label() + _drafts(cfg)), str(cfg.accelerators),
+            table.add_row(str(p.label), escape(cfg.label() + _drafts(cfg)), str(cfg.accelerators),
                           _band(pr, "interactivity"), _band(pr, "total_throughput_per_accelerator"))
         out.print(table)
     console.print(f"power: {manifest_power_basis(manifest)}")
@@ -182,9 +183,9 @@ def _drafts(cfg: SimConfig) -> str:
     return f" mtp{cfg.speculative.num_draft_tokens}" if cfg.speculative else ""
 
 
-def _band(prediction: dict[str, Any] | None, key: str) -> str:
+def _band(prediction: JsonObject | None, key: str) -> str:
     """A point's 80% band of ``key`` as "low-high" (empty when the point has no prediction)."""
-    if prediction is None:
+    band = None if prediction is None else prediction.get(key + "_band")
+    if not isinstance(band, list):
         return ""
-    band = prediction[key + "_band"]
     return f"{band[0]:,.0f}-{band[1]:,.0f}"

@@ -43,7 +43,16 @@ from scoville.metrics import COMPAT_MODES, recompute
 from scoville.power.csv_meter import read_power_csv
 from scoville.power.nvml import NvmlSampler
 from scoville.power.sources import PowerError, PowerPlan
-from scoville.results.manifest import base_manifest
+from scoville.results.manifest import (
+    Clock,
+    ClockSegment,
+    EnergyCount,
+    LoadPlan,
+    Manifest,
+    PlannedPoint,
+    ServerMetrics,
+    base_manifest,
+)
 from scoville.results.schema import PointOutcome, RequestRecord
 from scoville.results.store import POWER, RunError, RunLock, RunWriter, measured_points, read_journal, read_manifest
 from scoville.workload.scenarios import fit_context, workload_from_dict
@@ -146,9 +155,14 @@ class _ServerGone(Exception):
                          "is the server still running?")
 
 
-def load_plan(points: list[LoadPoint], seed: int, workers: int) -> dict[str, Any]:
-    return {"points": [dict(p.to_dict(), label=p.label()) for p in points], "seed": seed,
-            "mode": points[0].mode if points else None, "workers": workers}
+def planned(point: LoadPoint) -> PlannedPoint:
+    """A point as the manifest's load plan records it: the load and its label."""
+    return PlannedPoint(**point.to_dict(), label=point.label())
+
+
+def load_plan(points: list[LoadPoint], seed: int, workers: int) -> LoadPlan:
+    return LoadPlan(points=[planned(p) for p in points], seed=seed, mode=points[0].mode if points else None,
+                    workers=workers)
 
 
 def _workload_dict(workload: Any) -> dict[str, Any]:
@@ -156,7 +170,7 @@ def _workload_dict(workload: Any) -> dict[str, Any]:
     return to_dict() if to_dict is not None else msgspec.to_builtins(workload)
 
 
-def _manifest(sweep: Sweep, workers: int, probe_info: dict[str, Any], command: list[str] | None) -> dict[str, Any]:
+def _manifest(sweep: Sweep, workers: int, probe_info: dict[str, Any], command: list[str] | None) -> Manifest:
     target = dict(sweep.cfg.to_manifest(), models_served=probe_info.get("models", []),
                   max_model_len=sweep.max_model_len)
     if sweep.emulator is not None:
@@ -164,7 +178,8 @@ def _manifest(sweep: Sweep, workers: int, probe_info: dict[str, Any], command: l
     model = dict(sweep.model)
     model["name"] = model.get("name") or sweep.cfg.model
     m = base_manifest(source="measured", target=target, system=sweep.system, model=model, serving=sweep.serving,
-                      workload=_workload_dict(sweep.workload), load_plan=load_plan(sweep.points, sweep.seed, workers),
+                      workload=_workload_dict(sweep.workload),
+                      load_plan=msgspec.to_builtins(load_plan(sweep.points, sweep.seed, workers)),
                       power=sweep.power.manifest(), compat=sweep.compat, slo=sweep.slo, command=command)
     return m
 
@@ -199,7 +214,7 @@ def _flush_power(writer: RunWriter, sampler: NvmlSampler | None) -> None:
 
 def _write_csv_power(writer: RunWriter, plan: PowerPlan) -> None:
     """Replace the run's power samples with the meter file's (re-read whole, so resumes do not double it)."""
-    samples = read_power_csv(plan.csv_path, writer.manifest.get("clock", {}).get("segments", []))
+    samples = read_power_csv(plan.csv_path, writer.manifest.clock.segments if writer.manifest.clock else [])
     (writer.run_dir / POWER).unlink(missing_ok=True)
     writer.write_power(samples)
 
@@ -252,9 +267,10 @@ def _flush_energy(writer: RunWriter, sampler: NvmlSampler | None, mark: dict[str
         return
     end = sampler.mark()
     if end["joules"]:
-        writer.manifest["power"].setdefault("energy_counter", []).append(
-            {"point": point, "t_start": mark["t"], "t_end": end["t"],
-             "joules": {d: end["joules"][d] - mark["joules"].get(d, 0.0) for d in end["joules"]}})
+        power = writer.manifest.power
+        power.energy_counter = [*(power.energy_counter or []), EnergyCount(
+            point=point, t_start=mark["t"], t_end=end["t"],
+            joules={d: end["joules"][d] - mark["joules"].get(d, 0.0) for d in end["joules"]})]
     _flush_power(writer, sampler)
 
 
@@ -288,7 +304,7 @@ def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSamp
                             getattr(sweep.workload, "reuses_prefixes", True))
     outcome.client_cpu_share = hostload.client_cpu_share(host_start, host_end)
     outcome.steal_share = hostload.steal_share(host_start, host_end)
-    writer.manifest.setdefault("point_results", {})[str(point.index)] = msgspec.to_builtins(outcome)
+    writer.manifest.point_results = {**(writer.manifest.point_results or {}), str(point.index): outcome}
     writer.save_manifest()
     rows = recompute(writer.run_dir)
     row = next((r for r in rows if r["point"] == point.index), None)
@@ -302,7 +318,7 @@ def _start_sampler(writer: RunWriter, sweep: Sweep) -> NvmlSampler | None:
     if sweep.power.source != "nvml":
         return None
     sampler = NvmlSampler(writer.now, devices=sweep.power.nvml_devices)
-    writer.manifest["power"]["nvml_device_names"] = sampler.names
+    writer.manifest.power.nvml_device_names = sampler.names
     sampler.start()
     return sampler
 
@@ -317,7 +333,7 @@ def _close_run(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSampler 
     errors: list[UserError] = []
     rows: list[dict[str, Any]] = []
     if hasattr(pool, "describe"):  # final worker list, clock offsets and losses
-        writer.manifest["executor"] = pool.describe()
+        writer.manifest.executor = pool.describe()
     if pool is not None:
         pool.close()
     if sampler is not None:
@@ -347,8 +363,8 @@ def _planned_points(writer: RunWriter, plan: AdaptivePlan, points: list[LoadPoin
     (so show, report and compare read a search run as any other)."""
     while (point := plan.next_point(len(points))) is not None:
         points.append(point)
-        writer.manifest["load_plan"]["points"].append(dict(point.to_dict(), label=point.label()))
-        writer.manifest["load_plan"]["mode"] = point.mode
+        writer.manifest.load_plan.points.append(planned(point))
+        writer.manifest.load_plan.mode = point.mode
         writer.save_manifest()
         yield point
 
@@ -363,16 +379,16 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
     sampler = None
     scraper = Scraper(sweep.cfg, writer.now, sweep.scrape_interval, observer.warn)
     try:
-        writer.manifest.setdefault("clock", {}).setdefault("segments", []).append(
-            {"t": writer.now(), "unix": time.time()})
+        clock = writer.manifest.clock = writer.manifest.clock or Clock()
+        clock.segments.append(ClockSegment(t=writer.now(), unix=time.time()))
         if hasattr(pool, "describe"):
-            writer.manifest["executor"] = pool.describe()
+            writer.manifest.executor = pool.describe()
         if sweep.plan is not None:
-            writer.manifest["slo_search"] = sweep.plan.summary()
+            writer.manifest.slo_search = sweep.plan.summary()
         writer.save_manifest()
         sampler = _start_sampler(writer, sweep)
         scraper.probe()
-        writer.manifest["server_metrics"] = scraper.manifest()
+        writer.manifest.server_metrics = msgspec.convert(scraper.manifest(), ServerMetrics)
         for position, point in enumerate(points):
             observer.start_point(point, position, len(todo) if sweep.plan is None else 0)  # 0: not known
             t_point = writer.now()
@@ -382,7 +398,7 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
                 raise _ServerGone(outcomes[-1], point.label())
             if sweep.plan is not None:
                 sweep.plan.observe(point, row, writer.now() - t_point)
-                writer.manifest["slo_search"] = sweep.plan.summary()
+                writer.manifest.slo_search = sweep.plan.summary()
         status = "complete"
     except KeyboardInterrupt:
         pass
@@ -488,30 +504,28 @@ def run_sweep(sweep: Sweep, runs_root: Path, *, observer: Observer | None = None
         return _execute(writer, sweep, pool, observer or _Silent())
 
 
-def sweep_from_manifest(manifest: dict[str, Any], *, api_key: str | None = None,
+def sweep_from_manifest(manifest: Manifest, *, api_key: str | None = None,
                         base_url: str | None = None) -> Sweep:
     """The Sweep a manifest describes (the API key is not in it and must be given again)."""
-    target = dict(manifest.get("target") or {})
+    target = msgspec.to_builtins(manifest.target)
     emulator = target.pop("emulator", None)
     if base_url:  # set before ClientConfig so it is normalised as --url is (trailing "/" or "/v1" dropped)
         target["base_url"] = base_url
     fields = set(ClientConfig.__struct_fields__)
     cfg = ClientConfig(**{k: v for k, v in target.items() if k in fields})
     cfg.api_key = api_key
-    power = dict(manifest.get("power") or {})
-    plan = PowerPlan(source=power.get("source", "none"), boundary=power.get("boundary", "chip"),
-                     watts_per_accelerator=power.get("watts_per_accelerator"), csv_path=power.get("csv_path"),
-                     nvml_devices=power.get("nvml_devices"))
-    plan.extra = {k: v for k, v in power.items() if k not in plan.manifest() and k != "nvml_device_names"}
-    points = [msgspec.convert({k: v for k, v in p.items() if k != "label"}, LoadPoint)
-              for p in manifest.get("load_plan", {}).get("points", [])]
-    plan_info = manifest.get("load_plan", {})
-    return Sweep(cfg=cfg, workload=workload_from_dict(manifest.get("workload") or {}), points=points, power=plan,
-                 system=manifest.get("system") or {}, model=manifest.get("model") or {},
-                 serving=manifest.get("serving") or {}, compat=manifest.get("compat", "inferencex"),
-                 seed=int(plan_info.get("seed", 0)), workers=int(plan_info.get("workers") or 0),
-                 emulator=emulator, slo=manifest.get("slo") or None, max_model_len=target.get("max_model_len"),
-                 scrape_interval=float((manifest.get("server_metrics") or {}).get("interval_s", 1.0)))
+    power = manifest.power
+    plan = PowerPlan(source=power.source, boundary=power.boundary or "chip",
+                     watts_per_accelerator=power.watts_per_accelerator, csv_path=power.csv_path,
+                     nvml_devices=power.nvml_devices)
+    plan_info = manifest.load_plan
+    return Sweep(cfg=cfg, workload=workload_from_dict(manifest.workload),
+                 points=[p.load_point() for p in plan_info.points], power=plan,
+                 system=msgspec.to_builtins(manifest.system), model=msgspec.to_builtins(manifest.model),
+                 serving=msgspec.to_builtins(manifest.serving), compat=manifest.compat,
+                 seed=plan_info.seed or 0, workers=plan_info.workers or 0,
+                 emulator=emulator, slo=manifest.slo or None, max_model_len=manifest.target.max_model_len,
+                 scrape_interval=manifest.server_metrics.interval_s if manifest.server_metrics else 1.0)
 
 
 def resume_sweep(run_dir: Path, *, api_key: str | None = None, base_url: str | None = None,
@@ -525,9 +539,9 @@ def resume_sweep(run_dir: Path, *, api_key: str | None = None, base_url: str | N
     lock = RunLock(run_dir)
     try:
         manifest = read_manifest(run_dir)
-        if manifest.get("source") != "measured":
-            raise ClientError(f"{run_dir} is a {manifest.get('source')} run; only measured runs resume here")
-        if "slo_search" in manifest:
+        if manifest.source != "measured":
+            raise ClientError(f"{run_dir} is a {manifest.source} run; only measured runs resume here")
+        if manifest.slo_search is not None:
             raise ClientError(f"{run_dir} is an SLO search, which cannot be resumed; run the search again "
                               "(its measured points stay in this run)")
         sweep = sweep_from_manifest(manifest, api_key=api_key, base_url=base_url)
@@ -553,7 +567,7 @@ def resume_sweep(run_dir: Path, *, api_key: str | None = None, base_url: str | N
             if pool is not None:
                 pool.close()
             raise
-        target = writer.manifest["target"]
-        if target.get("base_url") != sweep.cfg.base_url:  # --url given, or a fresh emulator on a new port
-            target.update(base_url=sweep.cfg.base_url, endpoint=sweep.cfg.endpoint)
+        target = writer.manifest.target
+        if target.base_url != sweep.cfg.base_url:  # --url given, or a fresh emulator on a new port
+            target.base_url, target.endpoint = sweep.cfg.base_url, sweep.cfg.endpoint
         return _execute(writer, sweep, pool, observer or _Silent())

@@ -18,21 +18,22 @@ from typing import Any
 import pyarrow as pa
 
 from scoville.power.sources import PowerError
+from scoville.results.manifest import ClockSegment
 from scoville.results.schema import POWER_SCHEMA
 
 
-def unix_to_run_clock(u: float, segments: list[dict[str, float]]) -> float:
+def unix_to_run_clock(u: float, segments: list[ClockSegment]) -> float:
     """Run-clock time of unix time ``u``, by the last clock segment that began at or before it."""
     if not segments:
         raise PowerError("this run has no clock record; give the CSV's times as t (seconds from run start)")
     seg = segments[0]
     for s in segments:
-        if s["unix"] <= u:
+        if s.unix <= u:
             seg = s
-    return seg["t"] + (u - seg["unix"])
+    return seg.t + (u - seg.unix)
 
 
-def _read_rows(path: Path, f: Any, segments: list[dict[str, Any]]) -> tuple[list[float], list[str], list[float]]:
+def _read_rows(path: Path, f: Any, segments: list[ClockSegment]) -> tuple[list[float], list[str], list[float]]:
     """(t on the run clock, device, watts) of every row; PowerError naming the first bad line."""
     reader = csv.DictReader(f)
     fields = [c.strip().lower() for c in reader.fieldnames or []]
@@ -55,7 +56,7 @@ def _read_rows(path: Path, f: Any, segments: list[dict[str, Any]]) -> tuple[list
     return t, dev, w
 
 
-def read_power_csv(path: str | Path, segments: list[dict[str, Any]]) -> pa.Table:
+def read_power_csv(path: str | Path, segments: list[ClockSegment]) -> pa.Table:
     """Samples of ``path`` as a POWER_SCHEMA table on the run clock (PowerError on a bad file)."""
     path = Path(path)
     if not path.is_file():

@@ -16,11 +16,12 @@ is what ``scoville.metrics.context_from_manifest`` reads back.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from scoville.catalog.hardware import Hardware, load_hardware
 from scoville.errors import UserError
+from scoville.results.manifest import Manifest
 
 SOURCES = ("rated", "all-in", "nvml", "csv", "none")
 BOUNDARIES = ("chip", "board", "node", "rack")
@@ -45,10 +46,9 @@ def power_basis_text(source: str | None, boundary: str | None) -> str:
     return f"{source}, {boundary or 'unknown'} boundary"
 
 
-def manifest_power_basis(manifest: dict[str, Any]) -> str:
+def manifest_power_basis(manifest: Manifest) -> str:
     """``power_basis_text`` of a run: its power source, and the boundary it recorded (or its system's)."""
-    power, system = manifest.get("power") or {}, manifest.get("system") or {}
-    return power_basis_text(power.get("source"), power.get("boundary") or system.get("power_boundary"))
+    return power_basis_text(manifest.power.source, manifest.power.boundary or manifest.system.power_boundary)
 
 
 class PowerError(UserError):
@@ -62,7 +62,6 @@ class PowerPlan:
     watts_per_accelerator: float | None = None
     csv_path: str | None = None
     nvml_devices: list[int] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
         d = {"source": self.source, "boundary": self.boundary, "watts_per_accelerator": self.watts_per_accelerator}
@@ -70,7 +69,6 @@ class PowerPlan:
             d["csv_path"] = self.csv_path
         if self.nvml_devices is not None:
             d["nvml_devices"] = self.nvml_devices
-        d.update(self.extra)
         return d
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from scoville.analysis.frontier import frontier
 from scoville.analysis.runs import System
 from scoville.latency import request_tpot
 from scoville.metrics import itl_gaps  # the one definition of ITL
+from scoville.results.manifest import PlannedPoint
 from scoville.stats import PREDICTION_BAND
 
 LOG_SPAN = 30.0
@@ -133,7 +134,7 @@ def _compact(v: Any) -> str:
     return " ".join(item(k, x) for k, x in v.items() if x is not None)
 
 
-def config_summary(config: str | dict[str, Any], limit: int = 160) -> str:
+def config_summary(config: str | Mapping[str, object], limit: int = 160) -> str:
     """A point's (simulator) configuration in one short hover line, e.g. "parallel tp8 dp1 ep1 · replicas 2"."""
     try:
         data = json.loads(config) if isinstance(config, str) else config
@@ -347,25 +348,25 @@ def safe_id(run_id: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in run_id)
 
 
-def point_legend_labels(plan: list[dict[str, Any]]) -> dict[int, str]:
+def point_legend_labels(plan: list[PlannedPoint]) -> dict[int, str]:
     """Legend name of each load point, unique within the run.
 
     A searched simulation replays several deployments at the same concurrency, so "c=1" alone would repeat in a
     legend beside a near-identical colour: a repeated label gets its deployment (or, without one, its index).
     """
-    base = {p["index"]: str(p.get("label") or f"point {p['index']}") for p in plan}
+    base = {p.index: p.label or f"point {p.index}" for p in plan}
     counts = Counter(base.values())
     labels = {}
     for p in plan:
-        name = base[p["index"]]
+        name = base[p.index]
         if counts[name] > 1:
-            name += f" · {config_summary(p['config'], limit=48)}" if p.get("config") else f" #{p['index']}"
-        labels[p["index"]] = name
+            name += f" · {config_summary(p.config, limit=48)}" if p.config else f" #{p.index}"
+        labels[p.index] = name
     again = Counter(labels.values())   # the same deployment twice at one load: the index tells them apart
     return {i: (f"{n} #{i}" if again[n] > 1 else n) for i, n in labels.items()}
 
 
-def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[str, np.ndarray]],
+def cdf_charts(run_id: str, plan: list[PlannedPoint], samples: dict[int, dict[str, np.ndarray]],
                label: str = "", compat: str = "inferencex") -> list[Chart]:
     """TTFT / TPOT / ITL CDFs of one run, one line per load point (``label`` names the system in titles).
 
@@ -391,7 +392,7 @@ def cdf_charts(run_id: str, plan: list[dict[str, Any]], samples: dict[int, dict[
 MAX_POWER_SAMPLES = 3000
 
 
-def power_chart(run_id: str, power: pa.Table, plan: list[dict[str, Any]],
+def power_chart(run_id: str, power: pa.Table, plan: list[PlannedPoint],
                 samples: dict[int, dict[str, np.ndarray]], label: str = "", basis: str = "") -> Chart | None:
     """Recorded power per device over the run (``basis`` says whose: nvml, csv, model), load points shaded."""
     if power.num_rows == 0:
@@ -415,6 +416,6 @@ def power_chart(run_id: str, power: pa.Table, plan: list[dict[str, Any]],
         stride = max(1, td.size // MAX_POWER_SAMPLES)
         chart.series.append(Series(str(dev), td[::stride].tolist(), wd[::stride].tolist(), "line",
                                    PALETTE[i % len(PALETTE)]))
-    labels = {p["index"]: p.get("label") or f"point {p['index']}" for p in plan}
+    labels = {p.index: p.label or f"point {p.index}" for p in plan}
     chart.bands = [(float(s["window"][0]), float(s["window"][1]), str(labels.get(i, i))) for i, s in samples.items()]
     return chart

@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -44,7 +45,7 @@ from scoville.reporting.decision import DECISION_SCRIPT, decision_grid, decision
 from scoville.reporting.output import check_destination, write_file
 from scoville.reporting.plotly_fig import figure
 from scoville.results.catalog import accelerator_count, read_power_samples, read_records
-from scoville.results.manifest import source_label
+from scoville.results.manifest import Manifest, source_label
 from scoville.session_metrics import points_session_metrics, turn_metrics
 from scoville.validity import basis_text
 
@@ -230,63 +231,62 @@ def validity_notes(rows: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
-    system, model = manifest.get("system") or {}, manifest.get("model") or {}
-    serving, workload = manifest.get("serving") or {}, manifest.get("workload") or {}
-    power, plan = manifest.get("power") or {}, manifest.get("load_plan") or {}
-    points = plan.get("points", [])
-    conc = [p.get("concurrency") for p in points if p.get("concurrency") is not None]
-    rates = [p.get("rate") for p in points if p.get("rate") is not None]
+def _facts(manifest: Manifest) -> list[tuple[str, str]]:
+    system, model, serving, power = manifest.system, manifest.model, manifest.serving, manifest.power
+    points = manifest.load_plan.points
+    conc = [p.concurrency for p in points if p.concurrency is not None]
+    rates = [p.rate for p in points if p.rate is not None]
     load = (f"{len(points)} points; concurrency {', '.join(map(str, conc))}" if conc else
             f"{len(points)} points; rate {', '.join(f'{r:g}' for r in rates)} req/s" if rates else
             f"{len(points)} points")
 
-    def js(v: Any) -> str:
+    def js(v: object) -> str:
+        if isinstance(v, msgspec.Struct):
+            v = msgspec.to_builtins(v)
         return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else ("—" if v is None else str(v))
 
     # A searched simulation's points each carry their own deployment: the run-level system and serving blocks
     # describe only the search's starting configuration, so they must not be shown as what ran.
-    searched = any(p.get("config") for p in points)
+    searched = any(p.config for p in points)
     per_point = "each point's own deployment (table below)"
     return [
-        ("run id", js(manifest.get("run_id"))),
+        ("run id", js(manifest.run_id)),
         ("source", js(source_label(manifest))),
-        ("status", js(manifest.get("status"))),
-        ("created", js(manifest.get("created_at"))),
-        ("hardware", f"{js(system.get('hardware'))} × {accelerator_count(manifest, dash='–')} accelerators"
+        ("status", js(manifest.status)),
+        ("created", js(manifest.created_at)),
+        ("hardware", f"{js(system.hardware)} × {accelerator_count(manifest, dash='–')} accelerators"
                      + (" (per point)" if searched else "")),
-        ("rated power per accelerator", f"{js(system.get('rated_watts_per_accelerator'))} W"),
-        ("power source, boundary", f"{js(power.get('source'))}, "
-                                   f"{js(power.get('boundary') or system.get('power_boundary'))}"
-                                   + (f" ({power['watts_per_accelerator']:g} W per accelerator)"
-                                      if power.get("watts_per_accelerator") else "")),
-        ("cost per accelerator-hour", f"${system['cost_per_accelerator_hour']:g}"
-                                      if system.get("cost_per_accelerator_hour") else "—"),
-        ("model, precision", f"{js(model.get('name'))}, {js(model.get('precision'))}"),
-        ("serving", f"{js(serving.get('framework'))} {js(serving.get('version') or '')}".strip()),
-        ("parallelism", per_point if searched else js(serving.get("parallelism"))),
-        ("serving options", per_point if searched else js(serving.get("options"))),
-        ("workload", js(workload)),
+        ("rated power per accelerator", f"{js(system.rated_watts_per_accelerator)} W"),
+        ("power source, boundary", f"{js(power.source)}, {js(power.boundary or system.power_boundary)}"
+                                   + (f" ({power.watts_per_accelerator:g} W per accelerator)"
+                                      if power.watts_per_accelerator else "")),
+        ("cost per accelerator-hour", f"${system.cost_per_accelerator_hour:g}"
+                                      if system.cost_per_accelerator_hour else "—"),
+        ("model, precision", f"{js(model.name)}, {js(model.precision)}"),
+        ("serving", f"{js(serving.framework)} {serving.version or ''}".strip()),
+        ("parallelism", per_point if searched else js(serving.parallelism)),
+        ("serving options", per_point if searched else js(serving.options)),
+        ("workload", js(manifest.workload)),
         ("load plan", load),
-        ("metrics mode (compat)", js(manifest.get("compat", "inferencex"))),
-        ("SLO", js(manifest.get("slo") or None)),
-        ("target", js(manifest.get("target"))),
-        ("scoville version", js(manifest.get("scoville_version"))),
+        ("metrics mode (compat)", js(manifest.compat)),
+        ("SLO", js(manifest.slo or None)),
+        ("target", js(manifest.target)),
+        ("scoville version", js(manifest.scoville_version)),
     ]
 
 
-def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: str,
+def run_section(system: System, run_dir: Path, manifest: Manifest, color: str,
                 figures: dict[str, dict[str, Any]]) -> str:
-    rows = [r for r in system.repeat_rows if r.get("run_id") == manifest.get("run_id", run_dir.name)]  # every repeat
-    plan = (manifest.get("load_plan") or {}).get("points", [])
-    run_id = manifest.get("run_id", run_dir.name)
+    run_id = manifest.run_id or run_dir.name
+    rows = [r for r in system.repeat_rows if r.get("run_id") == run_id]  # every repeat
+    plan = manifest.load_plan.points
     chart_key = safe_id(run_id)
     parts = [f'<h2><span class="swatch" style="background:{color}"></span>{_e(system.label)} '
              f'<span class="meta">· run {_e(run_id)}</span></h2>']
     parts.append('<h3>Setup</h3>' + _table(["", ""], [[k, v] for k, v in _facts(manifest)], "facts")
                  .replace("<thead><tr><th></th><th></th></tr></thead>", ""))
-    deployments = [[str(p.get("label") or p["index"]), str(p.get("accelerators") or "—"), config_summary(p["config"])]
-                   for p in plan if p.get("config")]
+    deployments = [[p.label or str(p.index), str(p.accelerators or "—"), config_summary(p.config)]
+                   for p in plan if p.config]
     if deployments:
         parts.append("<h3>Deployment of each point (searched)</h3>"
                      + _table(["point", "accelerators", "configuration"], deployments, "facts"))
@@ -295,11 +295,11 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     ordered = sorted(rows, key=lambda r: r.get("point", 0))
     parts.append(_table([h for _, h in columns], [_point_cells(r, columns) for r in ordered], "points"))
     parts.append(validity_notes(ordered))
-    if manifest.get("slo"):
-        parts.append(f'<p class="note">goodput: requests/s meeting the run\'s SLO {_e(json.dumps(manifest["slo"]))} '
+    if manifest.slo:
+        parts.append(f'<p class="note">goodput: requests/s meeting the run\'s SLO {_e(json.dumps(manifest.slo))} '
                      "(recompute for another SLO with scoville.analysis.goodput).</p>")
     requests = read_records(run_dir)
-    compat = manifest.get("compat") or "inferencex"
+    compat = manifest.compat
     samples = latency_samples(requests, compat) if requests.num_rows else {}
     charts = cdf_charts(chart_key, plan, samples, system.label, compat) if samples else []
     if charts:
@@ -315,7 +315,7 @@ def run_section(system: System, run_dir: Path, manifest: dict[str, Any], color: 
     for c in charts:
         figures[c.id] = figure(c)
     parts.append("<details><summary>Full manifest (manifest.json)</summary><pre>"
-                 + _e(json.dumps(manifest, indent=2, default=str)) + "</pre></details>")
+                 + _e(manifest.to_json().decode()) + "</pre></details>")
     return "\n".join(parts)
 
 
@@ -326,12 +326,12 @@ TURN_COLUMNS = [("turn", "turn"), ("requests", "requests"), ("input_tokens_mean"
                 ("ttft_s_median", "TTFT p50 (ms)"), ("cache_hit_rate", "cache hit rate")]
 
 
-def sessions_section(manifest: dict[str, Any], requests: pa.Table) -> str:
+def sessions_section(manifest: Manifest, requests: pa.Table) -> str:
     """Sessions and the prefix cache of a multi-turn run (`scoville sessions` in the report); "" for single turns."""
     if (not requests.num_rows or "turn" not in requests.column_names
             or not (pc.max(requests.column("turn")).as_py() or 0)):
         return ""
-    labels = {p["index"]: p.get("label") for p in (manifest.get("load_plan") or {}).get("points", [])}
+    labels = {p.index: p.label for p in manifest.load_plan.points}
     per_point = [[str(labels.get(r["point"], r["point"])), *[_rate(k, r.get(k)) for k, _ in SESSION_COLUMNS]]
                  for r in points_session_metrics(manifest, requests)]
     per_turn = [[_rate(k, r.get(k)) for k, _ in TURN_COLUMNS] for r in turn_metrics(requests)]

@@ -39,10 +39,10 @@ def report_charts(groups: list[list[Path]]) -> list[Chart]:
     charts = advantage + charts
     for s in systems:
         for d, m in zip(s.run_dirs, s.manifests, strict=True):
-            plan = (m.get("load_plan") or {}).get("points", [])
-            run_id = safe_id(m.get("run_id", d.name))
+            plan = m.load_plan.points
+            run_id = safe_id(m.run_id or d.name)
             requests = read_records(d)
-            compat = m.get("compat") or "inferencex"
+            compat = m.compat
             samples = latency_samples(requests, compat) if requests.num_rows else {}
             if samples:
                 charts.extend(cdf_charts(run_id, plan, samples, s.label, compat))

@@ -22,12 +22,11 @@ another file, write one, or undo those settings.
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import duckdb
 import msgspec
@@ -35,8 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scoville.errors import UserError
-from scoville.results.manifest import source_label
-from scoville.results.schema import ARROW_SCHEMA, COMPAT_MODES, POWER_SCHEMA
+from scoville.results.manifest import Manifest, source_label
+from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
 from scoville.results.store import (
     JOURNAL,
     MANIFEST,
@@ -56,7 +55,6 @@ from scoville.results.store import (
 # The run directory's name is the run id; every Parquet file sits at most one folder below it.
 _RUN_ID_RE = "([^/]+)/(?:points[.]parquet|power[.]parquet|requests/point-[0-9]+[.]parquet)$"
 _POINT_NAME = re.compile(r"point-[0-9]+[.]parquet")
-_INT32_MAX = 2**31 - 1
 
 # What reading a damaged file raises: the store's one-line errors, and whatever the JSON, Arrow and
 # Parquet readers raise on bytes that are not what they expect.
@@ -88,77 +86,14 @@ def describe_error(e: BaseException) -> str:
 
 # ---- manifests ---------------------------------------------------------------------------------
 
-_Count = Annotated[int, msgspec.Meta(ge=1, le=_INT32_MAX)]
-
-
-class _Point(msgspec.Struct):
-    index: Annotated[int, msgspec.Meta(ge=0, le=_INT32_MAX)]
-    accelerators: _Count | None = None
-    concurrency: _Count | None = None
-    rate: float | None = None
-    label: str | None = None
-
-
-class _LoadPlan(msgspec.Struct):
-    points: list[_Point] = []
-
-
-class _System(msgspec.Struct):
-    hardware: str | None = None
-    accelerators: _Count | None = None
-    rated_watts_per_accelerator: float | None = None
-    power_boundary: str | None = None
-    cost_per_accelerator_hour: float | None = None
-
-
-class _Model(msgspec.Struct):
-    name: str | None = None
-    precision: str | None = None
-
-
-class _Power(msgspec.Struct):
-    source: str | None = None
-    boundary: str | None = None
-    watts_per_accelerator: float | None = None
-
-
-class _Manifest(msgspec.Struct):
-    """The manifest fields the catalog, metrics and report read, with the types they assume.
-
-    Only checked, never used as the manifest: unknown fields are allowed, and a
-    reader keeps getting the dict as written.
-    """
-
-    run_id: str | None = None
-    created_at: str | None = None
-    source: str | None = None
-    status: str | None = None
-    compat: str = "inferencex"
-    target: dict[str, Any] | None = None
-    system: _System | None = None
-    model: _Model | None = None
-    serving: dict[str, Any] | None = None
-    workload: dict[str, Any] | None = None
-    load_plan: _LoadPlan | None = None
-    power: _Power | None = None
-    slo: dict[str, float] | None = None
-
-
-def load_manifest(run_dir: Path) -> dict[str, Any]:
-    """``run_dir``'s manifest, checked to have the shape every reader assumes; else a one-line RunError."""
+def load_manifest(run_dir: Path) -> Manifest:
+    """``run_dir``'s manifest; a missing, unreadable or malformed one is a ``DamagedFile`` naming it."""
     path = run_dir / MANIFEST
     try:
-        manifest = read_manifest(run_dir)
+        return read_manifest(run_dir)
     except READ_ERRORS as e:
-        raise DamagedFile(path, f"unreadable manifest ({describe_error(e)})") from None
-    try:
-        checked = msgspec.convert(manifest, _Manifest)
-    except msgspec.ValidationError as e:
-        raise DamagedFile(path, f"malformed manifest ({e})") from None
-    if checked.compat not in COMPAT_MODES:
-        raise DamagedFile(path, f"malformed manifest (compat {checked.compat!r} is none of "
-                                f"{', '.join(COMPAT_MODES)})")
-    return manifest
+        why = str(e).removeprefix(f"{path}: ") if isinstance(e, RunError) else describe_error(e)
+        raise DamagedFile(path, why if why.startswith("malformed") else f"unreadable manifest ({why})") from None
 
 
 # ---- run files ---------------------------------------------------------------------------------
@@ -222,10 +157,10 @@ def _request_files(run_dir: Path) -> list[Path]:
     return out
 
 
-def _unfinished(run_dir: Path, m: dict[str, Any]) -> bool:
+def _unfinished(run_dir: Path, m: Manifest) -> bool:
     """Whether some planned point of the run has no Parquet file yet (so its records live in the journal only);
     a finished run's journal is then never parsed, which keeps ``ls`` and ``sql`` fast on many runs."""
-    planned = {p.get("index") for p in (m.get("load_plan") or {}).get("points", [])}
+    planned = {p.index for p in m.load_plan.points}
     return (run_dir / JOURNAL).exists() and bool(planned - finished_points(run_dir))
 
 
@@ -306,49 +241,34 @@ _RUN_COLUMNS = {"run_id": "VARCHAR", "created_at": "VARCHAR", "source": "VARCHAR
                 "points": "INTEGER", "path": "VARCHAR", "manifest": "VARCHAR"}
 
 
-def run_status(run_dir: Path, m: dict[str, Any]) -> str | None:
+def run_status(run_dir: Path, m: Manifest) -> str | None:
     """The manifest's status, except that a run still marked "running" whose writer holds no lock was left by
     a writer that died (kill -9, a crash): it will never finish by itself, and ``--resume`` picks it up."""
-    status = m.get("status")
+    status = m.status
     if status == "running" and not writer_alive(run_dir):
         return "stopped (writer gone)"
     return status
 
 
-def accelerator_count(m: dict[str, Any], dash: str = "-") -> str:
+def accelerator_count(m: Manifest, dash: str = "-") -> str:
     """"8"; a searched simulated run, whose points each carry their own deployment, gives the points' sizes
     ("4-66", or the one size they share), not the search's starting configuration."""
-    sizes = sorted({p["accelerators"] for p in (m.get("load_plan") or {}).get("points", []) if p.get("accelerators")})
+    sizes = sorted({p.accelerators for p in m.load_plan.points if p.accelerators})
     if sizes:
         return f"{sizes[0]}{dash}{sizes[-1]}" if len(sizes) > 1 else str(sizes[0])
-    return str((m.get("system") or {}).get("accelerators"))
+    return str(m.system.accelerators)
 
 
-def system_label(m: dict[str, Any]) -> str:
+def system_label(m: Manifest) -> str:
     """"h200 x8", "gb300 x4-66" (``accelerator_count``)."""
-    return f"{(m.get('system') or {}).get('hardware')} x{accelerator_count(m)}"
+    return f"{m.system.hardware} x{accelerator_count(m)}"
 
 
-def manifest_row(run_dir: Path, m: dict[str, Any]) -> dict[str, Any]:
-    """The ``runs`` table's row of a run whose manifest passed ``load_manifest``."""
-    system, model = m.get("system") or {}, m.get("model") or {}
-    return {
-        "run_id": m.get("run_id", run_dir.name),
-        "created_at": m.get("created_at"),
-        "source": m.get("source"),
-        "origin": source_label(m),
-        "status": run_status(run_dir, m),
-        "hardware": system.get("hardware"),
-        "accelerators": system.get("accelerators"),
-        "system": system_label(m),
-        "model": model.get("name"),
-        "precision": model.get("precision"),
-        "workload": (m.get("workload") or {}).get("name"),
-        "power_source": (m.get("power") or {}).get("source"),
-        "points": len((m.get("load_plan") or {}).get("points", [])),
-        "path": str(run_dir),
-        "manifest": json.dumps(m, default=str),
-    }
+def manifest_row(run_dir: Path, m: Manifest) -> tuple[object, ...]:
+    """The ``runs`` table's row (``_RUN_COLUMNS`` order) of a run whose manifest passed ``load_manifest``."""
+    return (m.run_id or run_dir.name, m.created_at, m.source, source_label(m), run_status(run_dir, m),
+            m.system.hardware, m.system.accelerators, system_label(m), m.model.name, m.model.precision,
+            m.workload_name, m.power.source, len(m.load_plan.points), str(run_dir), msgspec.json.encode(m).decode())
 
 
 def _sql_list(files: list[str]) -> str:
@@ -371,8 +291,7 @@ def connect(runs_root: Path) -> duckdb.DuckDBPyConnection:
             unfinished.append(d)
     con.execute("CREATE TABLE runs (" + ", ".join(f"{c} {t}" for c, t in _RUN_COLUMNS.items()) + ")")
     if rows:
-        con.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
-                        [[r[c] for c in _RUN_COLUMNS] for r in rows])
+        con.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * len(_RUN_COLUMNS))})", rows)
     files = {
         "points": [d / POINT_METRICS for d in dirs if (d / POINT_METRICS).exists()
                    and _intact(d / POINT_METRICS, _POINTS_COLUMNS)],

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import msgspec
+import msgspec.inspect
 import pyarrow as pa
 
 # 2: records carry ``attempt`` (which writer session measured them) and ``error_kind``.
@@ -25,8 +26,10 @@ COMPAT_MODES = ("inferencex", "clean")
 # The largest count a record stores: token and chunk counts go to int32 Arrow columns, so a
 # server reporting 2**64 - 1 tokens must be refused when parsed, not crash compaction later.
 MAX_COUNT = 2**31 - 1
+_INT32 = {"arrow": "int32"}  # Meta.extra: the column is int32 on disk (every other int column is int64)
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
-Index = Annotated[int, msgspec.Meta(ge=-MAX_COUNT, le=MAX_COUNT)]
+ChunkTokens = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT, extra=_INT32)]
+Index = Annotated[int, msgspec.Meta(ge=-MAX_COUNT, le=MAX_COUNT, extra=_INT32)]
 
 # ``error_kind`` says what failed, for summaries and stop rules (``error`` keeps the server's words):
 # connect (nothing answered), timeout, disconnect (the connection broke mid-response),
@@ -43,26 +46,29 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     but excluded from every metric.
     """
 
-    point: int
+    # Field order is column order on disk (``RECORD_SCHEMA`` is derived from this class).
+    point: Index
     request_id: str
+    session_id: str | None = None
+    turn: Index = 0
     t_sent: float
     t_first_token: float | None = None
     t_done: float | None = None
     token_times: list[float] = []
-    token_counts: list[Count] = []
+    token_counts: list[ChunkTokens] = []
     input_tokens: Count = 0
     output_tokens: Count = 0
     cached_tokens: Count | None = None
     ok: bool = True
     error: str | None = None
     http_status: Index | None = None
-    session_id: str | None = None
-    turn: Index = 0
     warmup: bool = False
     worker: str | None = None
     token_count_source: str = "server"
+    # schema 2
     attempt: Index = 0
     error_kind: str | None = None
+    # schema 3
     input_tokens_requested: Count | None = None
     output_tokens_requested: Count | None = None
     t_first_content: float | None = None       # first answer (not reasoning) token; see client.sse
@@ -71,41 +77,36 @@ class RequestRecord(msgspec.Struct, kw_only=True):
     output_tokens_local: Count | None = None   # the streamed text counted by --tokenizer
 
 
-ARROW_SCHEMA = pa.schema(
-    [
-        ("point", pa.int32()),
-        ("request_id", pa.string()),
-        ("session_id", pa.string()),
-        ("turn", pa.int32()),
-        ("t_sent", pa.float64()),
-        ("t_first_token", pa.float64()),
-        ("t_done", pa.float64()),
-        ("token_times", pa.list_(pa.float64())),
-        ("token_counts", pa.list_(pa.int32())),
-        ("input_tokens", pa.int64()),
-        ("output_tokens", pa.int64()),
-        ("cached_tokens", pa.int64()),
-        ("ok", pa.bool_()),
-        ("error", pa.string()),
-        ("http_status", pa.int32()),
-        ("warmup", pa.bool_()),
-        ("worker", pa.string()),
-        ("token_count_source", pa.string()),
-    ]
-)
-# Columns a driver may leave out (the simulator builds ARROW_SCHEMA tables directly): the store
-# fills them in (``conform``), so every stored point has RECORD_SCHEMA.
-RECORD_SCHEMA = pa.schema([
-    *ARROW_SCHEMA,
-    pa.field("attempt", pa.int32()),
-    pa.field("error_kind", pa.string()),
-    pa.field("input_tokens_requested", pa.int64()),
-    pa.field("output_tokens_requested", pa.int64()),
-    pa.field("t_first_content", pa.float64()),
-    pa.field("reasoning_tokens", pa.int64()),
-    pa.field("input_tokens_local", pa.int64()),
-    pa.field("output_tokens_local", pa.int64()),
-])
+def _arrow_type(t: msgspec.inspect.Type) -> pa.DataType:
+    """The Arrow column type of one field type: optional fields are nullable columns of their type."""
+    if isinstance(t, msgspec.inspect.UnionType):
+        (inner,) = [u for u in t.types if not isinstance(u, msgspec.inspect.NoneType)]
+        return _arrow_type(inner)
+    if isinstance(t, msgspec.inspect.Metadata):
+        return pa.int32() if (t.extra or {}).get("arrow") == "int32" else _arrow_type(t.type)
+    if isinstance(t, msgspec.inspect.ListType):
+        return pa.list_(_arrow_type(t.item_type))
+    simple = {msgspec.inspect.IntType: pa.int64(), msgspec.inspect.FloatType: pa.float64(),
+              msgspec.inspect.StrType: pa.string(), msgspec.inspect.BoolType: pa.bool_()}
+    if type(t) not in simple:
+        raise TypeError(f"no Arrow column type for {t!r}")
+    return simple[type(t)]
+
+
+def arrow_schema(struct: type[msgspec.Struct]) -> pa.Schema:
+    """The Arrow schema of a record type, one column per field in field order: the Parquet files and the
+    record type cannot drift apart, because the one is computed from the other."""
+    info = msgspec.inspect.type_info(struct)
+    if not isinstance(info, msgspec.inspect.StructType):
+        raise TypeError(f"{struct!r} is not a msgspec Struct")
+    return pa.schema([(f.encode_name, _arrow_type(f.type)) for f in info.fields])
+
+
+# Every stored point has RECORD_SCHEMA (``conform`` fills in what an older run or a driver lacks).
+RECORD_SCHEMA = arrow_schema(RequestRecord)
+# The columns every driver writes, schema 1's (the simulator builds these directly); those from ``attempt`` on
+# came with schemas 2 and 3.
+ARROW_SCHEMA = pa.schema(list(RECORD_SCHEMA)[: RECORD_SCHEMA.get_field_index("attempt")])
 
 class PointOutcome(msgspec.Struct, kw_only=True):
     """What one attempt at a load point came to: the manifest's ``point_results[str(point)]``.

@@ -38,10 +38,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scoville.errors import UserError
+from scoville.results.manifest import Manifest, decode_manifest
 from scoville.results.schema import (
+    COMPAT_MODES,
     POWER_SCHEMA,
     RECORD_SCHEMA,
-    SCHEMA_VERSION,
     RequestRecord,
     conform,
     records_to_table,
@@ -86,10 +87,10 @@ def write_failure(path: Path, e: OSError) -> RunError:
     return RunError(f"cannot write {path}: {why}{' (' + hint + ')' if hint and hint != why else ''}")
 
 
-def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     except OSError as e:  # the previous manifest stays whole: replace() is the only step that touches it
         tmp.unlink(missing_ok=True)
@@ -222,7 +223,7 @@ class RunWriter:
     ``RunError`` that leaves what was written before intact.
     """
 
-    def __init__(self, run_dir: Path, manifest: dict[str, Any], *, journal: bool = True,
+    def __init__(self, run_dir: Path, manifest: Manifest, *, journal: bool = True,
                  lock: RunLock | None = None) -> None:
         self.run_dir = run_dir
         self.t0 = time.perf_counter()
@@ -233,12 +234,11 @@ class RunWriter:
         self._lock: RunLock | None = lock or RunLock(run_dir)
         try:
             self.manifest = manifest
-            manifest.setdefault("schema_version", SCHEMA_VERSION)
-            manifest.setdefault("run_id", run_dir.name)
-            manifest.setdefault("created_at", datetime.now(UTC).isoformat())
+            manifest.run_id = manifest.run_id or run_dir.name
+            manifest.created_at = manifest.created_at or datetime.now(UTC).isoformat()
             # Which writer session this is (0 first, then one per resume): stamped on every record.
-            self.attempt = len(manifest.get("resumed_at", []))
-            manifest["status"] = "running"
+            self.attempt = len(manifest.resumed_at or [])
+            manifest.status = "running"
             self.save_manifest()
             self._journal = None
             if journal:
@@ -251,10 +251,9 @@ class RunWriter:
             raise
 
     @classmethod
-    def create(cls, runs_root: Path, manifest: dict[str, Any], *, journal: bool = True) -> RunWriter:
-        run_id = manifest.get("run_id") or new_run_id()
-        manifest["run_id"] = run_id
-        return cls(runs_root / run_id, manifest, journal=journal)
+    def create(cls, runs_root: Path, manifest: Manifest, *, journal: bool = True) -> RunWriter:
+        manifest.run_id = manifest.run_id or new_run_id()
+        return cls(runs_root / manifest.run_id, manifest, journal=journal)
 
     @classmethod
     def resume(cls, run_dir: Path, lock: RunLock | None = None) -> RunWriter:
@@ -269,7 +268,7 @@ class RunWriter:
         except BaseException:
             lock.release()
             raise
-        manifest.setdefault("resumed_at", []).append(datetime.now(UTC).isoformat())
+        manifest.resumed_at = [*(manifest.resumed_at or []), datetime.now(UTC).isoformat()]
         writer = cls(run_dir, manifest, lock=lock)
         # Continue the clock where the journal left off so times stay monotonic.
         last = max((r.t_done or r.t_sent for r in read_journal(run_dir)), default=0.0)
@@ -280,7 +279,7 @@ class RunWriter:
         return time.perf_counter() - self.t0
 
     def save_manifest(self) -> None:
-        _write_json_atomic(self.run_dir / MANIFEST, self.manifest)
+        _write_atomic(self.run_dir / MANIFEST, self.manifest.to_json())
 
     def record(self, rec: RequestRecord) -> None:
         """Journal one finished request immediately (survives kill -9), stamped with this attempt."""
@@ -310,9 +309,9 @@ class RunWriter:
             if self._journal is not None:
                 self._journal.close()
                 self._journal = None
-            self.manifest["status"] = status
-            self.manifest["finished_at"] = datetime.now(UTC).isoformat()
-            self.manifest["files"] = {
+            self.manifest.status = status
+            self.manifest.finished_at = datetime.now(UTC).isoformat()
+            self.manifest.files = {
                 str(p.relative_to(self.run_dir)): file_sha256(p)
                 for p in sorted(self.run_dir.rglob("*"))
                 if p.is_file() and p.name not in (MANIFEST, LOCK) and not p.name.endswith(".tmp")
@@ -332,14 +331,14 @@ class RunWriter:
             self._lock = None
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any]:
-    """The run's manifest as written; a missing, unreadable or non-JSON file is one RunError line, for every
-    command that opens a run (``catalog.load_manifest`` adds the shape check on top)."""
+def read_manifest(run_dir: Path) -> Manifest:
+    """The run's manifest; a missing, unreadable, non-JSON or malformed file is one RunError line, for every
+    command that opens a run (``catalog.load_manifest`` says which file of a catalog was damaged)."""
     path = run_dir / MANIFEST
     if not path.exists():
         raise RunError(f"{run_dir}: not a scoville run (no {MANIFEST}); pass a directory under runs/")
     try:
-        return json.loads(path.read_text())
+        raw = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise RunError(f"{path}: manifest is not valid JSON ({e}); the run may be corrupt") from e
     except UnicodeDecodeError as e:
@@ -348,6 +347,13 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     except OSError as e:
         raise RunError(f"{path}: cannot read the manifest ({e.strerror or e}); "
                        "check the file's type and permissions") from e
+    try:
+        manifest = decode_manifest(raw)
+    except (msgspec.ValidationError, ValueError) as e:  # LoadError (a planned point over the cap) is a ValueError
+        raise RunError(f"{path}: malformed manifest ({e})") from None
+    if manifest.compat not in COMPAT_MODES:
+        raise RunError(f"{path}: malformed manifest (compat {manifest.compat!r} is none of {', '.join(COMPAT_MODES)})")
+    return manifest
 
 
 def read_journal(run_dir: Path) -> list[RequestRecord]:

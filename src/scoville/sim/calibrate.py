@@ -286,10 +286,6 @@ def _figures(row: dict[str, Any]) -> Figures:
     return Figures(ttft_s=pos("ttft_s_mean"), tpot_s=pos("tpot_s_mean"), total_tok_s=pos("total_throughput"))
 
 
-def _load_point(raw: dict[str, Any]) -> LoadPoint:
-    return msgspec.convert({k: raw[k] for k in LoadPoint.__struct_fields__ if k in raw}, LoadPoint)
-
-
 def read_run(run_dir: Path) -> RunData:
     """A run's measured points with the workload and load point that produced each; one-line errors."""
     from scoville.results.catalog import load_manifest, read_point_rows
@@ -297,25 +293,25 @@ def read_run(run_dir: Path) -> RunData:
 
     run_dir = Path(run_dir)
     m = load_manifest(run_dir)
-    run_id = str(m.get("run_id") or run_dir.name)
-    model = str((m.get("model") or {}).get("name") or "")
+    run_id = m.run_id or run_dir.name
+    model = m.model.name or ""
     rows = read_point_rows(run_dir) or []
-    plan = {int(p["index"]): p for p in (m.get("load_plan") or {}).get("points", []) if "index" in p}
+    plan = {p.index: p for p in m.load_plan.points}
     try:
-        workload = workload_from_dict(m.get("workload") or {})
+        workload = workload_from_dict(m.workload)
     except (UserError, TypeError, msgspec.ValidationError) as e:
         raise CalibrationError(f"run {run_id}: its workload cannot be rebuilt ({e}); calibrate needs the workload "
                                "the run recorded") from None
-    wname = str((m.get("workload") or {}).get("name") or getattr(workload, "name", "?"))
-    data = RunData(run_id=run_id, model=model, hardware=(m.get("system") or {}).get("hardware") or None)
+    wname = m.workload_name or getattr(workload, "name", "?")
+    data = RunData(run_id=run_id, model=model, hardware=m.system.hardware or None)
     for row in rows:
         fig = _figures(row)
         idx = row.get("point")
         if fig.ttft_s is None or fig.tpot_s is None or idx not in plan:
             continue
-        data.targets.append(Target(run_id=run_id, label=str(row.get("label") or plan[idx].get("label")),
-                                   workload=workload, workload_name=wname, point=_load_point(plan[idx]),
-                                   compat=str(row.get("compat") or m.get("compat") or "inferencex"), measured=fig))
+        data.targets.append(Target(run_id=run_id, label=str(row.get("label") or plan[idx].label),
+                                   workload=workload, workload_name=wname, point=plan[idx].load_point(),
+                                   compat=str(row.get("compat") or m.compat), measured=fig))
     if not data.targets:
         raise CalibrationError(f"run {run_id} has no measured point with TTFT and TPOT ({run_dir}); finish it "
                                "(`scoville sweep --resume`) or leave it out")

@@ -19,7 +19,7 @@ from scoville.catalog.models import load_model
 from scoville.load import LoadPoint
 from scoville.metrics import COMPAT_MODES, PointContext, point_metrics, recompute
 from scoville.power.sources import DEFAULT_COST_PRESET, default_boundary
-from scoville.results.manifest import base_manifest
+from scoville.results.manifest import Manifest, base_manifest
 from scoville.results.schema import POWER_SCHEMA
 from scoville.results.store import RunWriter
 from scoville.sim.config import SimConfig, SimConfigError
@@ -92,7 +92,7 @@ def simulate_run(
     fanned_out = None
     if executor is not None:
         fanned_out = simulate_points(executor, configs, workload, points, seed=seed, model_power=power == "model")
-        writer.manifest["executor"] = executor.describe()     # what replayed the points, as measured runs record
+        writer.manifest.executor = executor.describe()     # what replayed the points, as measured runs record
         writer.save_manifest()
     for i, (p, c) in enumerate(zip(points, configs, strict=True)):
         if progress is not None:
@@ -117,7 +117,7 @@ def simulate_run(
 
 def simulated_manifest(config: SimConfig, workload: Any, points: list[LoadPoint], configs: list[SimConfig], *,
                        power: str, compat: str, search: dict[str, Any] | None, fidelity: str,
-                       predictions: list[dict[str, Any]] | None = None, seed: int | None = None) -> dict[str, Any]:
+                       predictions: list[dict[str, Any]] | None = None, seed: int | None = None) -> Manifest:
     """The manifest of a simulated run: the deployment(s), what each operator's time came from, the fidelity.
 
     ``fidelity`` is ``discrete-event`` (every request replayed in the engine, metrics from its records) or
