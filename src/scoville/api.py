@@ -2,7 +2,7 @@
 
     import scoville
     run = scoville.simulate("gb300", "deepseek-r1", scenario="8k1k")
-    run.points[0]["interactivity"]
+    run.frontier()                       # throughput per accelerator against interactivity (per="kW" too)
     with scoville.serve("h200", "llama-3.1-8b") as url: ...      # the emulator, on a free loopback port
     measured = scoville.sweep(url=url, isl=1024, osl=128, concurrency="1,4")
     table = scoville.compare(measured, run, per="kW")
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the imports below load their stacks only when a function ru
     import pyarrow as pa
 
     from scoville.analysis.compare import Comparison
+    from scoville.analysis.frontier import Frontier
     from scoville.results.manifest import Manifest
 
 
@@ -61,6 +62,16 @@ class Run:
         from scoville.analysis.runs import point_rows
 
         return point_rows(self.path, self.manifest)
+
+    def frontier(self, per: str = "accelerator", metric: str = "total") -> Frontier:
+        """The run's latency-throughput frontier: throughput ``per`` accelerator / kW / dollar (``metric``: total
+        = input+output, InferenceX's convention, or output) against interactivity (tok/s/user), as ``compare``
+        and the report read it. ``frontier.points`` are the kept points (each with its metrics ``row``),
+        ``frontier.at(x)`` the throughput at an interactivity."""
+        from scoville.analysis.compare import normalise_per, y_metric
+        from scoville.analysis.frontier import frontier
+
+        return frontier(self.points, "interactivity", y_metric(normalise_per(per), metric))
 
     def requests(self) -> pa.Table:
         """Every request record (Arrow, ``results.schema.RECORD_SCHEMA``); empty for an analytic prediction."""

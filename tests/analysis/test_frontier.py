@@ -117,3 +117,12 @@ def test_pareto_points_carry_their_rows():
     keep, dom = pareto(pts)
     assert [p.row["run_id"] for p in keep] == ["a", "b"] and dom[0].row["run_id"] == "c"
     assert not math.isnan(keep[0].x)
+
+
+def test_a_frontier_prints_as_its_kept_points_in_two_columns():
+    f = frontier([{"interactivity": 10.0, "total_throughput_per_accelerator": 5000.0},
+                  {"interactivity": 50.0, "total_throughput_per_accelerator": 1234.5},
+                  {"interactivity": 20.0, "total_throughput_per_accelerator": 100.0}])   # dominated
+    lines = str(f).splitlines()
+    assert lines[0].split() == ["interactivity", "total_throughput_per_accelerator"]
+    assert [line.split() for line in lines[1:]] == [["10", "5,000"], ["50", "1,234"]]

@@ -62,6 +62,15 @@ class Frontier:
     def __post_init__(self) -> None:
         self._interp = Steffen([p.x for p in self.points], [p.y for p in self.points]) if self.points else None
 
+    def __str__(self) -> str:
+        """The kept points as two aligned columns (what ``print(run.frontier())`` shows in a notebook)."""
+        from scoville.numbers import significant
+
+        width = max(len(self.x_metric), 12)
+        lines = [f"{self.x_metric:>{width}}  {self.y_metric}"]
+        lines += [f"{significant(p.x, 4):>{width}}  {significant(p.y, 4)}" for p in self.points]
+        return "\n".join(lines)
+
     @property
     def xs(self) -> list[float]:
         return [p.x for p in self.points]
