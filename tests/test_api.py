@@ -69,6 +69,12 @@ def test_serve_yields_a_live_emulator_url_and_stops_it():
         urllib.request.urlopen(f"{url}/v1/models", timeout=2)
 
 
+@pytest.mark.slow
+def test_serve_hands_its_framework_to_the_emulator_it_starts():
+    with pytest.raises(UserError, match="framework"), scoville.serve("h200", "llama-3.1-8b", framework="nope"):
+        pass
+
+
 def test_every_export_is_listed_and_loads():
     assert set(scoville.__all__) == {"__version__", *scoville._EXPORTS}
     for name in scoville._EXPORTS:

@@ -154,11 +154,18 @@ def sweep(url: str | None = None, **options: Any) -> Run:
 
 
 @contextmanager
-def serve(hardware: str = "h200", model: str = "llama-3.1-8b", **options: Any) -> Iterator[str]:
+def serve(hardware: str = "h200", model: str = "llama-3.1-8b", *, config: dict[str, Any] | None = None,
+          framework: str | None = None, profile: str | Path | None = None, **options: Any) -> Iterator[str]:
     """The emulator (a simulated ``hardware`` serving ``model``) behind a real OpenAI API on a free loopback port,
-    for the ``with`` block; yields its base URL. ``options``: ``config``, ``api_key``, ``max_queue``,
-    ``served_model_name``, ``reasoning_tokens`` (``scoville serve --help``)."""
+    for the ``with`` block; yields its base URL. ``config`` pins a SimConfig (a mapping), ``framework`` whose
+    kernels and host costs to use, ``profile`` a calibration profile, as ``scoville serve`` takes them; other
+    ``options``: ``api_key``, ``max_queue``, ``served_model_name``, ``reasoning_tokens``."""
     from scoville.emulator.launch import spawn_emulator
 
-    with spawn_emulator(hardware, model, **options) as handle:
+    pinned = dict(config or {})
+    if framework is not None:
+        pinned["framework"] = framework
+    if profile is not None:
+        pinned["profile"] = str(Path(profile).resolve())
+    with spawn_emulator(hardware, model, pinned or None, **options) as handle:
         yield handle.base_url

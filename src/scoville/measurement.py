@@ -67,6 +67,7 @@ class SweepSpec(Spec):
     profile: Path | None = None
     search_repeats: int = Field(3, ge=1)
     runs: Path = Path("runs")
+    report: bool = Field(True, description="write report.html into the run when it finishes (about 1 s)")
     workers: int = Field(0, ge=0)
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
@@ -140,7 +141,23 @@ def sweep(spec: SweepSpec, *, observer: Observer | None = None, command: list[st
                     compat=spec.compat, seed=seed, workers=spec.workers, emulator=emulator, executor=spec.executor,
                     ray_address=spec.ray_address, ray_workers=spec.ray_workers, max_model_len=spec.max_model_len,
                     scrape_interval=spec.scrape_interval, plan=search_plan, slo=per_request)
-        return run_sweep(run, spec.runs, observer=observer, command=command)
+        result = run_sweep(run, spec.runs, observer=observer, command=command)
+    if spec.report:
+        write_run_report(result.run_dir, on_info)
+    return result
+
+
+def write_run_report(run_dir: Path, on_info: Callable[[str], None] | None = None) -> Path | None:
+    """``<run_dir>/report.html`` for a finished measurement. The run is on disk already, so a report that
+    cannot be written is a warning through ``on_info`` (None: silent), never an error that hides the result."""
+    from scoville.reporting.html import write_report
+
+    try:
+        return write_report([run_dir], run_dir / "report.html")
+    except Exception as e:  # noqa: BLE001 - any failure of the report leaves the measurement intact
+        if on_info is not None:
+            on_info(f"warning: report not written ({type(e).__name__}: {e}); the run is complete in {run_dir}")
+        return None
 
 
 @contextlib.contextmanager
@@ -153,11 +170,16 @@ def _restart_emulator(recorded: dict[str, Any], api_key: str | None) -> Iterator
 
 
 def resume_run(run: str | Path, *, runs: Path = Path("runs"), url: str | None = None, api_key: str | None = None,
-               observer: Observer | None = None) -> SweepResult:
+               observer: Observer | None = None, report: bool = True,
+               on_info: Callable[[str], None] | None = None) -> SweepResult:
     """Continue the interrupted or killed run ``run`` (a path, an id under ``runs``, or ``latest``), redoing the
-    points that measured nothing; a run of the built-in emulator gets a fresh one unless ``url`` is given."""
+    points that measured nothing; a run of the built-in emulator gets a fresh one unless ``url`` is given. Its
+    report is written afresh (``report``), as a sweep's is."""
     from scoville.client.sweep import resume_sweep
     from scoville.results.catalog import resolve_run
 
-    return resume_sweep(resolve_run(runs, str(run)), api_key=api_key, base_url=url, observer=observer,
-                        start_emulator=_restart_emulator)
+    result = resume_sweep(resolve_run(runs, str(run)), api_key=api_key, base_url=url, observer=observer,
+                          start_emulator=_restart_emulator)
+    if report:
+        write_run_report(result.run_dir, on_info)
+    return result

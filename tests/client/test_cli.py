@@ -97,7 +97,7 @@ def test_resume_refuses_flags_it_would_ignore(tmp_path):
     # A resumed run replays its manifest: a new --concurrency or --executor used to be dropped silently.
     p = scoville("sweep", "--resume", "anything", "--concurrency", "8", "--executor", "ray", "--runs", str(tmp_path))
     assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
-    assert "drop --concurrency, --executor" in p.stderr and "only --url, --api-key, --runs and --json" in p.stderr
+    assert "drop --concurrency, --executor" in p.stderr and "only --url, --api-key, --runs, --json and --no-report" in p.stderr
 
 
 def test_unreachable_url_fails_fast(tmp_path):
@@ -179,6 +179,13 @@ def test_a_sweep_without_a_terminal_prints_a_line_as_each_point_starts_and_ends(
     # each path on its own line, whole (never wrapped), and the seed beside the run
     assert len(run_line) == 1 and "(seed " in run_line[0] and str(tmp_path) in run_line[0]
     assert len(report_line) == 1 and report_line[0].endswith("report.html")
+
+
+def test_no_report_leaves_the_run_without_a_report_and_says_none(server, tmp_path):
+    p = scoville("run", "--url", server.base_url, "--isl", "16", "--osl", "4", "--num-requests", "1",
+                 "--warmup-requests", "0", "--runs", str(tmp_path), "--no-report")
+    assert p.returncode == 0, p.stderr
+    assert not (only_run(tmp_path) / "report.html").exists() and "report: " not in p.stdout
 
 
 def test_eos_is_ignored_by_default_and_honoured_with_no_ignore_eos(server, tmp_path):

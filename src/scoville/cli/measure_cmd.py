@@ -63,20 +63,6 @@ if TYPE_CHECKING:
 console = Console(stderr=True)
 
 
-def _write_report(run_dir: Path) -> Path | None:
-    """``<run_dir>/report.html`` via the report module when this build has it (else nothing)."""
-    try:
-        from scoville.reporting.html import write_report
-    except ImportError:
-        return None
-    try:
-        return write_report([run_dir], run_dir / "report.html")
-    except Exception as e:  # the measurement is on disk; a report failure must not hide its summary
-        console.print(f"[yellow]warning[/]: report not written ({type(e).__name__}: {escape(str(e))}); "
-                      f"the run is complete in {run_dir}")
-        return None
-
-
 def redacted_argv(argv: list[str]) -> list[str]:
     """The command line for the manifest, with the value of --api-key replaced (keys never reach disk)."""
     out, hide = [], False
@@ -104,7 +90,7 @@ def power_note(manifest_power: Power) -> str:
 
 
 # What --resume may be given besides the run: where the server is now, its key, where runs live, the output form.
-_RESUME_FLAGS = {"resume", "url", "api_key", "runs", "json_out"}
+_RESUME_FLAGS = {"resume", "url", "api_key", "runs", "json_out", "report"}
 
 
 def _refuse_flags_beside_resume(ctx: typer.Context) -> None:
@@ -115,7 +101,7 @@ def _refuse_flags_beside_resume(ctx: typer.Context) -> None:
     if given:
         names = ", ".join(p.opts[0] for p in given)
         raise ClientError(f"--resume continues the run with the settings it was started with; drop {names} "
-                          "(only --url, --api-key, --runs and --json apply), or start a new run")
+                          "(only --url, --api-key, --runs, --json and --no-report apply), or start a new run")
 
 
 def failure_lines(result: SweepResult, labels: dict[int, str]) -> list[str]:
@@ -140,11 +126,12 @@ def _repeated_loads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return aggregate_repeats(rows)
 
 
-def _print_result(result: SweepResult, manifest: Manifest, json_out: bool) -> int:
-    """The summary; the exit code is 1 when a point measured nothing (every request of it failed)."""
+def _print_result(result: SweepResult, manifest: Manifest, json_out: bool, reported: bool) -> int:
+    """The summary (with the report's path when one was written); the exit code is 1 when a point measured
+    nothing (every request of it failed)."""
     from scoville.client.sweep import resume_hint
 
-    report = _write_report(result.run_dir)
+    report = result.run_dir / "report.html" if reported and (result.run_dir / "report.html").is_file() else None
     manifest_power = manifest.power
     labels = {p.index: p.label for p in manifest.load_plan.points}
     empty = [labels.get(o.point, o.point) for o in result.outcomes if o.measured_nothing]
@@ -217,6 +204,8 @@ def register(app: typer.Typer) -> None:
         runs: Annotated[Path, typer.Option(rich_help_panel="Output", help="Folder holding run directories.")] = Path("runs"),
         resume: Annotated[Optional[str], typer.Option(rich_help_panel="Output", help="Continue an interrupted run (path or id).")] = None,
         json_out: Annotated[bool, typer.Option("--json", rich_help_panel="Output", help="Machine-readable output on stdout.")] = False,
+        report: Annotated[bool, typer.Option("--report/--no-report", rich_help_panel="Output",
+                                             help="Write report.html into the run when it finishes (about 1 s).")] = True,
         stop_at_eos: Annotated[bool, typer.Option("--no-ignore-eos", rich_help_panel="Target", help="Let the model stop at EOS (default: ask for exactly max_tokens, vLLM ignore_eos/min_tokens).")] = False,
         _ignore_eos: Annotated[bool, typer.Option("--ignore-eos", rich_help_panel="Target", hidden=True, help="The default; accepted as vLLM bench spells it.")] = False,
         workers: Annotated[int, typer.Option(rich_help_panel="Execution", help="Client processes (0 = auto by concurrency).")] = 0,
@@ -258,8 +247,9 @@ def register(app: typer.Typer) -> None:
             if resume:
                 _refuse_flags_beside_resume(ctx)
                 with progress:
-                    result = resume_run(resume, runs=runs, url=url, api_key=api_key, observer=progress)
-                sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))
+                    result = resume_run(resume, runs=runs, url=url, api_key=api_key, observer=progress,
+                                        report=report, on_info=lambda line: console.print(escape(line)))
+                sys.exit(_print_result(result, read_manifest(result.run_dir), json_out, report))
             spec = SweepSpec.of_flat(
                 url=url, api_key=api_key, model=model, api=api, ignore_eos=not stop_at_eos, timeout=timeout,
                 read_timeout=read_timeout, tokenizer=tokenizer, vocab_size=vocab_size, max_model_len=max_model_len,
@@ -267,7 +257,7 @@ def register(app: typer.Typer) -> None:
                 accelerators=accelerators, power=power, power_csv=power_csv, power_boundary=power_boundary,
                 rated_watts=rated_watts, cost_per_hour=cost_per_hour_opt, slo=slo, search=search,
                 search_rate=search_rate, search_max=search_max, predict=predict, profile=profile,
-                search_repeats=search_repeats, runs=runs, workers=workers, executor=executor,
+                search_repeats=search_repeats, runs=runs, report=report, workers=workers, executor=executor,
                 ray_address=ray_address, ray_workers=ray_workers, scenario=scenario_name, isl=isl, osl=osl,
                 range_ratio=range_ratio, trace=trace, trace_format=trace_format, time_scale=time_scale,
                 sample=sample, max_sessions=max_sessions, idle_gap_cap=idle_gap_cap, replay=replay,
@@ -277,7 +267,7 @@ def register(app: typer.Typer) -> None:
             with progress:
                 result = measure_spec(spec, observer=progress, command=redacted_argv(sys.argv),
                                  on_info=lambda line: console.print(escape(line)))
-            sys.exit(_print_result(result, read_manifest(result.run_dir), json_out))
+            sys.exit(_print_result(result, read_manifest(result.run_dir), json_out, report))
         except SweepInterrupted as e:
             kept = len(read_journal(e.result.run_dir))
             console.print(f"[yellow]interrupted[/]: {kept} finished requests kept in {e.result.run_dir}; "
