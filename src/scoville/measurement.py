@@ -154,7 +154,7 @@ def write_run_report(run_dir: Path, on_info: Callable[[str], None] | None = None
 
     try:
         return write_report([run_dir], run_dir / "report.html")
-    except Exception as e:  # noqa: BLE001 - any failure of the report leaves the measurement intact
+    except Exception as e:  # any failure of the report leaves the measurement intact
         if on_info is not None:
             on_info(f"warning: report not written ({type(e).__name__}: {e}); the run is complete in {run_dir}")
         return None
