@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 
 from scoville.load import LoadPoint, session_start_offsets
-from scoville.load_policy import (DURATION_ONLY_SESSIONS, LocalCounters, PointLoad, Send, Turn, in_flight_cap, lanes,
-                                  request_cap, session_count)
+from scoville.load_policy import (
+    DURATION_ONLY_SESSIONS,
+    LocalCounters,
+    PointLoad,
+    Send,
+    Turn,
+    in_flight_cap,
+    lanes,
+    request_cap,
+    session_count,
+)
 from scoville.workload.spec import RequestSpec, Session
 
 

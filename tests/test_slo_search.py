@@ -226,7 +226,10 @@ def test_slo_search_on_an_analytic_curve_reports_the_answer_and_what_seeding_sav
 def test_near_limit_points_are_measured_again_in_the_slo_search():
     # TPOT p90 exactly 5 % under the limit at every level up to 4, far over above: level 4 is repeated
     slo = Slo.parse("tpot_p90=20ms")
-    rows = lambda c: {"tpot_s_p90": 0.019 if c <= 4 else 0.1, "num_errors": 0}
+
+    def rows(c: int) -> dict[str, float]:
+        return {"tpot_s_p90": 0.019 if c <= 4 else 0.1, "num_errors": 0}
+
     search = SloSearch(slo=slo, levels=LevelSearch(16, start=4, factor=2.0, repeats=3), make_point=make_point)
     drive(search, rows)
     levels = [m.level for m in search.measured]

@@ -5,8 +5,18 @@ import math
 import numpy as np
 import pytest
 
-from scoville.stats import (REPEATS_BAND, REQUESTS_BAND, distinguishable, mean_interval, new_rng,
-                            quantile_interval, quantile_replicates, ratio_interval, request_intervals, row_interval)
+from scoville.stats import (
+    REPEATS_BAND,
+    REQUESTS_BAND,
+    distinguishable,
+    mean_interval,
+    new_rng,
+    quantile_interval,
+    quantile_replicates,
+    ratio_interval,
+    request_intervals,
+    row_interval,
+)
 
 
 def test_constant_data_gives_a_zero_width_interval():

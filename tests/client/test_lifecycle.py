@@ -227,7 +227,7 @@ def test_a_timed_trace_replays_every_request_at_its_scaled_times(server, tmp_pat
 
     t_start = read_manifest(run).point_results["0"].t_start
     due = load_trace(TRACES / "mooncake_sample.jsonl", time_scale=0.05).arrivals(40)
-    assert all(t >= t_start + d for t, d in zip(sent, sorted(due)))  # no request before its scaled arrival
+    assert all(t >= t_start + d for t, d in zip(sent, sorted(due), strict=True))  # no request before its scaled arrival
     assert sent[-1] - t_start < 20 * due[-1]  # and not at the unscaled times (20x later)
 
 

@@ -91,7 +91,7 @@ def test_sampler_thread_samples_every_device_on_the_run_clock():
     table = s.drain()
     devices = table.column("device").to_pylist()
     assert devices.count("gpu0") == devices.count("gpu1") >= 4 + 1  # whole rounds, and the closing one
-    w = dict(zip(devices, table.column("watts").to_pylist()))
+    w = dict(zip(devices, table.column("watts").to_pylist(), strict=True))
     assert w == {"gpu0": 300.0, "gpu1": 500.0}
     t = table.column("t").to_pylist()
     assert t == sorted(t) and t[0] == 1.0 and t[-1] == 3.0  # stamped on the run clock, the closing sample last

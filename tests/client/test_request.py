@@ -1,9 +1,11 @@
+
 """One streamed request against a real loopback server: timing, token counting, every error path."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import time
 
@@ -20,7 +22,6 @@ from scoville.metrics import PointContext, point_metrics
 from scoville.results.schema import RequestRecord, records_to_table
 from scoville.workload.prompts import prompt_token_ids
 from scoville.workload.spec import RequestSpec
-
 
 TRANSPORT = {"name": "fast"}
 
@@ -69,7 +70,7 @@ def test_single_token_chunks_give_one_time_per_token(server):
     assert rec.ok, rec.error
     assert rec.token_counts == [1] * 6 and len(rec.token_times) == 6
     assert rec.t_sent < rec.t_first_token == rec.token_times[0] <= rec.token_times[-1] <= rec.t_done
-    assert all(b >= a for a, b in zip(rec.token_times, rec.token_times[1:]))
+    assert all(b >= a for a, b in itertools.pairwise(rec.token_times))
 
 
 def test_multi_token_chunks_count_k_tokens_at_their_arrival(server):
@@ -101,7 +102,7 @@ def test_metrics_through_the_client_match_hand_computation(server):
     m = point_metrics(records_to_table(recs), PointContext(accelerators=2, watts_per_accelerator=500.0))
     tpot = [(r.t_done - r.t_first_token) / 7 for r in recs]
     ttft = [r.t_first_token - r.t_sent for r in recs]
-    gaps = [b - a for r in recs for a, b in zip(r.token_times, r.token_times[1:])]
+    gaps = [b - a for r in recs for a, b in itertools.pairwise(r.token_times)]
     window = max(r.t_done for r in recs) - min(r.t_sent for r in recs)
     assert m["tpot_s_median"] == pytest.approx(float(np.median(tpot)))
     assert m["ttft_s_mean"] == pytest.approx(float(np.mean(ttft)))
@@ -232,7 +233,7 @@ def test_chunked_decoder_handles_every_split_and_the_final_crlf():
     raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body + b"0\r\n\r\n"
     for cut in range(1, len(raw)):
         got: list[bytes] = []
-        resp = _Response(lambda d, t: got.append(d), None)
+        resp = _Response(lambda d, t, got=got: got.append(d), None)
         resp.feed(raw[:cut], 1.0)
         assert not resp.body_done
         resp.feed(raw[cut:], 2.0)
@@ -369,7 +370,8 @@ def test_a_malformed_usage_field_fails_its_request_only(usage):
 
 
 def test_an_api_key_echoed_by_the_server_is_not_stored(server):
-    rec = one(server, Behaviour(status=401, error_body='{"error": "key sk-live-abcdef123456 is not valid\\n try again"}'),
+    rec = one(server, Behaviour(status=401,
+                                error_body='{"error": "key sk-live-abcdef123456 is not valid\\n try again"}'),
               api_key="sk-live-abcdef123456")
     assert not rec.ok and "sk-live-abcdef123456" not in rec.error and "<redacted>" in rec.error
     assert "\n" not in rec.error

@@ -219,11 +219,13 @@ class MetricsServer(FakeServer):
         n, lab = self.finished, 'model_name="test-model"'
         text = "\n".join([
             "# TYPE vllm:e2e_request_latency_seconds histogram",
-            f"vllm:e2e_request_latency_seconds_count{{{lab}}} {n}", f"vllm:e2e_request_latency_seconds_sum{{{lab}}} {0.5 * n}",
+            f"vllm:e2e_request_latency_seconds_count{{{lab}}} {n}",
+            f"vllm:e2e_request_latency_seconds_sum{{{lab}}} {0.5 * n}",
             'vllm:e2e_request_latency_seconds_count{model_name="other"} 1000',
             'vllm:e2e_request_latency_seconds_sum{model_name="other"} 9000',
             "# TYPE vllm:time_to_first_token_seconds histogram",
-            f"vllm:time_to_first_token_seconds_count{{{lab}}} {n}", f"vllm:time_to_first_token_seconds_sum{{{lab}}} {0.01 * n}",
+            f"vllm:time_to_first_token_seconds_count{{{lab}}} {n}",
+            f"vllm:time_to_first_token_seconds_sum{{{lab}}} {0.01 * n}",
             "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{{{lab}}} {self.in_flight}", ""])
         return web.Response(text=text, content_type="text/plain")
 
@@ -430,7 +432,7 @@ def test_the_end_scrape_waits_for_the_server_to_count_the_last_requests_and_keep
     times = sorted(set(table.column("t").to_pylist()))
     assert len(times) == 2   # the start scrape and one end scrape
     end = table.filter(pc.equal(table.column("t"), times[-1]))
-    counts = [v for m, v in zip(end.column("metric").to_pylist(), end.column("value").to_pylist())
+    counts = [v for m, v in zip(end.column("metric").to_pylist(), end.column("value").to_pylist(), strict=True)
               if m == "vllm:e2e_request_latency_seconds_count"]
     assert 2.0 in counts
     assert read_server_metrics(tmp_path).num_rows == table.num_rows

@@ -1,4 +1,5 @@
-"""`scoville serve` and `python -m scoville.emulator`: start (also under -OO), answer, stop cleanly on Ctrl-C, log quietly."""
+"""`scoville serve` and `python -m scoville.emulator`: start (also under -OO), answer, stop cleanly on Ctrl-C, log
+quietly."""
 
 from __future__ import annotations
 
@@ -111,7 +112,8 @@ def test_resuming_an_emulator_run_records_the_new_emulators_url(emu, tmp_path):
     points = concurrency_sweep([1, 2], num_requests=1, warmup_requests=0)
     sweep = Sweep(cfg=ClientConfig(base_url=emu.base_url, model=emu.model), workload=scenario(None, isl=32, osl=2),
                   points=points[:1], power=plan_power("rated", hardware="h200", accelerators=1), system=emu.system,
-                  model={"name": emu.model}, emulator={"hardware": "h200", "model": "llama-3.1-8b", "config": emu.config})
+                  model={"name": emu.model},
+                  emulator={"hardware": "h200", "model": "llama-3.1-8b", "config": emu.config})
     run = run_sweep(sweep, tmp_path).run_dir
     manifest = read_manifest(run)
     manifest.load_plan, manifest.status = load_plan(points, 0, 1), "running"  # as if killed before point 1

@@ -9,8 +9,8 @@ import random
 
 import aiohttp
 import pytest
-
 from emulator_support import API_KEY, run
+
 from scoville.emulator.build import build_emulator
 from scoville.emulator.launch import EmulatorStartError, spawn_emulator
 from scoville.emulator.protocol import parse
@@ -19,34 +19,31 @@ from scoville.sim.engine import step_cost
 
 
 async def _post(url: str, path: str, body: dict, headers: dict | None = None) -> tuple[int, dict | str]:
-    async with aiohttp.ClientSession() as s:
-        async with s.post(url + path, json=body, headers=headers) as r:
-            text = await r.text()
-            try:
-                return r.status, json.loads(text)
-            except json.JSONDecodeError:
-                return r.status, text
+    async with aiohttp.ClientSession() as s, s.post(url + path, json=body, headers=headers) as r:
+        text = await r.text()
+        try:
+            return r.status, json.loads(text)
+        except json.JSONDecodeError:
+            return r.status, text
 
 
 async def _stream(url: str, path: str, body: dict, headers: dict | None = None) -> list[dict | str]:
     """Every SSE data payload, parsed (the literal '[DONE]' kept as a string)."""
     out: list[dict | str] = []
-    async with aiohttp.ClientSession() as s:
-        async with s.post(url + path, json=body, headers=headers) as r:
-            assert r.status == 200, await r.text()
-            assert r.headers["Content-Type"].startswith("text/event-stream")
-            async for line in r.content:
-                line = line.strip()
-                if line.startswith(b"data: "):
-                    data = line[6:].decode()
-                    out.append(data if data == "[DONE]" else json.loads(data))
+    async with aiohttp.ClientSession() as s, s.post(url + path, json=body, headers=headers) as r:
+        assert r.status == 200, await r.text()
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+        async for line in r.content:
+            line = line.strip()
+            if line.startswith(b"data: "):
+                data = line[6:].decode()
+                out.append(data if data == "[DONE]" else json.loads(data))
     return out
 
 
 async def _get(url: str, path: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as s:
-        async with s.get(url + path) as r:
-            return r.status, await r.text()
+    async with aiohttp.ClientSession() as s, s.get(url + path) as r:
+        return r.status, await r.text()
 
 
 def test_handle_describes_the_served_system(emu):
@@ -294,15 +291,13 @@ async def _metrics_show(base_url: str, sample: str, within_s: float = 30.0) -> b
 
 
 async def _get_async(url: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as s:
-        async with s.get(url) as r:
-            return r.status, await r.text()
+    async with aiohttp.ClientSession() as s, s.get(url) as r:
+        return r.status, await r.text()
 
 
 def test_spawn_reports_a_failed_start_in_one_line():
-    with pytest.raises(EmulatorStartError) as e:
-        with spawn_emulator("no-such-chip", "llama-3.1-8b"):
-            pass
+    with pytest.raises(EmulatorStartError) as e, spawn_emulator("no-such-chip", "llama-3.1-8b"):
+        pass
     msg = str(e.value)
     assert "did not start" in msg and "no-such-chip" in msg and "\n" not in msg
 

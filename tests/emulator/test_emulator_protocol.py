@@ -59,5 +59,6 @@ def test_chat_rejections():
     assert "messages" in bad({"model": "m", "messages": []}, chat=True).message
     assert "text content parts" in bad({"model": "m", "messages": [
         {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, chat=True).message
-    assert bad({"model": "m", "prompt": "x", "messages": [{"role": "user", "content": "a"}]}, chat=True).param == "prompt"
+    both = {"model": "m", "prompt": "x", "messages": [{"role": "user", "content": "a"}]}
+    assert bad(both, chat=True).param == "prompt"
     assert "JSON object" in bad([1, 2]).message

@@ -7,6 +7,7 @@ import gc
 import json
 
 from emulator_support import ScriptedEngine
+
 from scoville.emulator.collector import SlackCollector
 from scoville.emulator.protocol import parse
 from scoville.emulator.realtime import RealTimeLoop

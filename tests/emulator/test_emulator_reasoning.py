@@ -6,8 +6,8 @@ import json
 import re
 
 import pytest
-
 from emulator_support import ScriptedEngine, run
+
 from scoville.client.sse import StreamParser
 from scoville.emulator.protocol import parse
 from scoville.emulator.server import Emulator, EmulatorOptions, _Progress

@@ -35,5 +35,5 @@ def test_sweep_with_repeats_measures_each_load_twice_with_intervals(tmp_path):
     from scoville.results.store import read_requests
 
     ids = read_requests(tmp_path / out["run_id"]).to_pydict()
-    by_point = {i: {r for r, p in zip(ids["request_id"], ids["point"]) if p == i} for i in range(4)}
+    by_point = {i: {r for r, p in zip(ids["request_id"], ids["point"], strict=True) if p == i} for i in range(4)}
     assert not by_point[0] & by_point[2] and not by_point[1] & by_point[3]   # each repeat its own requests

@@ -15,7 +15,8 @@ def test_a_clean_emulator_point_is_valid(emu, tmp_path, monkeypatch):
     # The test host's own load (other tests, a busy CI box) is no fault of the emulator: read it as idle.
     monkeypatch.setattr(hostload, "client_cpu_share", lambda start, end: 0.0)
     monkeypatch.setattr(hostload, "steal_share", lambda start, end: 0.0)
-    sweep = Sweep(cfg=ClientConfig(base_url=emu.base_url, model=emu.model), workload=scenario(None, isl=32, osl=8, seed=20261203),
+    sweep = Sweep(cfg=ClientConfig(base_url=emu.base_url, model=emu.model),
+                  workload=scenario(None, isl=32, osl=8, seed=20261203),
                   points=concurrency_sweep([1, 2], num_requests=4, warmup_requests=1),
                   power=plan_power("rated", hardware="h200", accelerators=1), system=emu.system,
                   model={"name": emu.model},

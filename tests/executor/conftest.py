@@ -70,7 +70,7 @@ class LoopbackServer:
                 self.in_flight -= 1
         return resp
 
-    def serve(self) -> "LoopbackServer":
+    def serve(self) -> LoopbackServer:
         ready = threading.Event()
 
         def run() -> None:

@@ -39,7 +39,7 @@ def local_points(local_pool):
 
 
 def test_fanned_out_points_equal_the_sequential_run(local_points):
-    for got, want, p in zip(local_points, sequential_chain(), POINTS):
+    for got, want, p in zip(local_points, sequential_chain(), POINTS, strict=True):
         assert got.table.num_rows == want.table.num_rows == p.total_requests
         for name in ("request_id", "warmup", "ok", "input_tokens", "output_tokens", "token_counts"):
             assert got.table.column(name).equals(want.table.column(name)), name
@@ -71,6 +71,6 @@ def test_points_on_ray_are_bit_identical_to_local(ray_cluster, local_points):
         remote = simulate_points(ex, [BASE], WORKLOAD, POINTS, seed=2)
     finally:
         ex.close()
-    for got, want in zip(remote, local_points):
+    for got, want in zip(remote, local_points, strict=True):
         assert got.table.equals(want.table)
         assert (got.t_start, got.t_end) == (want.t_start, want.t_end)

@@ -1,3 +1,4 @@
+
 """Distributed load generation through two Ray client workers against a loopback server.
 
 Whole sweeps go the way ``scoville sweep --executor ray`` does: ``client.sweep.run_sweep`` with
@@ -7,6 +8,7 @@ fails on the workers, are exercised on the coordinator itself, where they can be
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -185,7 +187,7 @@ def test_multi_turn_sessions_stay_whole_on_one_worker_and_in_order(ray_cluster, 
         assert len({r["worker"] for r in turns}) == 1  # a conversation never hops workers
         turns.sort(key=lambda r: r["turn"])
         assert [r["turn"] for r in turns] == list(range(len(turns)))
-        assert all(b["t_sent"] > a["t_done"] for a, b in zip(turns, turns[1:]))  # next turn after the reply
+        assert all(b["t_sent"] > a["t_done"] for a, b in itertools.pairwise(turns))  # next turn after the reply
     assert server.max_in_flight <= 4
 
 

@@ -38,7 +38,8 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
         "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
         "vocab_size": 1000, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
 
-needs_tables = pytest.mark.skipif(tables.data_dir() is None, reason="aiconfigurator-core (scoville[silicon]) not installed")
+needs_tables = pytest.mark.skipif(tables.data_dir() is None,
+                                  reason="aiconfigurator-core (scoville[silicon]) not installed")
 
 
 @pytest.fixture
@@ -80,7 +81,8 @@ def test_vectorised_equals_scalar():
     S = np.array([1, 8, 300, 1])
     A = T * 4000.0
     vec = c.step_time(T, S, A, A)
-    assert [c.step_time(int(t), int(s), float(a), float(a)) for t, s, a in zip(T, S, A)] == pytest.approx(list(vec))
+    one_by_one = [c.step_time(int(t), int(s), float(a), float(a)) for t, s, a in zip(T, S, A, strict=True)]
+    assert one_by_one == pytest.approx(list(vec))
 
 
 @pytest.mark.parametrize("model, par", [("gpt-oss-120b", Parallel(tp=2)), ("deepseek-r1", Parallel(tp=8, ep=8)),
@@ -166,10 +168,10 @@ def test_measured_tables_price_covered_shapes_and_say_so():
         assert c.ops.provenance[op].startswith("measured (b200_sxm"), c.ops.provenance[op]
     # a GEMM on a measured grid shape is the fastest measured kernel for it
     m, n, k, t = tables.KernelTables("b200_sxm", "sglang").gemm("bfloat16")
-    i, j, l = int(np.searchsorted(m, 64)), int(np.searchsorted(n, 7168)), int(np.searchsorted(k, 7168))
+    i, j, ik = int(np.searchsorted(m, 64)), int(np.searchsorted(n, 7168)), int(np.searchsorted(k, 7168))
     from scoville.sim.kernels.curve import Curve
     from scoville.sim.kernels.ops import _interp_nk
-    assert Curve(m, _interp_nk(n, k, t, 7168, 7168))(64.0) == pytest.approx(t[i, j, l])
+    assert Curve(m, _interp_nk(n, k, t, 7168, 7168))(64.0) == pytest.approx(t[i, j, ik])
 
 
 @needs_tables

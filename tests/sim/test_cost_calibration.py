@@ -38,7 +38,8 @@ def test_reference_data_documents_its_source_and_token_convention(cal):
 
 
 @pytest.mark.slow   # the calibration bench's nine reference figures, each through the whole layout search
-@pytest.mark.skipif(tables.data_dir() is None, reason="the seeds are fitted with measured kernel tables (scoville[silicon])")
+@pytest.mark.skipif(tables.data_dir() is None,
+                    reason="the seeds are fitted with measured kernel tables (scoville[silicon])")
 def test_seed_figures_stay_where_the_fit_put_them(cal):
     rows = cal.errors(cal.reference(), load_framework("trtllm"))
     assert len(rows) == 9

@@ -1,9 +1,11 @@
+
 """SimEngine behaviour a user relies on: batching limits, KV capacity, preemption, prefix caching,
 host offload, disaggregation, speculative decoding, and that both output modes tell one story."""
 
 from __future__ import annotations
 
 import copy
+import itertools
 
 import numpy as np
 import pytest
@@ -62,7 +64,7 @@ def test_every_request_gets_exactly_its_tokens_in_time_order():
         evs = by[s.request_id]
         assert sum(e.count for e in evs) == s.output_tokens
         assert evs[-1].finished and not any(e.finished for e in evs[:-1])
-        assert all(b.t > a.t for a, b in zip(evs, evs[1:]))  # one token per step without spec decode
+        assert all(b.t > a.t for a, b in itertools.pairwise(evs))  # one token per step without spec decode
     st = eng.stats()
     assert st.generation_tokens_total == sum(s.output_tokens for s in specs)
     assert st.prompt_tokens_total == sum(s.input_tokens for s in specs)
@@ -110,7 +112,8 @@ def test_a_burst_reaches_the_scheduler_one_request_time_apart():
     # burst cannot start before k request times, while one request alone pays a single request time
     cfg = SimConfig(**BASE, max_num_seqs=64)
     request_s = load_framework(cfg.framework).request_overhead_ms * 1e-3
-    firsts = sorted(e[0].t for e in per_request(run_events(SimEngine(cfg), [spec(i, isl=16, osl=2) for i in range(6)])).values())
+    burst = [spec(i, isl=16, osl=2) for i in range(6)]
+    firsts = sorted(e[0].t for e in per_request(run_events(SimEngine(cfg), burst)).values())
     assert all(t >= (k + 1) * request_s for k, t in enumerate(firsts))
     alone = per_request(run_events(SimEngine(cfg), [spec(0, isl=16, osl=2)], t=1.0))["r0"][0].t - 1.0
     assert request_s <= alone < 2 * request_s
@@ -260,7 +263,8 @@ def test_block_keys_chain_prefixes_across_block_sizes():
     s2 = RequestSpec(request_id="b", input_tokens=256, output_tokens=1, block_hashes=(1, 2, 9, 4), block_size=64)
     k1, k2 = block_keys(s1, 16), block_keys(s2, 16)
     assert len(k1) == 16
-    assert k1[:8] == k2[:8] and all(x != y for x, y in zip(k1[8:], k2[8:]))  # diverge at block 3 and stay apart
+    # they diverge at block 3 and stay apart
+    assert k1[:8] == k2[:8] and all(x != y for x, y in zip(k1[8:], k2[8:], strict=True))
     assert block_keys(RequestSpec(request_id="c", input_tokens=100, output_tokens=1), 16) == []
 
 

@@ -18,7 +18,7 @@ def test_a_hit_returns_the_stored_arrays_and_skips_the_work(tmp_path, monkeypatc
     first = cached("1.0", "slice|a", compute)
     again = cached("1.0", "slice|a", compute)
     assert len(calls) == 1
-    assert all(np.array_equal(x, y) for x, y in zip(first, again))
+    assert all(np.array_equal(x, y) for x, y in zip(first, again, strict=True))
     assert cached("2.0", "slice|a", compute) is not None and len(calls) == 2   # another tables version
     assert cached("1.0", "slice|b", lambda: None) is None                     # nothing to cache
 

@@ -28,7 +28,8 @@ def test_parameter_totals_match_published(name, total_b, tol):
 
 
 def test_shipped_catalog():
-    assert {"gpt-oss-120b", "deepseek-r1", "kimi-k2.5", "llama-3.1-8b", "llama-3.1-70b", "qwen3-32b"} <= set(list_models())
+    shipped = {"gpt-oss-120b", "deepseek-r1", "kimi-k2.5", "llama-3.1-8b", "llama-3.1-70b", "qwen3-32b"}
+    assert shipped <= set(list_models())
 
 
 def test_gpt_oss_shapes_and_mxfp4_experts():
@@ -53,7 +54,7 @@ def test_deepseek_mla_and_dense_layers():
 def test_kimi_reads_text_config_and_int4_experts():
     m = load_model("kimi-k2.5")
     assert (m.num_heads, m.num_experts, m.num_dense_layers) == (64, 384, 1)
-    assert m.precision["experts"] == "int4" and m.precision["attn"] == "bf16" and m.precision["shared_experts"] == "bf16"
+    assert (m.precision["experts"], m.precision["attn"], m.precision["shared_experts"]) == ("int4", "bf16", "bf16")
     assert sum(m.weight_bytes().values()) / 1e9 == pytest.approx(594, rel=0.02)
 
 

@@ -1,8 +1,10 @@
+
 """Simulated runs: same schema and metrics path as measured runs, client-identical load semantics,
 determinism, and the directions a what-if question must get right."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -62,7 +64,7 @@ def test_simulated_run_goes_through_metrics_and_recompute_like_a_measured_one(tm
         assert r.ok and r.http_status == 200
         assert sum(r.token_counts) == r.output_tokens == len(r.token_times)
         assert r.t_sent <= r.t_first_token == r.token_times[0] and r.token_times[-1] == r.t_done
-        assert all(b >= a for a, b in zip(r.token_times, r.token_times[1:]))
+        assert all(b >= a for a, b in itertools.pairwise(r.token_times))
     # metric values follow from the records by the documented definitions
     p1 = [r for r in records if r.point == 1 and not r.warmup]
     ttft = np.median([r.t_first_token - r.t_sent for r in p1])
@@ -227,7 +229,8 @@ def test_simulated_power_and_price_defaults_are_a_measured_runs():
 
     cfg = SimConfig(hardware="h200", model="llama-3.1-8b")
     system, power = system_and_power(cfg, "all-in")
-    assert power["boundary"] == system["power_boundary"] == plan_power("all-in", hardware="h200", accelerators=1).boundary
+    planned = plan_power("all-in", hardware="h200", accelerators=1)
+    assert power["boundary"] == system["power_boundary"] == planned.boundary
     assert system_and_power(cfg, "rated")[1]["boundary"] == "chip"
     price = load_hardware("h200").cost_per_hour[DEFAULT_COST_PRESET]
     assert system["cost_per_accelerator_hour"] == system_info(cfg)["cost_per_accelerator_hour"] == price

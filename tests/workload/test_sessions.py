@@ -1,5 +1,7 @@
 """Session workloads: prompts extend byte for byte, prefixes share exactly, draws are seeded."""
 
+import itertools
+
 import msgspec
 import pytest
 
@@ -45,7 +47,7 @@ def test_agentic_context_grows_past_96k_and_extends_byte_for_byte():
     (s,) = agentic_coding(seed=1).sessions(1)
     assert len(s.requests) >= 10
     last = s.requests[-1]
-    assert 60_000 < last.input_tokens and last.input_tokens + last.output_tokens <= 131072
+    assert last.input_tokens > 60_000 and last.input_tokens + last.output_tokens <= 131072
     assert max(r.output_tokens for r in s.requests) < 2049  # short tool calls
     assert_extends(s)
 
@@ -173,7 +175,7 @@ def test_simulator_block_keys_hit_where_token_hashing_would():
 
     s1, s2 = chat_multiturn(seed=11).sessions(2)
     for engine_bs in (16, 48):
-        pairs = list(zip(s1.requests, s1.requests[1:])) + [(s1.requests[0], s2.requests[0])]
+        pairs = list(itertools.pairwise(s1.requests)) + [(s1.requests[0], s2.requests[0])]
         for a, b in pairs:
             sim = common(block_keys(a, engine_bs), block_keys(b, engine_bs))
             real = common(token_keys(a, engine_bs), token_keys(b, engine_bs))

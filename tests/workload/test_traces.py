@@ -1,5 +1,6 @@
 """Trace readers and replay: the shipped samples, prefix structure, timing options, AgentX replay, errors."""
 
+import itertools
 import json
 from importlib.resources import files
 from pathlib import Path
@@ -132,11 +133,11 @@ def test_scoville_format_round_trips_a_generated_workload(tmp_path):
     w = load_trace(path)
     assert w.arrivals(3) == pytest.approx([0.0, 1.0, 2.5])
     replay = w.sessions(3)
-    for orig, back in zip(sessions, replay):
+    for orig, back in zip(sessions, replay, strict=True):
         assert [(r.input_tokens, r.output_tokens) for r in orig.requests] == \
                [(r.input_tokens, r.output_tokens) for r in back.requests]
         assert [r.think_s for r in orig.requests] == pytest.approx([r.think_s for r in back.requests])
-        for a, b in zip(back.requests, back.requests[1:]):
+        for a, b in itertools.pairwise(back.requests):
             assert prompt_token_ids(b)[: a.input_tokens] == prompt_token_ids(a)
     # The shared system prompt stays shared across sessions.
     assert shares_prefix(replay[0].requests[0], replay[1].requests[0], 8)

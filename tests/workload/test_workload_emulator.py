@@ -1,5 +1,7 @@
 """End to end over loopback HTTP: the emulator's measured cache hits are exactly the workload's prefix structure."""
 
+import itertools
+
 import pytest
 
 from scoville.client.config import ClientConfig
@@ -27,7 +29,7 @@ def test_measured_hits_equal_the_previous_prompts_full_blocks(tmp_path):
     rows = {(r["session_id"], r["turn"]): r for r in read_requests(run_dir).to_pylist()}
     assert len(rows) == 6 and all(r["ok"] for r in rows.values())
     for s in sessions:
-        for prev, spec in zip(s.requests, s.requests[1:]):
+        for prev, spec in itertools.pairwise(s.requests):
             got = rows[(s.session_id, spec.turn)]
             assert got["input_tokens"] == spec.input_tokens
             # The server hashed the token ids it received: it reuses exactly the previous prompt's full blocks.

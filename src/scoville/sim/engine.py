@@ -27,21 +27,21 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Hashable
 
 import numpy as np
 
 from scoville.sim.config import ParallelConfig, SimConfig, SimConfigError
 from scoville.sim.engine_api import EngineStats, TokenEvent
 from scoville.sim.kvcache import HostTier, KVCache
-from scoville.sim.request import Req, flush as _flush
+from scoville.sim.request import Req
+from scoville.sim.request import flush as _flush
 from scoville.sim.scheduler import Instance
 from scoville.sim.span import Span
 from scoville.sim.stepplan import StepTimer
 from scoville.workload.spec import RequestSpec
-
 
 _MAX_SESSIONS = 100_000  # sessions whose last turn's cached blocks the engine remembers
 
@@ -386,7 +386,7 @@ class SimEngine:
         ends = span.ends[:steps]
         if not self.token_events:
             ones = None
-            for r, acc in zip(span.reqs, per_req):
+            for r, acc in zip(span.reqs, per_req, strict=True):
                 if r.pt:
                     _flush(r)
                 r.times.append(ends)
@@ -398,12 +398,12 @@ class SimEngine:
                     r.counts.append(acc)
             return
         out = self._outbox
-        for r, acc in zip(span.reqs, per_req):
+        for r, acc in zip(span.reqs, per_req, strict=True):
             rid = r.rid
             done = r.generated >= r.target
             ts = ends.tolist()
             cs = [1] * steps if acc is None else acc.tolist()
-            for t, c in zip(ts, cs):
+            for t, c in zip(ts, cs, strict=True):
                 if c:
                     out.append(TokenEvent(rid, t, c))
             if done and out and out[-1].request_id == rid:

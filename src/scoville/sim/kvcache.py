@@ -24,7 +24,7 @@ makes. That keeps allocation O(1) per request per step.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Hashable
+from collections.abc import Hashable
 
 
 class HostTier:

@@ -10,8 +10,8 @@ blocks, and parking or dropping its KV when it is preempted. Host-tier copies co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Hashable
+from dataclasses import dataclass
 
 from scoville.sim.counters import Counters
 from scoville.sim.kvcache import HostTier, KVCache

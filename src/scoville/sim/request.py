@@ -3,7 +3,8 @@ group and the span planner (each advances a different part of it)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Hashable
+from collections.abc import Hashable
+from typing import TYPE_CHECKING
 
 import numpy as np
 

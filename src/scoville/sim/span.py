@@ -9,8 +9,9 @@ of it, so the engine can cut it at any time (an arrival routed here) and commit 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
