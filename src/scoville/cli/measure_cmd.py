@@ -171,50 +171,95 @@ def _print_result(result: SweepResult, manifest: Manifest, json_out: bool, repor
 def register(app: typer.Typer) -> None:
     def measure(
         ctx: typer.Context,
-        url: Annotated[str | None, typer.Option(rich_help_panel="Target", help="Base URL of an OpenAI-compatible server; omit to measure the built-in emulator.")] = None,
-        api_key: Annotated[str | None, typer.Option(rich_help_panel="Target", envvar="SCOVILLE_API_KEY", help="Bearer token (never written to disk).")] = None,
-        model: Annotated[str | None, typer.Option(rich_help_panel="Target", help="Model name to request (default: the server's first).")] = None,
-        api: Annotated[str, typer.Option(rich_help_panel="Target", help="completions (token-id prompts) or chat (text prompts).")] = "completions",
-        scenario_name: Annotated[str | None, typer.Option("--scenario", rich_help_panel="Workload", help="1k1k, 1k8k, 8k1k (InferenceX) or a session scenario (`scoville scenarios`).")] = None,
-        isl: Annotated[int | None, typer.Option(rich_help_panel="Workload", help="Input tokens per request (max of the range).")] = None,
-        osl: Annotated[int | None, typer.Option(rich_help_panel="Workload", help="Output tokens per request (max of the range).")] = None,
-        range_ratio: Annotated[float | None, typer.Option(rich_help_panel="Workload", help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed. Not vLLM's --random-range-ratio r, which spreads (1-r)·L to (1+r)·L (r = 0 fixed).")] = None,
-        concurrency: Annotated[str | None, typer.Option(rich_help_panel="Load", help="Closed-loop levels: 1,2,4 or 1-64 (doubling).")] = None,
-        rate: Annotated[str | None, typer.Option(rich_help_panel="Load", help="Open-loop request rates per second: 1,2,4.")] = None,
-        burstiness: Annotated[float, typer.Option(rich_help_panel="Load", help="Gamma shape of arrivals (1 = Poisson).")] = 1.0,
-        max_concurrency: Annotated[int | None, typer.Option(rich_help_panel="Load", help="Cap on requests in flight for --rate points.")] = None,
-        num_requests: Annotated[int | None, typer.Option(rich_help_panel="Load", help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
-        warmup_requests: Annotated[int | None, typer.Option(rich_help_panel="Load", help="Warm-up requests per point (default 2·C).")] = None,
-        duration: Annotated[float | None, typer.Option(rich_help_panel="Load", help="Stop sending after this many seconds per point.")] = None,
+        url: Annotated[str | None, typer.Option(
+            rich_help_panel="Target", help="Base URL of an OpenAI-compatible server; omit to measure the built-in "
+            "emulator.")] = None,
+        api_key: Annotated[str | None, typer.Option(
+            rich_help_panel="Target", envvar="SCOVILLE_API_KEY", help="Bearer token (never written to disk).")] = None,
+        model: Annotated[str | None, typer.Option(
+            rich_help_panel="Target", help="Model name to request (default: the server's first).")] = None,
+        api: Annotated[str, typer.Option(
+            rich_help_panel="Target", help="completions (token-id prompts) or chat (text prompts).")] = "completions",
+        scenario_name: Annotated[str | None, typer.Option(
+            "--scenario", rich_help_panel="Workload", help="1k1k, 1k8k, 8k1k (InferenceX) or a session scenario "
+            "(`scoville scenarios`).")] = None,
+        isl: Annotated[int | None, typer.Option(
+            rich_help_panel="Workload", help="Input tokens per request (max of the range).")] = None,
+        osl: Annotated[int | None, typer.Option(
+            rich_help_panel="Workload", help="Output tokens per request (max of the range).")] = None,
+        range_ratio: Annotated[float | None, typer.Option(
+            rich_help_panel="Workload", help="Lengths uniform from ratio·L to L; 0.8 = InferenceX, 1 = fixed. Not "
+            "vLLM's --random-range-ratio r, which spreads (1-r)·L to (1+r)·L (r = 0 fixed).")] = None,
+        concurrency: Annotated[str | None, typer.Option(
+            rich_help_panel="Load", help="Closed-loop levels: 1,2,4 or 1-64 (doubling).")] = None,
+        rate: Annotated[str | None, typer.Option(
+            rich_help_panel="Load", help="Open-loop request rates per second: 1,2,4.")] = None,
+        burstiness: Annotated[float, typer.Option(
+            rich_help_panel="Load", help="Gamma shape of arrivals (1 = Poisson).")] = 1.0,
+        max_concurrency: Annotated[int | None, typer.Option(
+            rich_help_panel="Load", help="Cap on requests in flight for --rate points.")] = None,
+        num_requests: Annotated[int | None, typer.Option(
+            rich_help_panel="Load", help="Measured requests per point (default 10·C; 100 for --rate).")] = None,
+        warmup_requests: Annotated[int | None, typer.Option(
+            rich_help_panel="Load", help="Warm-up requests per point (default 2·C).")] = None,
+        duration: Annotated[float | None, typer.Option(
+            rich_help_panel="Load", help="Stop sending after this many seconds per point.")] = None,
         repeats: RepeatsOption = 1,
-        seed: Annotated[int | None, typer.Option(rich_help_panel="Workload", help="Workload and arrival seed (default: a new one per run, so "
+        seed: Annotated[int | None, typer.Option(
+            rich_help_panel="Workload", help="Workload and arrival seed (default: a new one per run, so "
                                                     "no prompt is in the server's cache; recorded in the "
                                                     "manifest; give it to send the same prompts again).")] = None,
-        max_model_len: Annotated[int | None, typer.Option(rich_help_panel="Target", help="The server's context window in tokens "
+        max_model_len: Annotated[int | None, typer.Option(
+            rich_help_panel="Target", help="The server's context window in tokens "
                                                              "(default: what its /v1/models says); session "
                                                              "scenarios and traces are shaped to fit it.")] = None,
-        hardware: Annotated[str | None, typer.Option(rich_help_panel="Power and cost", help="Hardware name in the catalog (h200, b200, ...).")] = None,
-        accelerators: Annotated[int | None, typer.Option(rich_help_panel="Power and cost", help="Accelerators serving the model.")] = None,
-        power: Annotated[str | None, typer.Option(rich_help_panel="Power and cost", help="rated | all-in | nvml | csv (default rated when known).")] = None,
-        power_csv: Annotated[Path | None, typer.Option(rich_help_panel="Power and cost", help="External meter CSV: t or timestamp, watts[, device].")] = None,
-        power_boundary: Annotated[str | None, typer.Option(rich_help_panel="Power and cost", help="chip | board | node | rack (default by source).")] = None,
-        rated_watts: Annotated[float | None, typer.Option(rich_help_panel="Power and cost", help="Rated W per accelerator (overrides the catalog).")] = None,
-        cost_per_hour_opt: Annotated[str | None, typer.Option("--cost-per-hour", rich_help_panel="Power and cost", help="$ per accelerator-hour, or a catalog preset (hyperscaler, neocloud, rental).")] = None,
-        compat: Annotated[str, typer.Option(rich_help_panel="Load", help="inferencex (dashboard method) or clean (steady-state window).")] = "inferencex",
-        runs: Annotated[Path, typer.Option(rich_help_panel="Output", help="Folder holding run directories.")] = Path("runs"),
-        resume: Annotated[str | None, typer.Option(rich_help_panel="Output", help="Continue an interrupted run (path or id).")] = None,
-        json_out: Annotated[bool, typer.Option("--json", rich_help_panel="Output", help="Machine-readable output on stdout.")] = False,
-        report: Annotated[bool, typer.Option("--report/--no-report", rich_help_panel="Output",
-                                             help="Write report.html into the run when it finishes (about 1 s).")] = True,
-        stop_at_eos: Annotated[bool, typer.Option("--no-ignore-eos", rich_help_panel="Target", help="Let the model stop at EOS (default: ask for exactly max_tokens, vLLM ignore_eos/min_tokens).")] = False,
-        _ignore_eos: Annotated[bool, typer.Option("--ignore-eos", rich_help_panel="Target", hidden=True, help="The default; accepted as vLLM bench spells it.")] = False,
-        workers: Annotated[int, typer.Option(rich_help_panel="Execution", help="Client processes (0 = auto by concurrency).")] = 0,
+        hardware: Annotated[str | None, typer.Option(
+            rich_help_panel="Power and cost", help="Hardware name in the catalog (h200, b200, ...).")] = None,
+        accelerators: Annotated[int | None, typer.Option(
+            rich_help_panel="Power and cost", help="Accelerators serving the model.")] = None,
+        power: Annotated[str | None, typer.Option(
+            rich_help_panel="Power and cost", help="rated | all-in | nvml | csv (default rated when known).")] = None,
+        power_csv: Annotated[Path | None, typer.Option(
+            rich_help_panel="Power and cost", help="External meter CSV: t or timestamp, watts[, device].")] = None,
+        power_boundary: Annotated[str | None, typer.Option(
+            rich_help_panel="Power and cost", help="chip | board | node | rack (default by source).")] = None,
+        rated_watts: Annotated[float | None, typer.Option(
+            rich_help_panel="Power and cost", help="Rated W per accelerator (overrides the catalog).")] = None,
+        cost_per_hour_opt: Annotated[str | None, typer.Option(
+            "--cost-per-hour", rich_help_panel="Power and cost", help="$ per accelerator-hour, or a catalog preset "
+            "(hyperscaler, neocloud, rental).")] = None,
+        compat: Annotated[str, typer.Option(
+            rich_help_panel="Load",
+            help="inferencex (dashboard method) or clean (steady-state window).")] = "inferencex",
+        runs: Annotated[Path, typer.Option(
+            rich_help_panel="Output", help="Folder holding run directories.")] = Path("runs"),
+        resume: Annotated[str | None, typer.Option(
+            rich_help_panel="Output", help="Continue an interrupted run (path or id).")] = None,
+        json_out: Annotated[bool, typer.Option(
+            "--json", rich_help_panel="Output", help="Machine-readable output on stdout.")] = False,
+        report: Annotated[bool, typer.Option(
+            "--report/--no-report", rich_help_panel="Output",
+            help="Write report.html into the run when it finishes (about 1 s).")] = True,
+        stop_at_eos: Annotated[bool, typer.Option(
+            "--no-ignore-eos", rich_help_panel="Target", help="Let the model stop at EOS (default: ask for exactly "
+            "max_tokens, vLLM ignore_eos/min_tokens).")] = False,
+        _ignore_eos: Annotated[bool, typer.Option(
+            "--ignore-eos", rich_help_panel="Target", hidden=True, help="The default; accepted as vLLM bench spells "
+            "it.")] = False,
+        workers: Annotated[int, typer.Option(
+            rich_help_panel="Execution", help="Client processes (0 = auto by concurrency).")] = 0,
         timeout: Annotated[float, typer.Option(rich_help_panel="Target", help="Per-request timeout, seconds.")] = 600.0,
-        read_timeout: Annotated[float, typer.Option(rich_help_panel="Target", help="Seconds a request may go without data (raise it for "
+        read_timeout: Annotated[float, typer.Option(
+            rich_help_panel="Target", help="Seconds a request may go without data (raise it for "
                                                     "prefills longer than that).")] = 120.0,
-        tokenizer: Annotated[str | None, typer.Option(rich_help_panel="Target", help="Local tokenizer.json (or its folder): renders --api chat prompts and checks the server's token counts.")] = None,
-        vocab_size: Annotated[int, typer.Option(rich_help_panel="Target", help="Vocabulary size for token-id prompts.")] = 32000,
-        scrape_interval: Annotated[float, typer.Option(rich_help_panel="Target", help="Seconds between scrapes of the server's Prometheus /metrics during each point (0 = off).")] = 1.0,
+        tokenizer: Annotated[str | None, typer.Option(
+            rich_help_panel="Target", help="Local tokenizer.json (or its folder): renders --api chat prompts and "
+            "checks the server's token counts.")] = None,
+        vocab_size: Annotated[int, typer.Option(
+            rich_help_panel="Target", help="Vocabulary size for token-id prompts.")] = 32000,
+        scrape_interval: Annotated[float, typer.Option(
+            rich_help_panel="Target", help="Seconds between scrapes of the server's Prometheus /metrics during each "
+            "point (0 = off).")] = 1.0,
         trace: TraceOption = None,
         trace_format: TraceFormatOption = None,
         time_scale: TimeScaleOption = None,

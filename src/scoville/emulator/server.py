@@ -33,6 +33,7 @@ the listen backlog takes ``BACKLOG`` simultaneous connects.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import time
@@ -232,10 +233,8 @@ class Emulator:
                 self.metrics.finished["abort"] += 1
                 loop.cancel(plan.spec.request_id)
         if resp is not None:
-            try:
+            with contextlib.suppress(ConnectionError):
                 await resp.write_eof()
-            except ConnectionError:
-                pass
             return resp
         if prog.error is not None:
             return error_response(prog.error)

@@ -286,10 +286,9 @@ class Instance:
             r = running[i]
             pend = r.num_tokens - r.computed
             dec = pend == 1 and r.generated > 0
+            n = pend if pend < budget else budget   # a prompt chunk: what is left of it, within the budget
             if dec:
                 n = self.drafts.tokens(r) if drafts else 1
-            else:
-                n = pend if pend < budget else budget
             if n <= 0 or n > budget:
                 break
             if not chunked and n < pend:
