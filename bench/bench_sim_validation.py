@@ -16,7 +16,8 @@ ourselves; every figure here is validation. Four views:
    of the published deployments; the search may find better ones, which shows as a positive error).
    Public points of ``data/reference/validation_public.yaml`` (AMD MI300X/MI325X/MI355X among them) join.
    **1c** gives TTFT at light load as a gap in ms by framework and prompt length (a constant gap is a
-   per-request cost the model lacks). **2b** reads the same silicon frontier points off the envelope of
+   per-request cost the model lacks). **1d** prints view 1 again with a BF16 KV cache: the rows do not
+   record their KV format, and vLLM and SGLang keep the model's dtype unless told otherwise. **2b** reads the same silicon frontier points off the envelope of
    their groups' own deployments, each predicted on its row (no search): what 2)'s error owes to the cost
    model, and what to the search.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted.
@@ -102,9 +103,10 @@ def measured_tput(row: SiliconRow) -> float:
 Envelopes = dict[tuple, list[tuple[float, float]]]   # frontier group -> predicted (tok/s/user, tok/s/GPU) per row
 
 
-def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
+def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[str, list[Cmp]], Envelopes]:
     """Each aggregated row predicted on its own deployment; also every prediction of a frontier group's rows
-    (the points whose upper envelope view 2b compares with the measured frontier)."""
+    (the points whose upper envelope view 2b compares with the measured frontier). The rows do not record
+    their KV-cache format: ``kv_dtype`` None takes ``simulate``'s auto (FP8 where the chip has FP8 math)."""
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
         if r.mode == "agg":
@@ -118,7 +120,7 @@ def pinned(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], Envelopes]:
         isl, osl, spread = _lengths(rs[0])
         try:
             cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": prec,
-                                            "kv_dtype": resolve_kv_dtype(None, hw),
+                                            "kv_dtype": kv_dtype or resolve_kv_dtype(None, hw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
                                             "max_num_seqs": 4096})
             est = estimate(cfg, isl, osl, np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread)
@@ -147,6 +149,19 @@ LIGHT_LOAD = 8   # users: where TTFT is the request's own path (front end, prefi
 
 def _prompt_bucket(isl: int) -> str:
     return "prompt <= 2k" if isl <= 2100 else ("prompt 2k-5k" if isl < 5000 else "prompt 5k-9k")
+
+
+def report_kv_sensitivity(auto: dict[str, list[Cmp]], bf16: dict[str, list[Cmp]]) -> None:
+    """What the KV-cache format the rows do not record is worth: the pinned view again with a BF16 cache (what
+    vLLM and SGLang use when no --kv-cache-dtype is given), beside the FP8 one ``simulate`` assumes."""
+    print("\n1d) the unrecorded KV-cache format: pinned TPOT and throughput, FP8 cache (as above) vs BF16 cache")
+    for fw in ("vllm", "sglang", "trtllm", None):
+        cells = []
+        for res in (auto, bf16):
+            for m in ("tpot", "tput"):
+                errs = np.array([c.err for c in res[m] if fw is None or f" {fw} " in f"{c.group} "])
+                cells.append(f"{m} bias {np.median(errs):+4.0%} within35 {np.mean(np.abs(errs) <= TOL):4.0%}")
+        print(f"   {fw or 'ALL':7s} FP8: {cells[0]}, {cells[1]}   BF16: {cells[2]}, {cells[3]}")
 
 
 def report_light_load_ttft(res: dict[str, list[Cmp]]) -> None:
@@ -530,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     by_row, envelopes = pinned(rows)
     report_pinned(by_row)
     report_light_load_ttft(by_row)
+    report_kv_sensitivity(by_row, pinned(rows, kv_dtype="bf16")[0])
     report_pinned_public(pinned_public())
     if args.quick:
         return 0
