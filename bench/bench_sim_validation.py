@@ -17,9 +17,9 @@ ourselves; every figure here is validation. Four views:
    Public points of ``data/reference/validation_public.yaml`` (AMD MI300X/MI325X/MI355X among them) join.
    **1c** gives TTFT at light load as a gap in ms by framework and prompt length (a constant gap is a
    per-request cost the model lacks). **1d** prints view 1 again with a BF16 KV cache: the rows do not
-   record their KV format, and vLLM and SGLang keep the model's dtype unless told otherwise. **2b** reads the same silicon frontier points off the envelope of
-   their groups' own deployments, each predicted on its row (no search): what 2)'s error owes to the cost
-   model, and what to the search.
+   record their KV format, and vLLM and SGLang keep the model's dtype unless told otherwise. **2b** reads
+   the same silicon frontier points off the envelope of their groups' own deployments, each predicted on its
+   row (no search): what 2)'s error owes to the cost model, and what to the search.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted.
 4. **Published trends** (InferenceX blog statements, with their sources).
 
