@@ -257,9 +257,10 @@ def session_start_offsets(point: LoadPoint, count: int, seed: int, workload: obj
     """
     if point.rate is None:
         raise LoadError("arrival offsets exist only for rate points")
-    if workload is None or not getattr(workload, "has_arrivals", False):
+    arrivals = getattr(workload, "arrivals", None) if getattr(workload, "has_arrivals", False) else None
+    if arrivals is None:
         return arrival_offsets(point, count, seed)
-    starts = np.asarray(workload.arrivals(count, point.index), dtype=float)  # type: ignore[attr-defined]
+    starts = np.asarray(arrivals(count, point.index), dtype=np.float64)
     starts = starts - starts[0] if starts.size else starts
     span = float(starts[-1]) if starts.size > 1 else 0.0
     if span <= 0:

@@ -16,7 +16,7 @@ import contextlib
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import Field
 
@@ -27,9 +27,20 @@ from scoville.workload.options import WorkloadSpec
 if TYPE_CHECKING:
     from scoville.client.sweep import Observer, SweepResult
 
+
+class _EmulatorDefaults(TypedDict):
+    """``EMULATOR_DEFAULTS``'s keys, typed: each default goes to a typed parameter (hardware name, ISL, ...)."""
+
+    hardware: str
+    model: str
+    isl: int
+    osl: int
+    concurrency: str
+
+
 # What a sweep without --url measures: the built-in emulator's system and a short InferenceX-shaped workload.
-EMULATOR_DEFAULTS = {"hardware": "h200", "model": "llama-3.1-8b", "isl": 1024, "osl": 128,
-                     "concurrency": "1,2,4,8,16,32,64"}
+EMULATOR_DEFAULTS: _EmulatorDefaults = {"hardware": "h200", "model": "llama-3.1-8b", "isl": 1024, "osl": 128,
+                                         "concurrency": "1,2,4,8,16,32,64"}
 
 
 class SweepSpec(Spec):
@@ -95,7 +106,9 @@ def sweep(spec: SweepSpec, *, observer: Observer | None = None, command: list[st
     workload_spec, hardware, rated_watts = spec.workload, spec.hardware, spec.rated_watts
     unnamed = not (workload_spec.scenario or workload_spec.isl or workload_spec.osl or workload_spec.trace)
     with contextlib.ExitStack() as stack:
-        emulator, default_c, system_defaults = None, DEFAULT_CONCURRENCY, {}
+        emulator: dict[str, Any] | None = None
+        default_c = DEFAULT_CONCURRENCY
+        system_defaults: dict[str, Any] = {}
         if spec.url is None:
             hw, mdl = hardware or EMULATOR_DEFAULTS["hardware"], spec.model or EMULATOR_DEFAULTS["model"]
             if on_info is not None:

@@ -127,7 +127,7 @@ def row_interval(row: Mapping[str, Any], metric: str) -> Interval | None:
     if not str(row.get("band_kind") or "").startswith("bootstrap"):
         return None
     lo, hi = row.get(f"{metric}_lo"), row.get(f"{metric}_hi")
-    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (lo, hi)):
+    if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and math.isfinite(lo) and math.isfinite(hi)):
         return None
     return float(lo), float(hi)
 

@@ -89,9 +89,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:
         # Usage errors (unknown command, bad option) come from typer's click, which newer typer
         # versions vendor; recognise them by shape rather than by one module's class.
-        if callable(getattr(e, "show", None)) and isinstance(getattr(e, "exit_code", None), int):
-            e.show()
-            sys.exit(e.exit_code)
+        show, exit_code = getattr(e, "show", None), getattr(e, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int):
+            show()
+            sys.exit(exit_code)
         if type(e).__name__ == "Abort":
             err_console.print("[yellow]aborted[/]")
             sys.exit(130)

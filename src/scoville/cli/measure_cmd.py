@@ -133,7 +133,7 @@ def _print_result(result: SweepResult, manifest: Manifest, json_out: bool, repor
 
     report = result.run_dir / "report.html" if reported and (result.run_dir / "report.html").is_file() else None
     manifest_power = manifest.power
-    labels = {p.index: p.label for p in manifest.load_plan.points}
+    labels = {p.index: p.label or str(p.index) for p in manifest.load_plan.points}
     empty = [labels.get(o.point, o.point) for o in result.outcomes if o.measured_nothing]
     loads = _repeated_loads(result.rows)
     if json_out:

@@ -28,8 +28,11 @@ def fmt_cell(v: object, scale: float = 1.0) -> str:
 INVALID_MARK = "!"
 
 
-def _flag(v: bool) -> str:
-    return "yes" if v else "no"
+def _cell(v: object, scale: float) -> str:
+    """A point-table cell: yes/no for a flag (``fmt_cell`` would print True/False), else ``fmt_cell``."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return fmt_cell(v, scale)
 
 
 def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, float]]) -> Table:
@@ -43,8 +46,7 @@ def points_table(title: str, rows: list[dict], columns: list[tuple[str, str, flo
     for _, header, _ in columns:
         table.add_column(header, justify="right")
     for r in rows:
-        cells = [_flag(r.get(key)) if isinstance(r.get(key), bool) else fmt_cell(r.get(key), scale)
-                 for key, _, scale in columns]
+        cells = [_cell(r.get(key), scale) for key, _, scale in columns]
         if r.get("valid") is False:
             cells[0] += INVALID_MARK
         table.add_row(*[escape(c) for c in cells])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -60,7 +60,7 @@ def trace_info_cmd(
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Validate a trace and summarise it (sessions, requests, lengths, span)."""
-    opts = {"replay": replay} | ({"block_size": block_size} if block_size is not None else {})
+    opts: dict[str, Any] = {"replay": replay} | ({"block_size": block_size} if block_size is not None else {})
     w = resolve_workload(None, trace=path, trace_format=trace_format, **opts)
     summary = {"format": w.format, "sha256": w.sha256, **w.summary()}
     if json_out:

@@ -77,13 +77,14 @@ class _TrackedSessions(Sequence[Session]):
     yet started.
     """
 
-    def __init__(self, sessions: Sequence[Session], index: Sequence[int] | None, on_take: Callable[[int], None]):
+    def __init__(self, sessions: Sequence[Session], index: Sequence[int] | None,
+                 on_take: Callable[[int], None]) -> None:
         self._sessions, self._index, self._on_take = sessions, index, on_take
 
     def __len__(self) -> int:
         return len(self._index) if self._index is not None else len(self._sessions)
 
-    def __getitem__(self, j):  # type: ignore[override]
+    def __getitem__(self, j: int) -> Session:  # type: ignore[override]  # one session at a time, never a slice
         k = self._index[j] if self._index is not None else j
         self._on_take(k)
         return self._sessions[k]

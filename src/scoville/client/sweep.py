@@ -18,6 +18,7 @@ attempt so the server has none of them cached.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import threading
@@ -212,9 +213,9 @@ def _flush_power(writer: RunWriter, sampler: NvmlSampler | None) -> None:
             writer.write_power(samples)
 
 
-def _write_csv_power(writer: RunWriter, plan: PowerPlan) -> None:
+def _write_csv_power(writer: RunWriter, csv_path: str) -> None:
     """Replace the run's power samples with the meter file's (re-read whole, so resumes do not double it)."""
-    samples = read_power_csv(plan.csv_path, writer.manifest.clock.segments if writer.manifest.clock else [])
+    samples = read_power_csv(csv_path, writer.manifest.clock.segments if writer.manifest.clock else [])
     (writer.run_dir / POWER).unlink(missing_ok=True)
     writer.write_power(samples)
 
@@ -288,14 +289,11 @@ def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSamp
     mark = sampler.mark() if sampler is not None else None
     scraper.start(point.index)
     t_start = writer.now()
-    kwargs = dict(t0=writer.t0, t_start=t_start, on_record=on_record, seed=sweep.seed, salt=writer.attempt)
+    run_point = pool.run_point if pool is not None else functools.partial(run_point_here, sweep.cfg, sweep.workload)
     # this process and its local workers; Ray's client actors run elsewhere and are not read
     pids = [os.getpid(), *(p.pid for p in getattr(pool, "procs", []) if p.pid is not None)]
     host_start = hostload.sample(pids)
-    if pool is not None:
-        pool.run_point(point, **kwargs)
-    else:
-        run_point_here(sweep.cfg, sweep.workload, point, **kwargs)
+    run_point(point, t0=writer.t0, t_start=t_start, on_record=on_record, seed=sweep.seed, salt=writer.attempt)
     host_end = hostload.sample(pids)   # before the end scrape, whose wait for the server is no client time
     scraper.stop(writer.run_dir, sum(1 for r in records if r.ok))
     _flush_energy(writer, sampler, mark, point.index)
@@ -342,7 +340,7 @@ def _close_run(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSampler 
             _flush_power(writer, sampler)
     if sweep.power.source == "csv" and sweep.power.csv_path:
         try:
-            _write_csv_power(writer, sweep.power)
+            _write_csv_power(writer, sweep.power.csv_path)
         except PowerError as e:  # the requests are on disk: finish the run first, then say why
             errors.append(PowerError(f"{e} (the measured requests are kept in {writer.run_dir})"))
         except RunError as e:

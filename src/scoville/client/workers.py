@@ -26,7 +26,7 @@ import resource
 import signal
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -254,7 +254,8 @@ class WorkerPool:
         """Journal records as they come until every pending worker reports its point done."""
         errors = []
         while pending:
-            ready = wait(list(pending), timeout=timeout)
+            # wait returns the very objects it was given; typeshed widens them to any waitable (sockets, fds)
+            ready = cast(list[Connection], wait(list(pending), timeout=timeout))
             if not ready:
                 raise TimeoutError("workers did not finish")
             for c in ready:

@@ -181,7 +181,7 @@ class Emulator:
                                 "Shorten the prompt or lower max_tokens.", param="prompt",
                            code="context_length_exceeded")
         id_array = self._id_array(req, ids)
-        prompt_hash = zlib.crc32(id_array)
+        prompt_hash = zlib.crc32(id_array.data)
         rng = np.random.default_rng([prompt_hash, req.seed & 0xFFFFFFFF])
         if req.ignore_eos:
             n_out, reason = limit, "length"
@@ -285,7 +285,7 @@ class _Progress:
         self.cached = 0
         self.t_arrival = t_arrival
         self.t_first: float | None = None
-        self.t_prev: float | None = None
+        self.t_prev = t_arrival                 # when the last chunk left (read only once one has)
         self.over = False
         self.error: APIError | None = None
         self.created = int(time.time())

@@ -64,7 +64,8 @@ class PowerPlan:
     nvml_devices: list[int] | None = None
 
     def manifest(self) -> dict[str, Any]:
-        d = {"source": self.source, "boundary": self.boundary, "watts_per_accelerator": self.watts_per_accelerator}
+        d: dict[str, Any] = {"source": self.source, "boundary": self.boundary,
+                             "watts_per_accelerator": self.watts_per_accelerator}
         if self.csv_path:
             d["csv_path"] = self.csv_path
         if self.nvml_devices is not None:

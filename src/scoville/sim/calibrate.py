@@ -302,7 +302,7 @@ def read_run(run_dir: Path) -> RunData:
     except (UserError, TypeError, msgspec.ValidationError) as e:
         raise CalibrationError(f"run {run_id}: its workload cannot be rebuilt ({e}); calibrate needs the workload "
                                "the run recorded") from None
-    wname = m.workload_name or getattr(workload, "name", "?")
+    wname = m.workload_name or workload.name
     data = RunData(run_id=run_id, model=model, hardware=m.system.hardware or None)
     for row in rows:
         fig = _figures(row)
@@ -766,7 +766,8 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
         deployment=cfg.model_dump(exclude={"profile"}),
         fitted_on=[FitPoint(run_id=t.run_id, label=t.label) for t in fitset], points=points, fit=info,
         created=datetime.now(UTC).isoformat(timespec="seconds"), scoville_version=scoville.__version__,
-        **fitted,
+        kernel_factor=fitted["kernel_factor"], step_overhead_us=fitted["step_overhead_us"],
+        seq_overhead_us=fitted["seq_overhead_us"], request_overhead_ms=fitted["request_overhead_ms"],
     )
     report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma)
     return profile, report

@@ -224,14 +224,14 @@ class StepCost:
             w_pairs = float(m.sliding_window or 0) * chunk / fresh_pairs     # a window caps each token's pairs
             pre_all = pre_all + Lsw * base * (min(scale, w_pairs) if scalar else np.minimum(scale, w_pairs))
         core = core + _where(scalar, Tp > 0.5, pre_all, 0.0)
-        if ops.mla_absorb is not None:
+        if ops.mla_absorb is not None and ops.mla_kv_up is not None:   # built together (``build_ops``: MLA only)
             core = core + _where(scalar, Td > 0, L * ops.mla_absorb(_pos(xp, Td / dp, scalar)), 0.0)
             core = core + _where(scalar, Tp > 0.5, L * ops.mla_kv_up(_pos(xp, Kp / dp, scalar)), 0.0)
         out["attn_core"] = core
         ffn = 0.0
         if ops.dense_ffn is not None:
             ffn = ffn + m.num_dense_layers * ops.dense_ffn(Tr)
-        if ops.moe is not None:
+        if ops.moe is not None and ops.router is not None:   # built together (``build_ops``: MoE layers only)
             ffn = ffn + m.num_moe_layers * (ops.moe(T) + ops.router(Tr))
             if ops.shared_ffn is not None:
                 ffn = ffn + m.num_moe_layers * ops.shared_ffn(Tr)
@@ -260,7 +260,7 @@ class StepCost:
         ops = self.ops
         x = _pos(xp, Dr, scalar)
         layer = ops.attn_proj(x) + ops.elementwise(x)
-        if ops.moe is not None:
+        if ops.moe is not None and ops.router is not None:
             layer = layer + ops.moe(x * self.par.dp) + ops.router(x)
             if ops.shared_ffn is not None:
                 layer = layer + ops.shared_ffn(x)

@@ -130,8 +130,9 @@ def simulated_manifest(config: SimConfig, workload: Any, points: list[LoadPoint]
     system["accelerators"] = max(c.accelerators for c in configs)  # winning configs may differ in size
     arch = load_model(config.model)
     decode_par = config.parallel if config.disaggregation is None else config.disaggregation.decode.parallel
-    load_plan = {"points": [dict(p.to_dict(), label=p.label(), config=c.model_dump(), accelerators=c.accelerators)
-                            for p, c in zip(points, configs, strict=True)]}
+    load_plan: dict[str, object] = {
+        "points": [dict(p.to_dict(), label=p.label(), config=c.model_dump(), accelerators=c.accelerators)
+                   for p, c in zip(points, configs, strict=True)]}
     if seed is not None:           # the replay's seed, as a measured run records its own
         load_plan["seed"] = seed
     return base_manifest(
@@ -161,7 +162,7 @@ def point_rows(config: SimConfig, workload: Any, points: list[LoadPoint], *, see
     """
     _, power_info = system_and_power(config, power)
     cost = load_hardware(config.hardware).cost_per_hour.get(DEFAULT_COST_PRESET)
-    rows = []
+    rows: list[dict[str, Any]] = []
     t = 0.0
     for p in points:
         res = simulate_point(config, workload, p, seed=seed, t_start=t, model_power=power == "model")

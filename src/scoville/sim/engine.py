@@ -30,6 +30,7 @@ import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,8 +41,11 @@ from scoville.sim.request import Req
 from scoville.sim.request import flush as _flush
 from scoville.sim.scheduler import Instance
 from scoville.sim.span import Span
-from scoville.sim.stepplan import StepTimer
 from scoville.workload.spec import RequestSpec
+
+if TYPE_CHECKING:
+    from scoville.sim.cost import StepCost
+
 
 _MAX_SESSIONS = 100_000  # sessions whose last turn's cached blocks the engine remembers
 
@@ -84,7 +88,8 @@ def block_keys(spec: RequestSpec, block_size: int) -> list[Hashable]:
 
 @lru_cache(maxsize=256)
 def _step_cost(model: str, hardware: str, tp: int, ep: int, dp: int, precision: str | None, kv_dtype: str | None,
-               framework: str = "vllm", backend: str = "auto", drafts: int = 0, profile: str | None = None):
+               framework: str = "vllm", backend: str = "auto", drafts: int = 0,
+               profile: str | None = None) -> StepCost:
     from scoville.sim.cost import Parallel, StepCost
 
     costs, factor = None, 1.0
@@ -121,7 +126,7 @@ def seq_reserve_blocks(cost: object, block_size: int) -> int:
     return math.ceil(per_seq / per_block)
 
 
-def step_cost(config: SimConfig, parallel: ParallelConfig):
+def step_cost(config: SimConfig, parallel: ParallelConfig) -> StepCost:
     """The (cached) cost model of one instance of ``config`` with ``parallel``."""
     drafts = config.speculative.num_draft_tokens if config.speculative else 0
     return _step_cost(config.model, config.hardware, parallel.tp, parallel.ep, parallel.dp,
@@ -133,7 +138,7 @@ class SimEngine:
     """A simulated deployment: router + instances; implements ``ServingEngine``."""
 
     def __init__(self, config: SimConfig, *, seed: int = 0, token_events: bool = True,
-                 cost_for: Callable[[ParallelConfig], StepTimer] | None = None) -> None:
+                 cost_for: Callable[[ParallelConfig], StepCost] | None = None) -> None:
         self.config = config
         self.token_events = token_events
         self._cost_for = cost_for or (lambda p: step_cost(config, p))
@@ -161,8 +166,8 @@ class SimEngine:
         # The framework's per-request host time (HTTP, tokenisation) before a request reaches a scheduler.
         # Each instance's front end serves requests one at a time (vLLM's API server hands a burst to the
         # engine one by one): a burst reaches the scheduler one request time apart, not all together.
-        fw = getattr(self._cost_for(config.parallel if d is None else d.prefill.parallel), "framework", None)
-        self._request_delay = fw.request_overhead_ms * 1e-3 if fw is not None else 0.0
+        fw = self._cost_for(config.parallel if d is None else d.prefill.parallel).framework
+        self._request_delay = fw.request_overhead_ms * 1e-3
         self._frontend_free: dict[str, float] = {}   # instance -> when its front end is next free
         self._reqs: dict[str, Req] = {}
         self._outbox: list[TokenEvent] = []
@@ -177,7 +182,7 @@ class SimEngine:
         cost = self._cost_for(parallel)
         cap = cfg.kv_capacity_tokens
         if cap is None:
-            cap = cost.kv_capacity_tokens(cfg.gpu_memory_utilization, budget)  # type: ignore[attr-defined]
+            cap = cost.kv_capacity_tokens(cfg.gpu_memory_utilization, budget)
         blocks = int(cap) // cfg.block_size
         if blocks < 1:
             raise SimConfigError(
@@ -450,7 +455,7 @@ class SimEngine:
         d = self.config.disaggregation
         assert d is not None
         dec = self._route(req, self.decode_pool)
-        ready = t + self._xfer_cost.kv_transfer_time(req.prompt, d.kv_transfer == "scaleout")  # type: ignore[attr-defined]
+        ready = t + self._xfer_cost.kv_transfer_time(req.prompt, d.kv_transfer == "scaleout")
         req.kv_ready = True
         req.reg = -1
         self._emit(req, ready, 1, False)

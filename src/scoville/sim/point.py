@@ -52,7 +52,7 @@ class _Columns:
     turn: list[int] = field(default_factory=list)
     t_sent: list[float] = field(default_factory=list)
     t_first: list[float | None] = field(default_factory=list)
-    t_done: list[float | None] = field(default_factory=list)
+    t_done: list[float] = field(default_factory=list)
     times: list[np.ndarray] = field(default_factory=list)
     counts: list[np.ndarray] = field(default_factory=list)
     input_tokens: list[int] = field(default_factory=list)

@@ -51,7 +51,7 @@ class Req:
         self.admitted = False
         self.t_first: float | None = None
         self.times: list[np.ndarray] = []     # token-time chunks (record mode), one per span or flush
-        self.counts: list[np.ndarray | None] = []
+        self.counts: list[np.ndarray] = []
         self.pt: list[float] = []              # single-step token times not yet packed into ``times``
         self.pc: list[int] = []
         self.g0 = -1                           # decode-group step count when it joined (-1: not in the group)

@@ -48,7 +48,7 @@ class Span:
             return self
         return Span(starts=self.starts[j:], ends=self.ends[j:], reqs=self.reqs,
                     accepted=None if self.accepted is None else self.accepted[j:],
-                    inputs=tuple(x[j:] if np.ndim(x) else x for x in self.inputs))  # type: ignore[arg-type]
+                    inputs=tuple(x[j:] if np.ndim(x) else x for x in self.inputs))
 
 
 @dataclass

@@ -121,7 +121,7 @@ def _bisect(h: Any, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return 0.5 * (lo + hi)
 
 
-def _mdl_wait(service: np.ndarray, rho: np.ndarray) -> np.ndarray:
+def _mdl_wait(service: float | np.ndarray, rho: np.ndarray) -> np.ndarray:
     """Mean M/D/1 queueing delay for a server busy ``rho`` of the time with ``service`` per job."""
     r = np.clip(rho, 0.0, 0.999)
     return service * r / (2.0 * (1.0 - r))

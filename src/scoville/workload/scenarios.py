@@ -31,8 +31,12 @@ SESSION_OPTIONS = ("think_scale", "block_size")
 
 @runtime_checkable
 class Workload(Protocol):
-    name: str
-    kind: str
+    # read-only properties: the workloads are frozen structs, which a settable attribute would not match
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
 
     def to_dict(self) -> dict[str, Any]: ...
 

@@ -55,7 +55,9 @@ def _store(path: Path, key: str, arrays: Arrays) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
-            np.savez(fh, key=np.array(key), n=np.array(len(arrays)), **{f"a{i}": a for i, a in enumerate(arrays)})
+            # numpy's stubs check the ** arrays against savez's keyword allow_pickle: bool
+            np.savez(fh, key=np.array(key), n=np.array(len(arrays)),
+                     **{f"a{i}": a for i, a in enumerate(arrays)})  # type: ignore[arg-type]
         os.replace(tmp, path)
     except OSError:
         pass   # a read-only or full home: the cache is an optimisation, the results stand without it

@@ -104,9 +104,14 @@ class _Builder:
                    math.hypot(c.sigma, self.hw.platform_sigma()))
         return np.asarray(c.time(flops / rate, nbytes / self.hw.hbm_bytes_per_s)) * self.platform
 
+    def _source(self, table: str) -> str:
+        """The measured table that answered ``table``'s last query; asked only after one did, so tables exist."""
+        assert self.kt is not None
+        return self.kt.source(table)
+
     def _measured(self, op: str, table: str, grid: tables.Grid, detail: str) -> Surface:
         """A measured attention grid as a surface, noted with the table it came from."""
-        self._note(op, f"measured ({self.kt.source(table)}, {detail})", MEASURED_SIGMA)
+        self._note(op, f"measured ({self._source(table)}, {detail})", MEASURED_SIGMA)
         return Surface(grid.x, grid.y, grid.t)
 
     # -- GEMM --------------------------------------------------------------------------------------------
@@ -116,7 +121,8 @@ class _Builder:
         if cube is not None:
             ms, ns, ks, t = cube
             frameworks = "/".join(tables.FRAMEWORKS)
-            self._note(op, f"measured ({self.kt.system}/gemm, fastest of {frameworks} tables, {dtype})", MEASURED_SIGMA)
+            self._note(op, f"measured ({self._source('gemm')}, fastest of {frameworks} tables, {dtype})",
+                       MEASURED_SIGMA)
             return Curve(ms, _interp_nk(ns, ks, t, n, k))(TOKENS)
         f, b = work.gemm(TOKENS, n, k, dtype)
         return self._transfer(op, f"gemm.{dtype}", f, b, self.hw.peak_flops(work.rate_key(dtype)))
@@ -138,16 +144,17 @@ class _Builder:
         return self._transfer("moe", f"moe.{dtype}", f, b, self.hw.peak_flops(work.rate_key(dtype)))
 
     def _moe_measured(self, m: ModelArch, lay: Layout, dtype: str) -> np.ndarray | None:
-        if self.kt is None:
+        kt = self.kt
+        if kt is None:
             return None
         args = (m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts, lay.moe_tp)
 
         def at(ep: int) -> np.ndarray | None:
-            got = self.kt.moe(*args, ep, dtype, "power_law_1.01")  # type: ignore[union-attr]
+            got = kt.moe(*args, ep, dtype, "power_law_1.01")
             return None if got is None else Curve(*got)(TOKENS)
 
         exact = at(lay.ep)
-        src = f"measured ({self.kt.source('moe')}, {dtype}, ep{lay.ep}, power-law routing)"
+        src = f"measured ({kt.source('moe')}, {dtype}, ep{lay.ep}, power-law routing)"
         if exact is not None:
             self._note("moe", src, MEASURED_SIGMA)
             return exact
@@ -204,7 +211,7 @@ class _Builder:
                          ("mla_gen_post", m.kv_lora_rank, m.v_head_dim)):
             got = self.kt.mla_bmm(op, int(heads)) if self.kt and heads.is_integer() else None
             if got is not None:
-                self._note("mla_absorb", f"measured ({self.kt.source('mla_bmm')})", MEASURED_SIGMA)
+                self._note("mla_absorb", f"measured ({self._source('mla_bmm')})", MEASURED_SIGMA)
                 total = total + Curve(*got)(TOKENS)
             else:
                 f, nb = work.bmm(TOKENS, heads, a, b)
@@ -215,7 +222,7 @@ class _Builder:
     def allreduce(self, ranks: int) -> np.ndarray:
         got = (self.kt.allreduce(ranks) or self.kt.nccl("all_reduce", ranks)) if self.kt else None
         if got is not None and ranks <= self.hw.scaleup_domain:
-            self._note("allreduce", f"measured ({self.kt.source('allreduce')}, {ranks} GPUs)",
+            self._note("allreduce", f"measured ({self._source('allreduce')}, {ranks} GPUs)",
                        MEASURED_SIGMA)
             return Curve(*got)(BYTES)
         return self._comm("allreduce", BYTES * 2.0 * (ranks - 1) / ranks, ranks)
@@ -223,7 +230,7 @@ class _Builder:
     def alltoall(self, ranks: int) -> np.ndarray:
         got = self.kt.nccl("alltoall", ranks) if self.kt and ranks <= 8 else None
         if got is not None:
-            self._note("alltoall", f"measured ({self.kt.source('nccl_alltoall')}, {ranks} GPUs)",
+            self._note("alltoall", f"measured ({self._source('nccl_alltoall')}, {ranks} GPUs)",
                        MEASURED_SIGMA)
             # the table's size is the whole buffer each rank exchanges; a dispatch sends BYTES per rank
             return Curve(*got)(BYTES)

@@ -11,9 +11,15 @@ kernels really run in; ``formats.py`` maps a model's weight groups onto them per
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from scoville.errors import UserError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# A shape parameter: one number (the cost model's layer) or one per row of a measured table (``fit.py``).
+Operand: TypeAlias = "float | np.ndarray"
 
 # Bytes per stored weight element (scales included; see scoville.catalog.models.WEIGHT_BYTES for the derivation).
 KERNEL_WEIGHT_BYTES = {
@@ -46,7 +52,8 @@ def gemm(m: Any, n: float, k: float, dtype: str) -> tuple[Any, Any]:
     return flops, nbytes
 
 
-def moe(tokens: Any, hidden: int, inter: int, topk: int, experts: int, tp: int, ep: int, dtype: str) -> tuple[Any, Any]:
+def moe(tokens: Any, hidden: Operand, inter: Operand, topk: Operand, experts: Operand, tp: Operand, ep: Operand,
+        dtype: str) -> tuple[Any, Any]:
     """(FLOPs, bytes) of one MoE layer's routed experts on one rank, ``tokens`` counted over the EP group.
 
     Balanced routing: each rank holds ``experts/ep`` experts split ``tp`` ways and receives
@@ -65,7 +72,8 @@ def moe(tokens: Any, hidden: int, inter: int, topk: int, experts: int, tp: int, 
     return flops, nbytes
 
 
-def gqa_decode(batch: Any, ctx: Any, heads: float, kv_heads: float, head_dim: int, kv_dtype: str) -> tuple[Any, Any]:
+def gqa_decode(batch: Any, ctx: Any, heads: Operand, kv_heads: Operand, head_dim: Operand,
+               kv_dtype: str) -> tuple[Any, Any]:
     """(FLOPs, bytes) of one layer's decode attention on one rank: every sequence reads its whole KV."""
     tokens = batch * ctx
     flops = 4.0 * heads * head_dim * tokens
@@ -73,7 +81,7 @@ def gqa_decode(batch: Any, ctx: Any, heads: float, kv_heads: float, head_dim: in
     return flops, nbytes
 
 
-def gqa_prefill(batch: Any, isl: Any, heads: float, kv_heads: float, head_dim: int) -> tuple[Any, Any]:
+def gqa_prefill(batch: Any, isl: Any, heads: Operand, kv_heads: Operand, head_dim: Operand) -> tuple[Any, Any]:
     """(FLOPs, bytes) of causal prefill attention over ``isl`` new tokens per sequence on one rank."""
     pairs = batch * isl * (isl + 1) / 2.0
     flops = 4.0 * heads * head_dim * pairs
@@ -81,7 +89,7 @@ def gqa_prefill(batch: Any, isl: Any, heads: float, kv_heads: float, head_dim: i
     return flops, nbytes
 
 
-def mla_decode(batch: Any, ctx: Any, heads: float, kv_lora: int, rope: int, kv_dtype: str) -> tuple[Any, Any]:
+def mla_decode(batch: Any, ctx: Any, heads: Operand, kv_lora: int, rope: int, kv_dtype: str) -> tuple[Any, Any]:
     """(FLOPs, bytes) of absorbed-MLA decode attention: scores and values over the shared latent."""
     tokens = batch * ctx
     flops = 2.0 * heads * (2 * kv_lora + rope) * tokens
@@ -89,7 +97,7 @@ def mla_decode(batch: Any, ctx: Any, heads: float, kv_lora: int, rope: int, kv_d
     return flops, nbytes
 
 
-def mla_prefill(batch: Any, isl: Any, heads: float, qk_dim: int, v_dim: int) -> tuple[Any, Any]:
+def mla_prefill(batch: Any, isl: Any, heads: Operand, qk_dim: int, v_dim: int) -> tuple[Any, Any]:
     """(FLOPs, bytes) of non-absorbed MLA prefill attention (decompressed K/V, 192/128-dim heads)."""
     pairs = batch * isl * (isl + 1) / 2.0
     flops = 2.0 * heads * (qk_dim + v_dim) * pairs
@@ -97,7 +105,7 @@ def mla_prefill(batch: Any, isl: Any, heads: float, qk_dim: int, v_dim: int) -> 
     return flops, nbytes
 
 
-def bmm(tokens: Any, heads: float, a: int, b: int) -> tuple[Any, Any]:
+def bmm(tokens: Any, heads: Operand, a: int, b: int) -> tuple[Any, Any]:
     """(FLOPs, bytes) of a per-head batched matmul tokens×a by a×b (MLA's absorbed projections)."""
     flops = 2.0 * tokens * heads * a * b
     nbytes = heads * a * b * 2.0 + tokens * heads * (a + b) * 2.0

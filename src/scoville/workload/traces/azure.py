@@ -44,10 +44,8 @@ def read_azure(path: Path, block_size: int | None = None) -> list[TraceSession]:
             raise TraceError(path, reader.line_num, None, f"not a readable CSV ({e})") from None
 
 
-def _columns(path: Path, header: list[str] | None) -> list[int]:
+def _columns(path: Path, header: list[str]) -> list[int]:
     """Where TIMESTAMP, ContextTokens and GeneratedTokens are in each row."""
-    if header is None:
-        raise TraceError(path, 1, None, "empty file; expected a header TIMESTAMP,ContextTokens,GeneratedTokens")
     names = {h.strip().lower(): i for i, h in enumerate(header)}
     missing = [c for c in COLUMNS if c.lower() not in names]
     if missing:
@@ -68,7 +66,9 @@ def _count(path: Path, lineno: int, column: str, cell: str, minimum: int) -> int
 
 
 def _rows(path: Path, reader: Any, bs: int) -> list[TraceSession]:
-    header = next(reader, None)
+    header: list[str] | None = next(reader, None)
+    if header is None:
+        raise TraceError(path, 1, None, "empty file; expected a header TIMESTAMP,ContextTokens,GeneratedTokens")
     idx = _columns(path, header)
     sessions: list[TraceSession] = []
     t0: datetime | None = None

@@ -144,14 +144,14 @@ def lines(f: IO[str], path: Path) -> Iterator[tuple[int, str]]:
 # --- locating a JSON value's line (only when reporting an error) --------------------------------
 
 
-class _PosDict(dict):  # type: ignore[type-arg]
+class _PosDict(dict[str, Any]):
     __slots__ = ("pos",)
 
 
 def _position_decoder() -> json.JSONDecoder:
     """A pure-Python JSON decoder that remembers where each object starts (slow; errors only)."""
     decoder = json.JSONDecoder(object_pairs_hook=_PosDict)
-    base = json.decoder.JSONObject
+    base = json.decoder.JSONObject  # type: ignore[attr-defined]  # public at runtime, absent from typeshed
 
     def parse_object(s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
         obj, end = base(s_and_end, *args)

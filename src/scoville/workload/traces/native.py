@@ -91,7 +91,7 @@ def write_scoville_trace(path: Path, sessions: Iterable[Session], arrivals: Iter
     session) become each session's first ``t``.
     """
     sessions = list(sessions)
-    starts = list(arrivals) if arrivals is not None else [None] * len(sessions)
+    starts: list[float | None] = list(arrivals) if arrivals is not None else [None] * len(sessions)
     if len(starts) != len(sessions):
         raise TraceError(path, None, "t", f"{len(starts)} arrival times for {len(sessions)} sessions; give one each")
     sizes = {r.block_size for s in sessions for r in s.requests if r.block_hashes}

@@ -238,7 +238,7 @@ class TraceWorkload:
 
     def _specs(self, s: TraceSession, sid: str, namespace: int, start: int,
                thinks: list[float]) -> list[RequestSpec]:
-        specs = []
+        specs: list[RequestSpec] = []
         for k in range(start, len(s.turns)):
             turn = s.turns[k]
             fitted = self._fit(turn)
