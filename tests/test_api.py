@@ -27,7 +27,7 @@ def test_simulate_writes_the_run_the_command_would(simulated, capsys):
     main(["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--scenario", "1k1k", "--concurrency", "1-8",
           "--no-disagg", "--runs", str(root), "--json"])
     cli = json.loads(capsys.readouterr().out)["points"]
-    assert [p["interactivity"] for p in cli] == [p["interactivity"] for p in run.points]
+    assert [p["interactivity"] for p in cli] == [p.interactivity for p in run.points]
 
 
 def test_open_run_runs_compare_and_report_read_what_the_cli_reads(simulated, tmp_path):
@@ -42,7 +42,7 @@ def test_open_run_runs_compare_and_report_read_what_the_cli_reads(simulated, tmp
     header, rows = result.table()
     assert len(header) == 4 and rows                            # baseline, contender, ratio
     assert result.to_dict()["systems"][0]["peak"] == pytest.approx(max(
-        p["total_throughput_per_accelerator"] for p in run.points))
+        p.total_throughput_per_accelerator or 0.0 for p in run.points))
     out = scoville.report(run, out=tmp_path / "r.html")
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert run.report() == run.path / "report.html" and run.report().stat().st_size > 100_000

@@ -128,7 +128,8 @@ def test_an_old_run_opens_typed_with_its_records_in_the_current_schema(old_runs,
     assert requests.schema == RECORD_SCHEMA and requests.num_rows == 16
     assert set(requests.column("attempt").to_pylist()) == {0}                 # filled in for schema 1
     assert requests.column("reasoning_tokens").null_count == 16               # added by schema 3
-    assert [round(p["interactivity"]) for p in run.points] == [100, 50]
+    assert [round(p.interactivity) for p in run.points] == [100, 50]          # points.parquet of schema 1, typed
+    assert run.points[0].valid is None and run.points[0].invalid_reasons is None  # columns it predates
 
 
 def test_ls_and_show_list_old_runs_beside_each_other(old_runs):

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the imports below load their stacks only when a function ru
     from scoville.analysis.compare import Comparison
     from scoville.analysis.frontier import Frontier
     from scoville.results.manifest import Manifest
+    from scoville.results.points import PointMetrics
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,13 @@ class Run:
         return source_label(self.manifest)
 
     @cached_property
-    def points(self) -> list[dict[str, Any]]:
-        """Per-point metrics rows (points.parquet; recomputed in memory when missing)."""
-        from scoville.analysis.runs import point_rows
+    def points(self) -> list[PointMetrics]:
+        """The metrics of each load point (points.parquet; recomputed in memory when missing), typed
+        (``scoville.results.points.PointMetrics``: ``p.interactivity``, ``p.total_throughput_per_kw``; None where
+        a point has no such figure)."""
+        from scoville.analysis.runs import run_points
 
-        return point_rows(self.path, self.manifest)
+        return run_points(self.path)
 
     def frontier(self, per: str = "accelerator", metric: str = "total") -> Frontier:
         """The run's latency-throughput frontier: throughput ``per`` accelerator / kW / dollar (``metric``: total
@@ -70,8 +73,9 @@ class Run:
         ``frontier.at(x)`` the throughput at an interactivity."""
         from scoville.analysis.compare import normalise_per, y_metric
         from scoville.analysis.frontier import frontier
+        from scoville.analysis.runs import point_rows
 
-        return frontier(self.points, "interactivity", y_metric(normalise_per(per), metric))
+        return frontier(point_rows(self.path, self.manifest), "interactivity", y_metric(normalise_per(per), metric))
 
     def requests(self) -> pa.Table:
         """Every request record (Arrow, ``results.schema.RECORD_SCHEMA``); empty for an analytic prediction."""

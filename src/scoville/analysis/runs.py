@@ -19,8 +19,16 @@ from scoville.analysis.cost import add_cost_columns
 from scoville.analysis.repeats import aggregate_repeats
 from scoville.metrics import run_metrics
 from scoville.power.sources import power_basis_text
-from scoville.results.catalog import READ_ERRORS, describe_error, load_manifest, read_point_rows, skip
+from scoville.results.catalog import (
+    READ_ERRORS,
+    describe_error,
+    load_manifest,
+    read_point_rows,
+    read_stored_points,
+    skip,
+)
 from scoville.results.manifest import Manifest, source_label
+from scoville.results.points import PointMetrics
 
 
 @dataclass
@@ -97,8 +105,18 @@ def _recomputed(run_dir: Path) -> list[dict[str, Any]]:
         return []
 
 
+def run_points(run_dir: Path) -> list[PointMetrics]:
+    """The metrics of each point of a run, typed: the stored points.parquet, else recomputed from raw records."""
+    return read_stored_points(run_dir) or [PointMetrics.of(r) for r in _recomputed(run_dir)]
+
+
 def point_rows(run_dir: Path, manifest: Manifest | None = None) -> list[dict[str, Any]]:
-    """Metrics rows of a run: the stored points.parquet, else recomputed from raw records."""
+    """Metrics rows of a run by column name, as the analysis reads them: the stored points.parquet (its columns,
+    ``store.read_point_metrics``), else recomputed from raw records; with the run id and the price per token.
+
+    Rows, not ``PointMetrics``: frontiers and comparisons pick their metrics by name at run time
+    (``frontier(rows, x, y)``), and the analysis adds columns of its own (``run_id``, ``system``,
+    ``tokens_per_usd_*``, what ``aggregate_repeats`` folds), which the stored record does not have."""
     manifest = manifest or load_manifest(run_dir)
     rows = read_point_rows(run_dir) or _recomputed(run_dir)
     cost = manifest.system.cost_per_accelerator_hour

@@ -26,7 +26,7 @@ import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import msgspec
@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from scoville.errors import UserError
 from scoville.results.manifest import Manifest, source_label
+from scoville.results.points import PointMetrics
 from scoville.results.schema import ARROW_SCHEMA, POWER_SCHEMA
 from scoville.results.store import (
     JOURNAL,
@@ -47,6 +48,7 @@ from scoville.results.store import (
     journal_records,
     read_manifest,
     read_point_metrics,
+    read_points,
     read_power,
     read_requests,
     writer_alive,
@@ -58,6 +60,8 @@ _POINT_NAME = re.compile(r"point-[0-9]+[.]parquet")
 
 # What reading a damaged file raises: the store's one-line errors, and whatever the JSON, Arrow and
 # Parquet readers raise on bytes that are not what they expect.
+T = TypeVar("T")
+
 READ_ERRORS = (UserError, OSError, ValueError, TypeError, KeyError, pa.ArrowException, msgspec.MsgspecError)
 
 
@@ -181,16 +185,27 @@ def _journal_records(dirs: list[Path]) -> pa.Table | None:
     return pa.concat_tables(tables) if tables else None
 
 
-def read_point_rows(run_dir: Path) -> list[dict[str, Any]] | None:
-    """The stored metrics rows (points.parquet); None when there is none or it is damaged (warned)."""
+def _stored(run_dir: Path, read: Callable[[Path], list[T]]) -> list[T] | None:
+    """``read(run_dir)`` of the stored metrics (points.parquet); None when there is none or it is damaged (warned)."""
     path = run_dir / POINT_METRICS
     if not path.exists() or not _intact(path, _POINTS_COLUMNS):
         return None
     try:
-        return read_point_metrics(run_dir)
+        return read(run_dir)
     except READ_ERRORS as e:
         skip(path, describe_error(e))
         return None
+
+
+def read_point_rows(run_dir: Path) -> list[dict[str, Any]] | None:
+    """The stored metrics rows by column name (``store.read_point_metrics``); None when there is none or it is
+    damaged (warned)."""
+    return _stored(run_dir, read_point_metrics)
+
+
+def read_stored_points(run_dir: Path) -> list[PointMetrics] | None:
+    """The stored metrics rows typed (``store.read_points``); None when there is none or it is damaged (warned)."""
+    return _stored(run_dir, read_points)
 
 
 def read_records(run_dir: Path) -> pa.Table:

@@ -78,7 +78,8 @@ class RequestRecord(msgspec.Struct, kw_only=True):
 
 
 def _arrow_type(t: msgspec.inspect.Type) -> pa.DataType:
-    """The Arrow column type of one field type: optional fields are nullable columns of their type."""
+    """The Arrow column type of one field type: optional fields are nullable columns of their type, a nested
+    record (``PointMetrics.invalid_reasons``) a struct column."""
     if isinstance(t, msgspec.inspect.UnionType):
         (inner,) = [u for u in t.types if not isinstance(u, msgspec.inspect.NoneType)]
         return _arrow_type(inner)
@@ -86,6 +87,8 @@ def _arrow_type(t: msgspec.inspect.Type) -> pa.DataType:
         return pa.int32() if (t.extra or {}).get("arrow") == "int32" else _arrow_type(t.type)
     if isinstance(t, msgspec.inspect.ListType):
         return pa.list_(_arrow_type(t.item_type))
+    if isinstance(t, msgspec.inspect.StructType):
+        return pa.struct([(f.encode_name, _arrow_type(f.type)) for f in t.fields])
     simple = {msgspec.inspect.IntType: pa.int64(), msgspec.inspect.FloatType: pa.float64(),
               msgspec.inspect.StrType: pa.string(), msgspec.inspect.BoolType: pa.bool_()}
     if type(t) not in simple:

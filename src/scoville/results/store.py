@@ -28,7 +28,7 @@ import secrets
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 
 from scoville.errors import UserError
 from scoville.results.manifest import Manifest, decode_manifest
+from scoville.results.points import PointMetrics, conform_points, points_table, table_points
 from scoville.results.schema import (
     COMPAT_MODES,
     POWER_SCHEMA,
@@ -455,8 +456,9 @@ def read_power(run_dir: Path) -> pa.Table:
     return pq.read_table(path).cast(POWER_SCHEMA)
 
 
-def write_point_metrics(run_dir: Path, rows: list[dict[str, Any]]) -> None:
-    """Store the metrics rows; no rows means no file (a zero-column Parquet breaks every reader).
+def write_point_metrics(run_dir: Path, rows: Sequence[Mapping[str, object]]) -> None:
+    """Store the metrics rows, each checked as a ``PointMetrics`` (``points.points_table``); no rows means no
+    file (a zero-column Parquet breaks every reader).
 
     Takes the run's lock unless this process already writes the run, so
     ``scoville recompute`` cannot race a sweep that is still measuring it.
@@ -465,10 +467,7 @@ def write_point_metrics(run_dir: Path, rows: list[dict[str, Any]]) -> None:
     try:
         path = run_dir / POINT_METRICS
         if rows:
-            # Every key of every row (from_pylist takes the first row's keys only): a column that only some
-            # points have (no successful request, no reasoning) is null in the others, not dropped.
-            names = list(dict.fromkeys(k for r in rows for k in r))
-            _write_parquet_atomic(pa.table({k: [r.get(k) for r in rows] for k in names}), path)
+            _write_parquet_atomic(points_table(rows), path)
         else:
             try:
                 path.unlink(missing_ok=True)
@@ -479,8 +478,23 @@ def write_point_metrics(run_dir: Path, rows: list[dict[str, Any]]) -> None:
             lock.release()
 
 
-def read_point_metrics(run_dir: Path) -> list[dict[str, Any]]:
+def _read_points_table(run_dir: Path) -> pa.Table | None:
     path = run_dir / POINT_METRICS
-    if not path.exists():
-        return []
-    return pq.read_table(path).to_pylist()
+    return conform_points(pq.read_table(path)) if path.exists() else None
+
+
+def read_points(run_dir: Path) -> list[PointMetrics]:
+    """The stored metrics of each point (``points.parquet``), typed; [] when there is no file.
+
+    An older file's missing columns are None, a column this version does not know is left out
+    (``results.points``); a column that cannot be read as its type raises ``pa.ArrowInvalid``.
+    """
+    table = _read_points_table(run_dir)
+    return [] if table is None else table_points(table)
+
+
+def read_point_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """The same rows by column name, as stored (a column the file has is a key, null or not): for the tables and
+    ``--json`` output that print whatever columns a run has."""
+    table = _read_points_table(run_dir)
+    return [] if table is None else table.to_pylist()
