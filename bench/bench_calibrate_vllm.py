@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from realvllm.server import RealVllm, ensure_model, ensure_venv  # noqa: E402
-
 from scoville.results.store import read_manifest  # noqa: E402
 from scoville.sim.calibrate import METRICS, calibrate  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402

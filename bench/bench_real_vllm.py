@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pyarrow.parquet as pq  # noqa: E402
-from realvllm.server import SERVED_NAME, RealVllm, RealVllmError, ensure_model, ensure_venv  # noqa: E402
 
+from realvllm.server import SERVED_NAME, RealVllm, RealVllmError, ensure_model, ensure_venv  # noqa: E402
 from scoville.server_metrics import Scrape, WindowFigures, parse_samples, server_requests, window_figures  # noqa: E402
 
 DEFAULT_VENV = Path("/work/realvllm/venv")

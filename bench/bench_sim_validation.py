@@ -45,8 +45,6 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validation_data import SiliconRow, load_silicon  # noqa: E402
-
 from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
@@ -54,6 +52,7 @@ from scoville.sim.config import SimConfig  # noqa: E402
 from scoville.sim.search import SearchSpace, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import resolve_kv_dtype  # noqa: E402
+from validation_data import SiliconRow, load_silicon  # noqa: E402
 
 TOL = 0.35
 RANGE = 0.9          # InferenceX draws lengths uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9

@@ -33,7 +33,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_sim_calibration as cal  # noqa: E402  (shares the default search and its yardsticks)
-
 from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.sim.frameworks import load_framework  # noqa: E402
 

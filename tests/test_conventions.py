@@ -9,10 +9,10 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import typer
-from analysis.runs_factory import BASELINE_POINTS, make_run
 from rich.console import Console
 from typer.testing import CliRunner
 
+from analysis.runs_factory import BASELINE_POINTS, make_run
 from scoville.cli import runs_cmd
 from scoville.conventions import (
     CONVENTIONS,

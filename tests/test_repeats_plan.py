@@ -17,7 +17,7 @@ def test_repeats_measure_every_load_once_per_pass_with_their_own_index_and_label
     plain = load_plan("1,4", None)
     points = load_plan("1,4", None, repeats=3)
     assert [p.index for p in points] == list(range(6))
-    assert [p.label() for p in points] == ["c=1 #1", "c=4 #1", "c=1 #2", "c=4 #2", "c=1 #3", "c=4 #3"]
+    assert [p.describe() for p in points] == ["c=1 #1", "c=4 #1", "c=1 #2", "c=4 #2", "c=1 #3", "c=4 #3"]
     assert [p.load_label() for p in points] == ["c=1", "c=4"] * 3
     assert [p.repeat for p in points] == [1, 1, 2, 2, 3, 3]
     # every repeat is the same load: only the index and the repeat number differ
@@ -26,13 +26,13 @@ def test_repeats_measure_every_load_once_per_pass_with_their_own_index_and_label
         assert (p.concurrency, p.num_requests, p.warmup_requests) == (base.concurrency, base.num_requests,
                                                                       base.warmup_requests)
     # no repeats: the plan an unrepeated command always had
-    assert [p.label() for p in plain] == ["c=1", "c=4"] and all(p.repeat is None for p in plain)
+    assert [p.describe() for p in plain] == ["c=1", "c=4"] and all(p.repeat is None for p in plain)
     assert load_plan("1,4", None, repeats=1) == plain
 
 
 def test_run_repeats_its_one_rate_point():
     points = load_plan(None, "2", single=True, num_requests=5, repeats=2)
-    assert [(p.index, p.rate, p.label()) for p in points] == [(0, 2.0, "rate=2/s #1"), (1, 2.0, "rate=2/s #2")]
+    assert [(p.index, p.rate, p.describe()) for p in points] == [(0, 2.0, "rate=2/s #1"), (1, 2.0, "rate=2/s #2")]
 
 
 @pytest.mark.parametrize("repeats", [0, -1, 101])

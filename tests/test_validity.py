@@ -7,10 +7,10 @@ import json
 import pyarrow as pa
 import pytest
 import typer
-from analysis.runs_factory import BASELINE_POINTS, CONTENDER_POINTS, make_run
 from rich.console import Console
 from typer.testing import CliRunner
 
+from analysis.runs_factory import BASELINE_POINTS, CONTENDER_POINTS, make_run
 from scoville.analysis.compare import compare
 from scoville.analysis.runs import load_systems
 from scoville.cli import runs_cmd

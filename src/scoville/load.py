@@ -61,7 +61,7 @@ class LoadPoint(msgspec.Struct, kw_only=True, frozen=True):
             return f"rate={self.rate:g}/s"
         return f"c={self.concurrency}"
 
-    def label(self) -> str:
+    def describe(self) -> str:
         """The load and, in a repeated plan, which repeat ("c=4 #2")."""
         return self.load_label() + (f" #{self.repeat}" if self.repeat is not None else "")
 

@@ -15,16 +15,16 @@ def rows(pairs, x="interactivity", y="total_throughput_per_accelerator"):
 
 def test_dominated_points_are_dropped_and_frontier_sorted_by_x():
     f = frontier(rows([(10, 1000), (20, 800), (15, 700), (40, 300), (30, 200), (5, 900)]))
-    assert list(zip(f.xs, f.ys)) == [(10, 1000), (20, 800), (40, 300)]
+    assert list(zip(f.xs, f.ys, strict=True)) == [(10, 1000), (20, 800), (40, 300)]
     assert sorted((p.x, p.y) for p in f.dominated) == [(5, 900), (15, 700), (30, 200)]
 
 
 def test_ties_keep_one_point_per_x_and_best_y():
     f = frontier(rows([(10, 1000), (10, 1000), (10, 600), (20, 1000), (30, 100)]))
     # (10, 1000) is dominated by (20, 1000): equal throughput at higher interactivity
-    assert list(zip(f.xs, f.ys)) == [(20, 1000), (30, 100)]
+    assert list(zip(f.xs, f.ys, strict=True)) == [(20, 1000), (30, 100)]
     f2 = frontier(rows([(10, 1000), (10, 1000), (10, 600)]))
-    assert list(zip(f2.xs, f2.ys)) == [(10, 1000)]
+    assert list(zip(f2.xs, f2.ys, strict=True)) == [(10, 1000)]
     assert len(f2.dominated) == 2
 
 
@@ -33,7 +33,7 @@ def test_lower_better_axis_frontier_of_throughput_against_latency():
          [(1.0, 100), (2.0, 400), (1.5, 150), (3.0, 300), (4.0, 900)]]
     f = frontier(r, "e2e_s_median", "total_throughput_per_accelerator")
     assert (f.x_dir, f.y_dir) == ("lower", "higher")
-    assert list(zip(f.xs, f.ys)) == [(1.0, 100), (1.5, 150), (2.0, 400), (4.0, 900)]
+    assert list(zip(f.xs, f.ys, strict=True)) == [(1.0, 100), (1.5, 150), (2.0, 400), (4.0, 900)]
     assert f.reach == 1.0
     assert f.why_undefined(0.5) == "beyond reach"  # faster than any point achieved
     assert f.why_undefined(5.0) == "below range"

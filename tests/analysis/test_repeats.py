@@ -70,7 +70,7 @@ def test_frontier_charts_draw_the_intervals_across_repeats(runs):
     chart = frontier_chart(load_systems([[a]]), "interactivity", "kW")
     points = next(s for s in chart.series if s.kind == "points")
     assert points.y_band and points.x_band and all(b is not None for b in points.y_band)
-    assert all(lo <= y <= hi for (lo, hi), y in zip(points.y_band, points.y))
+    assert all(lo <= y <= hi for (lo, hi), y in zip(points.y_band, points.y, strict=True))
     assert REPEATS_BAND in chart.note
     trace = next(t for t in figure(chart)["data"] if "error_y" in t)
     assert all(v >= 0 for v in trace["error_y"]["array"] + trace["error_y"]["arrayminus"])

@@ -47,7 +47,7 @@ def manifest_for(cfg, workload, points) -> dict:
     return base_manifest(
         source="measured", target=cfg.to_manifest(), system={"hardware": "loopback", "accelerators": 1},
         model={"name": "test-model"}, serving={}, workload=workload.to_dict(),
-        load_plan={"points": [dict(p.to_dict(), label=p.label()) for p in points]}, power={"source": "none"})
+        load_plan={"points": [dict(p.to_dict(), label=p.describe()) for p in points]}, power={"source": "none"})
 
 
 def plan_ids(workload, point) -> list[str]:

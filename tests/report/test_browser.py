@@ -105,14 +105,14 @@ def test_the_decision_control_reads_every_systems_frontier_where_it_is_dragged(r
     rows = {r[0]: r[1:] for r in table}
     per_acc = rows["throughput per accelerator (tok/s)"]
     expect = [frontier(s.rows, "interactivity", "total_throughput_per_accelerator").at(x) for s in systems]
-    for cell, value in zip(per_acc[:2], expect):
+    for cell, value in zip(per_acc[:2], expect, strict=True):
         assert float(cell.replace(",", "")) == pytest.approx(value, rel=0.01)
     assert float(per_acc[2].rstrip("×")) == pytest.approx(expect[1] / expect[0], rel=0.01)
     # energy: lower is better (the row says so) and the ratio is still the other's over the baseline's; here the
     # baseline's every point is faster than x and its most frugal one bounds it ("≤"), as decision_grid read it
     energy = rows["energy per output token (J/tok, lower is better)"]
     j = [grid.readings["joules_per_output_token"][k][index] for k in range(2)]
-    for cell, reading in zip(energy[:2], j):
+    for cell, reading in zip(energy[:2], j, strict=True):
         assert cell.startswith("≤ ") == (reading.bound == "at most")
         assert float(cell.lstrip("≤ ").replace(",", "")) == pytest.approx(reading.value, rel=0.01)
     assert float(energy[2].rstrip("×")) == pytest.approx(j[1].value / j[0].value, rel=0.01)

@@ -202,7 +202,8 @@ def test_predicted_points_carry_their_bands_beside_measured_ones(report_runs, tm
     traces = [t for fig in figs.values() for t in fig["data"] if t.get("mode") == "markers"]
     banded = [t for t in traces if "error_y" in t]
     assert banded and all(len(t["error_y"]["array"]) == len(t["y"]) for t in banded)
-    assert all(lo >= 0 and hi >= 0 for t in banded for lo, hi in zip(t["error_y"]["arrayminus"], t["error_y"]["array"]))
+    assert all(lo >= 0 and hi >= 0
+               for t in banded for lo, hi in zip(t["error_y"]["arrayminus"], t["error_y"]["array"], strict=True))
     assert any("error_y" not in t for t in traces)          # the measured run's points stay plain
 
 

@@ -420,7 +420,11 @@ def compare(systems: Sequence[System], at: Sequence[float | str] = ("common",), 
                     "lowest_ttft_s": _extreme(s.rows, "ttft_s_median", min),
                     "lowest_e2e_s": _extreme(s.rows, "e2e_s_median", min),
                     "lowest_usd_per_mtok": _extreme(s.rows, f"usd_per_mtok_{metric}", min)}
-        results.append(SystemResult(system=s, frontier=f, **{k: v for k, (v, _) in extremes.items()},
+        values = {k: v for k, (v, _) in extremes.items()}
+        results.append(SystemResult(system=s, frontier=f, peak=values["peak"],
+                                    highest_interactivity=values["highest_interactivity"],
+                                    lowest_ttft_s=values["lowest_ttft_s"], lowest_e2e_s=values["lowest_e2e_s"],
+                                    lowest_usd_per_mtok=values["lowest_usd_per_mtok"],
                                     intervals={k: ci for k, (_, ci) in extremes.items()}))
     base = results[0]
     targets: list[tuple[float, str | None]] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -33,7 +33,7 @@ DROPPED = ("repeat", "band_kind", "window_start_s", "window_end_s")             
 VALIDITY = ("valid", "invalid_reasons")    # the load is valid only if every repeat is; it keeps every reason
 
 
-def _number(v: Any) -> bool:
+def _number(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 

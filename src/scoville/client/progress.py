@@ -66,7 +66,7 @@ class LiveProgress:
         self._tpot.clear()
         self._done = self._errors = 0
         self._total = point.total_requests
-        self._label = point.label()
+        self._label = point.describe()
         self._position = (position, total)
         self._last_error = ""
         if self.enabled and not self.live:
@@ -91,7 +91,7 @@ class LiveProgress:
         tpot = row.get("tpot_s_median")
         invalid = [str(r.get("code")) for r in row.get("invalid_reasons") or []] if row.get("valid") is False else []
         self.console.print(   # one line per point in a log too: never wrapped at the console's width
-            f"[green]✓[/] {escape(point.label()):>9}  {row.get('num_ok', 0)} ok, {row.get('num_errors', 0)} errors  "
+            f"[green]✓[/] {escape(point.describe()):>9}  {row.get('num_ok', 0)} ok, {row.get('num_errors', 0)} errors  "
             f"TTFT p50 {(row.get('ttft_s_median') or 0) * 1e3:.1f} ms  "
             f"TPOT p50 {(tpot or 0) * 1e3:.2f} ms  "
             f"{row.get('output_throughput') or 0:.0f} out tok/s"

@@ -158,7 +158,7 @@ class _ServerGone(Exception):
 
 def planned(point: LoadPoint) -> PlannedPoint:
     """A point as the manifest's load plan records it: the load and its label."""
-    return PlannedPoint(**point.to_dict(), label=point.label())
+    return PlannedPoint(**point.to_dict(), label=point.describe())
 
 
 def load_plan(points: list[LoadPoint], seed: int, workers: int) -> LoadPlan:
@@ -308,7 +308,7 @@ def _measure_point(writer: RunWriter, sweep: Sweep, pool: Any, sampler: NvmlSamp
     row = next((r for r in rows if r["point"] == point.index), None)
     observer.end_point(point, row)
     if outcome.unexpected_cache_hits:
-        observer.warn(cache_warning(point.label(), outcome))
+        observer.warn(cache_warning(point.describe(), outcome))
     return outcome, row
 
 
@@ -393,7 +393,7 @@ def _execute(writer: RunWriter, sweep: Sweep, pool: Any, observer: Observer) -> 
             outcome, row = _measure_point(writer, sweep, pool, sampler, point, observer, scraper)
             outcomes.append(outcome)
             if outcomes[-1].server_unreachable:
-                raise _ServerGone(outcomes[-1], point.label())
+                raise _ServerGone(outcomes[-1], point.describe())
             if sweep.plan is not None:
                 sweep.plan.observe(point, row, writer.now() - t_point)
                 writer.manifest.slo_search = sweep.plan.summary()

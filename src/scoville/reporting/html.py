@@ -148,10 +148,11 @@ def run_summary(comparisons: list[Comparison], left_out: list[str]) -> str:
         elif r.peak is not None:
             lines.append(f"peak {_e(c.metric)} throughput: {fmt_value(r.peak)} {_e(c.unit)}"
                          + (f" [{_e(r.system.power_basis)}]" if c.per == "kW" else ""))
-    r = comparisons[0].systems[0] if comparisons else None
-    if r is not None:
-        lines += [f"fastest per user: {fmt_value(r.highest_interactivity)} tok/s/user",
-                  f"lowest TTFT p50: {fmt_ms(r.lowest_ttft_s)} ms, lowest E2E p50: {fmt_seconds(r.lowest_e2e_s)} s"]
+    if comparisons:
+        first = comparisons[0].systems[0]
+        lines += [f"fastest per user: {fmt_value(first.highest_interactivity)} tok/s/user",
+                  f"lowest TTFT p50: {fmt_ms(first.lowest_ttft_s)} ms, "
+                  f"lowest E2E p50: {fmt_seconds(first.lowest_e2e_s)} s"]
     items = "".join(f"<li>{line}</li>" for line in lines)
     return ("<h2>What this run shows</h2>" + (f"<ul>{items}</ul>" if items else "")
             + "".join(f'<p class="note">{_e(msg)}</p>' for msg in left_out))

@@ -159,6 +159,8 @@ class RunLock:
         _HELD.add(self._key)
 
     def _holder(self) -> str:
+        if self._fd is None:
+            return ""
         try:
             info = json.loads(os.pread(self._fd, 4096, 0) or b"{}")
             return f" (pid {int(info['pid'])} on {info['host']}, since {info['since']})"
@@ -323,9 +325,10 @@ class RunWriter:
 
     def close(self) -> None:
         """Release the journal and the lock without touching the manifest (after a failed write)."""
-        if getattr(self, "_journal", None) is not None:
+        journal = getattr(self, "_journal", None)
+        if journal is not None:
             with contextlib.suppress(OSError):  # a full disk can fail the final flush; what was written stays
-                self._journal.close()
+                journal.close()
             self._journal = None
         if self._lock is not None:
             self._lock.release()

@@ -131,7 +131,7 @@ def simulated_manifest(config: SimConfig, workload: Any, points: list[LoadPoint]
     arch = load_model(config.model)
     decode_par = config.parallel if config.disaggregation is None else config.disaggregation.decode.parallel
     load_plan: dict[str, object] = {
-        "points": [dict(p.to_dict(), label=p.label(), config=c.model_dump(), accelerators=c.accelerators)
+        "points": [dict(p.to_dict(), label=p.describe(), config=c.model_dump(), accelerators=c.accelerators)
                    for p, c in zip(points, configs, strict=True)]}
     if seed is not None:           # the replay's seed, as a measured run records its own
         load_plan["seed"] = seed
@@ -166,7 +166,7 @@ def point_rows(config: SimConfig, workload: Any, points: list[LoadPoint], *, see
     t = 0.0
     for p in points:
         res = simulate_point(config, workload, p, seed=seed, t_start=t, model_power=power == "model")
-        row = {"point": p.index, "label": p.label(), "concurrency": p.concurrency, "rate": p.rate}
+        row = {"point": p.index, "label": p.describe(), "concurrency": p.concurrency, "rate": p.rate}
         row.update(point_metrics(res.table, point_context(config, p, power_info, cost, compat,
                                                           res.watts_per_accelerator)))
         row["preemptions"] = res.counters.get("preemptions", 0)
