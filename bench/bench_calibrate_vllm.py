@@ -85,7 +85,7 @@ def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Pat
 def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None, out: Path) -> bool:
     """Print the per-point table and the verdict; write every figure as JSON; True when all held-out points
     are within TOLERANCE on every metric."""
-    names = {str(m["run_id"]): f"{m['workload']['isl']}/{m['workload']['osl']}" for m in map(read_manifest, dirs)}
+    names = {str(m.run_id): f"{m.workload['isl']}/{m.workload['osl']}" for m in map(read_manifest, dirs)}
     print(f"\nfitted on {', '.join(fit_points)} of sweep A; {rep.fit.evaluations} simulations")
     for k, v in rep.fitted.items():
         sd = rep.fit.spread.get(k, float('nan'))
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.reuse or args.work / f"runs-{time.strftime('%Y%m%dT%H%M%S')}"
     runs.mkdir(parents=True, exist_ok=True)
     if args.reuse:
-        by_isl = {read_manifest(d)["workload"]["isl"]: d
+        by_isl = {read_manifest(d).workload["isl"]: d
                   for d in sorted(runs.iterdir()) if (d / "manifest.json").exists()}
         dirs = [by_isl[isl] for _, isl, _, _ in SWEEPS]
         kv = args.kv_capacity
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio, args.venv)
         kv = args.kv_capacity or kv
     serving = dict(SERVING, hardware=HARDWARE, model=str(MODEL), **({"kv_capacity_tokens": kv} if kv else {}))
-    run_a = str(read_manifest(dirs[0])["run_id"])
+    run_a = str(read_manifest(dirs[0]).run_id)
     fit_points = [f"{run_a}:{label}" for label in args.fit_points.split(",")]
     cfg = SimConfig.parse(serving)
     print(f"$ scoville calibrate {' '.join(str(d) for d in dirs)} --hardware {HARDWARE} --model {MODEL} "

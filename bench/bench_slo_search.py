@@ -45,15 +45,15 @@ def search_run(base_url: str, model: str, *, slo: str, predict: str | None, seed
     slo_limits, plan = build_search(slo_text=slo, search=True, search_rate=None, search_max=search_max,
                                     predict=predict, profile=None, workload=workload,
                                     requests_per_concurrency=per_c)
+    assert slo_limits is not None  # the SLO text is given
     power = plan_power("rated", hardware=HW, accelerators=1)
     sweep = Sweep(cfg=ClientConfig(base_url=base_url, model=model), workload=workload, points=[], power=power,
                   system=system_info(HW, 1, power, None), seed=seed, plan=plan, slo=slo_limits.per_request())
     t0 = time.perf_counter()
     result = run_sweep(sweep, runs)
-    block = read_manifest(result.run_dir)["slo_search"]
-    block["wall_s"] = time.perf_counter() - t0
-    block["run_dir"] = str(result.run_dir)
-    return block
+    block = read_manifest(result.run_dir).slo_search
+    assert block is not None, "a searched run records its search's summary"
+    return {**block, "wall_s": time.perf_counter() - t0, "run_dir": str(result.run_dir)}
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from scoville.metrics import recompute, run_metrics
 from scoville.results.catalog import query
 from scoville.results.manifest import base_manifest
 from scoville.results.schema import RequestRecord
-from scoville.results.store import RunWriter, read_manifest, read_requests
+from scoville.results.store import RunError, RunWriter, read_manifest, read_requests
 
 
 def manifest():
@@ -32,6 +32,32 @@ def test_secrets_never_reach_the_manifest(tmp_path):
     text = (w.run_dir / "manifest.json").read_text()
     assert "sk-secret" not in text
     assert json.loads(text)["target"]["base_url"] == "http://127.0.0.1:1"
+
+
+def test_the_manifest_file_has_no_null_keys_and_reads_back_the_same(tmp_path):
+    # older scoville versions test keys for presence ("slo_search" in manifest), so an unset field is left out
+    w = RunWriter.create(tmp_path, manifest())
+    w.finish()
+    written = json.loads((w.run_dir / "manifest.json").read_text())
+
+    def nulls(v, path=""):
+        if isinstance(v, dict):
+            return [p for k, x in v.items() for p in ([f"{path}.{k}"] if x is None else nulls(x, f"{path}.{k}"))]
+        return [p for i, x in enumerate(v) for p in nulls(x, f"{path}[{i}]")] if isinstance(v, list) else []
+
+    assert nulls(written) == [] and "slo_search" not in written and "resumed_at" not in written
+    assert read_manifest(w.run_dir) == w.manifest
+
+
+def test_a_run_of_a_newer_schema_is_not_resumed_and_keeps_its_manifest(tmp_path):
+    w = RunWriter.create(tmp_path, manifest())
+    w.finish()
+    path = w.run_dir / "manifest.json"
+    newer = json.loads(path.read_text()) | {"schema_version": 99, "a_field_from_the_future": 1}
+    path.write_text(json.dumps(newer))
+    with pytest.raises(RunError, match="newer scoville .*resume it with that version"):
+        RunWriter.resume(w.run_dir)
+    assert json.loads(path.read_text()) == newer
 
 
 def test_journal_keeps_finished_records_after_torn_write(tmp_path):

@@ -93,7 +93,6 @@ def sweep(spec: SweepSpec, *, observer: Observer | None = None, command: list[st
     from scoville.client.config import ClientConfig
     from scoville.client.errors import ClientError
     from scoville.client.sweep import Sweep, check_options, run_sweep
-    from scoville.emulator.launch import spawn_emulator
     from scoville.power.sources import cost_per_hour, plan_power, system_info
     from scoville.search_plan import build_search
 
@@ -110,6 +109,8 @@ def sweep(spec: SweepSpec, *, observer: Observer | None = None, command: list[st
         default_c = DEFAULT_CONCURRENCY
         system_defaults: dict[str, Any] = {}
         if spec.url is None:
+            from scoville.emulator.launch import spawn_emulator  # the emulator's stack only when it is measured
+
             hw, mdl = hardware or EMULATOR_DEFAULTS["hardware"], spec.model or EMULATOR_DEFAULTS["model"]
             if on_info is not None:
                 on_info(f"no --url: measuring the built-in emulator ({hw}, {mdl})")

@@ -50,9 +50,9 @@ class System:
         """The first run's manifest (hardware, model, power basis are the system's)."""
         return self.manifests[0]
 
-    def _joined(self, field: Callable[[Manifest], object]) -> str | None:
+    def _joined(self, read: Callable[[Manifest], object]) -> str | None:
         """One field of every run's manifest, each value once ("h200 / b200"); None when no run records it."""
-        values = list(dict.fromkeys(v for m in self.manifests if (v := field(m)) is not None))
+        values = list(dict.fromkeys(v for m in self.manifests if (v := read(m)) is not None))
         return " / ".join(str(v) for v in values) if values else None
 
     @property

@@ -58,10 +58,10 @@ from scoville.results.store import (
 _RUN_ID_RE = "([^/]+)/(?:points[.]parquet|power[.]parquet|requests/point-[0-9]+[.]parquet)$"
 _POINT_NAME = re.compile(r"point-[0-9]+[.]parquet")
 
-# What reading a damaged file raises: the store's one-line errors, and whatever the JSON, Arrow and
-# Parquet readers raise on bytes that are not what they expect.
 T = TypeVar("T")
 
+# What reading a damaged file raises: the store's one-line errors, and whatever the JSON, Arrow and
+# Parquet readers raise on bytes that are not what they expect.
 READ_ERRORS = (UserError, OSError, ValueError, TypeError, KeyError, pa.ArrowException, msgspec.MsgspecError)
 
 

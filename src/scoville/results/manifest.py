@@ -1,7 +1,9 @@
 """The run manifest: everything needed to recompute and judge a run, no secrets (docs/architecture.md, 4).
 
 ``Manifest`` is the typed form of ``manifest.json``. Field names are the JSON's keys, so a manifest written
-before these types existed reads into them, and one written now reads in older tools. Sections whose shape
+before these types existed reads into them, and one written now (no key whose value is None) reads in older
+tools. Keys this version does not know are dropped on read; ``RunWriter.resume`` refuses a manifest of a newer
+schema version rather than rewrite it without them. Sections whose shape
 belongs to another module (a simulator configuration, a workload's own description, an executor's report) are
 held as ``JsonObject``: the manifest records them for provenance and hands them back to their owner whole.
 """
@@ -203,8 +205,18 @@ class Manifest(msgspec.Struct, kw_only=True):
         return (self.point_results or {}).get(str(point))
 
     def to_json(self) -> bytes:
-        """The file's bytes: indented, keys in field order."""
-        return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
+        """The file's bytes: indented, keys in field order, and no key whose value is None. Absent and null read
+        the same here, while older scoville versions tested keys for presence (``"slo_search" in manifest``)."""
+        return msgspec.json.format(msgspec.json.encode(_without_nones(msgspec.to_builtins(self))), indent=2) + b"\n"
+
+
+def _without_nones(value: Any) -> Any:
+    """``value`` with every mapping entry whose value is None left out, at any depth (list items are kept)."""
+    if isinstance(value, dict):
+        return {k: _without_nones(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nones(v) for v in value]
+    return value
 
 
 def scrub(value: Any) -> Any:

@@ -44,6 +44,7 @@ from scoville.results.schema import (
     COMPAT_MODES,
     POWER_SCHEMA,
     RECORD_SCHEMA,
+    SCHEMA_VERSION,
     RequestRecord,
     conform,
     records_to_table,
@@ -268,6 +269,9 @@ class RunWriter:
         lock = lock or RunLock(run_dir)
         try:
             manifest = read_manifest(run_dir)
+            if manifest.schema_version > SCHEMA_VERSION:  # rewriting it here would drop the keys it added
+                raise RunError(f"{run_dir} was written by a newer scoville (run schema {manifest.schema_version}; "
+                               f"this one knows up to {SCHEMA_VERSION}); resume it with that version")
         except BaseException:
             lock.release()
             raise
@@ -497,7 +501,8 @@ def read_points(run_dir: Path) -> list[PointMetrics]:
 
 
 def read_point_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """The same rows by column name, as stored (a column the file has is a key, null or not): for the tables and
-    ``--json`` output that print whatever columns a run has."""
+    """The same rows by column name (a column the file has is a key, null or not): for the tables and ``--json``
+    output that print whatever columns a run has. Columns ``PointMetrics`` does not know (a newer version's, a
+    hand-added one) are left out here as in the typed rows; the DuckDB catalog reads the file as it is."""
     table = _read_points_table(run_dir)
     return [] if table is None else table.to_pylist()

@@ -707,7 +707,8 @@ def resolve_model(runs: list[RunData], model: str | None) -> str:
 
 
 def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, framework: str = "vllm",
-              fit_points: list[str] | None = None, *, config: SimConfig | Path | None = None, max_evals: int = 400,
+              fit_points: list[str] | None = None, *, config: SimConfig | str | Path | None = None,
+              max_evals: int = 400,
               progress: Callable[[int, float], None] | None = None) -> tuple[Profile, CalibrationReport]:
     """Fit kernel_factor and the host costs of ``framework`` on the runs' fit points; predict every point.
 
@@ -719,10 +720,10 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
 
     if not run_dirs:
         raise CalibrationError("give at least one run directory (or run id) to calibrate on; `scoville ls` lists them")
-    if isinstance(config, Path):
+    if isinstance(config, (str, Path)):
         # the file gives the serving settings only (base_config sets hardware, model and framework), so a model
         # it does not name is a placeholder until the runs say which
-        config = SimConfig.from_file(config, hardware=hardware, model=model or "from-runs")
+        config = SimConfig.from_file(Path(config), hardware=hardware, model=model or "from-runs")
     hw = load_hardware(hardware)
     prior = load_framework(framework)
     runs = [read_run(Path(d)) for d in run_dirs]

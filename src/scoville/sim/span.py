@@ -1,4 +1,4 @@
-"""Decode spans: many decode-only steps of a fixed batch planned at once (SIM-REFERENCE §4.5).
+"""Decode spans: many decode-only steps of a fixed batch planned at once.
 
 When every running request decodes and nothing waiting can start, the batch cannot change until a request
 finishes, a KV block runs out or a request arrives. The whole run of steps up to the first of those is then
