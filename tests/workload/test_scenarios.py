@@ -109,24 +109,31 @@ def test_workload_commands_refuse_bad_input_in_one_line(cli, tmp_path):
 def test_manifest_dict_rebuilds_the_same_workload(name):
     import msgspec
 
-    from scoville.workload.sessions import workload_from_dict
+    from scoville.workload.sessions import session_workload_from_dict
 
     w = resolve_workload(name, seed=9)
-    back = workload_from_dict(json.loads(json.dumps(w.to_dict())))
+    back = session_workload_from_dict(json.loads(json.dumps(w.to_dict())))
     assert msgspec.json.encode(list(back.sessions(3, stream=1))) == msgspec.json.encode(list(w.sessions(3, stream=1)))
 
 
 def test_trace_rebuild_refuses_a_changed_file(tmp_path):
-    from scoville.workload.sessions import workload_from_dict
+    from scoville.workload.sessions import session_workload_from_dict
 
     path = tmp_path / "t.csv"
     path.write_text((DATA / "azure_sample.csv").read_text())
     w = resolve_workload(None, trace=path, time_scale=0.5)
     d = json.loads(json.dumps(w.to_dict()))
-    assert workload_from_dict(d).options.time_scale == 0.5
+    assert session_workload_from_dict(d).options.time_scale == 0.5
     path.write_text(path.read_text() + "2023-11-16 18:20:00.0,10,2\n")
     with pytest.raises(WorkloadError, match="changed since"):
-        workload_from_dict(d)
+        session_workload_from_dict(d)
+
+
+def test_a_synthetic_workload_a_manifest_cannot_rebuild_is_one_line():
+    from scoville.workload.scenarios import workload_from_dict
+
+    with pytest.raises(WorkloadError, match="cannot be rebuilt .*start a new run"):
+        workload_from_dict({"kind": "synthetic", "isl": 10, "not_a_field": 1})
 
 
 def test_lazy_sessions_index_like_a_list():

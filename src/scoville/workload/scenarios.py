@@ -20,8 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from scoville.workload.sessions import NAMED_MIXES, SESSION_SCENARIOS, mix, parse_mix
-from scoville.workload.sessions import workload_from_dict as sessions_from_dict
+from scoville.workload.sessions import NAMED_MIXES, SESSION_SCENARIOS, mix, parse_mix, session_workload_from_dict
 from scoville.workload.spec import Session
 from scoville.workload.synthetic import NAMED_SCENARIOS, SyntheticWorkload, WorkloadError, scenario
 from scoville.workload.traces import load_trace
@@ -57,8 +56,11 @@ def workload_from_dict(d: dict[str, Any]) -> Workload:
     """The workload a manifest recorded (its ``to_dict()``), rebuilt: what ``--resume`` sends again and what
     ``calibrate`` replays in the simulator. Synthetic here; sessions, mixes and traces by ``workload.sessions``."""
     if d.get("kind", "synthetic") == "synthetic":
-        return SyntheticWorkload(**d)
-    return sessions_from_dict(d)
+        try:
+            return SyntheticWorkload(**d)
+        except TypeError as e:  # an edited or foreign manifest: say so in one line, not a traceback
+            raise WorkloadError(f"the manifest's workload cannot be rebuilt ({e}); start a new run") from None
+    return session_workload_from_dict(d)
 
 
 def list_scenarios() -> list[tuple[str, str]]:

@@ -431,7 +431,7 @@ def mix(weights: dict[str, float], *, name: str, seed: int = 0, description: str
                        description=description)
 
 
-def workload_from_dict(d: dict[str, Any]) -> Any:
+def session_workload_from_dict(d: dict[str, Any]) -> Any:
     """Rebuild a session, mix or trace workload from the ``to_dict()`` a manifest recorded (``--resume``)."""
     kind = d.get("kind")
     if kind in ("sessions", "mix"):
