@@ -43,6 +43,7 @@ from scoville.results.store import (
     POINT_METRICS,
     POINTS_DIR,
     POWER,
+    MalformedManifest,
     RunError,
     finished_points,
     journal_records,
@@ -95,9 +96,11 @@ def load_manifest(run_dir: Path) -> Manifest:
     path = run_dir / MANIFEST
     try:
         return read_manifest(run_dir)
+    except MalformedManifest as e:
+        raise DamagedFile(path, e.why) from None
     except READ_ERRORS as e:
         why = str(e).removeprefix(f"{path}: ") if isinstance(e, RunError) else describe_error(e)
-        raise DamagedFile(path, why if why.startswith("malformed") else f"unreadable manifest ({why})") from None
+        raise DamagedFile(path, f"unreadable manifest ({why})") from None
 
 
 # ---- run files ---------------------------------------------------------------------------------

@@ -69,6 +69,15 @@ class RunError(UserError):
     """A run directory is missing, malformed or cannot be written; message is user-facing."""
 
 
+class MalformedManifest(RunError):
+    """A manifest that is JSON but not a manifest; ``why`` says what is wrong without the path (the catalog
+    names the file itself)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.why = why
+
+
 def new_run_id(now: datetime | None = None) -> str:
     """UTC time plus a short random hash, e.g. ``20261202T113000Z-3fa9c1``."""
     now = now or datetime.now(UTC)
@@ -358,9 +367,10 @@ def read_manifest(run_dir: Path) -> Manifest:
     try:
         manifest = decode_manifest(raw)
     except (msgspec.ValidationError, ValueError) as e:  # LoadError (a planned point over the cap) is a ValueError
-        raise RunError(f"{path}: malformed manifest ({e})") from None
+        raise MalformedManifest(path, f"malformed manifest ({e})") from None
     if manifest.compat not in COMPAT_MODES:
-        raise RunError(f"{path}: malformed manifest (compat {manifest.compat!r} is none of {', '.join(COMPAT_MODES)})")
+        raise MalformedManifest(path, f"malformed manifest (compat {manifest.compat!r} is none of "
+                                      f"{', '.join(COMPAT_MODES)})")
     return manifest
 
 
