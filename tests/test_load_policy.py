@@ -8,7 +8,7 @@ import pytest
 from scoville.load import LoadPoint, session_start_offsets
 from scoville.load_policy import (
     DURATION_ONLY_SESSIONS,
-    LocalCounters,
+    LocalSlots,
     PointLoad,
     Send,
     Turn,
@@ -30,8 +30,8 @@ def sessions(*turns: int, think: float = 0.0, warm: tuple[str, ...] = ()) -> lis
     return out
 
 
-def policy(point: LoadPoint, sess: list[Session], t_start: float = 10.0, counters: LocalCounters | None = None):
-    return PointLoad(point, sess, counters or LocalCounters(len(sess), request_cap(point)), t_start=t_start)
+def policy(point: LoadPoint, sess: list[Session], t_start: float = 10.0, counters: LocalSlots | None = None):
+    return PointLoad(point, sess, counters or LocalSlots(len(sess), request_cap(point)), t_start=t_start)
 
 
 def test_caps_and_session_counts_of_a_point():
@@ -75,7 +75,7 @@ def test_a_sessions_next_turn_is_due_its_think_time_after_the_reply():
 def test_the_first_warmup_requests_sent_are_warmup_over_every_lane_and_sharer():
     point = LoadPoint(index=0, concurrency=2, num_requests=3, warmup_requests=2)
     sess = sessions(1, 1, 1, 1, 1)
-    shared = LocalCounters(len(sess), request_cap(point))
+    shared = LocalSlots(len(sess), request_cap(point))
     a, b = policy(point, sess, counters=shared), policy(point, sess, counters=shared)  # two workers, one point
     flags = []
     for load in (a, b, a, b):

@@ -64,10 +64,10 @@ def in_flight_cap(point: LoadPoint) -> int | None:
     return point.concurrency if point.rate is not None else None
 
 
-class Counters(Protocol):
+class SlotCounters(Protocol):
     """Session indices and request slots of one point, handed out in order; None once none is left.
 
-    Shared by everything that drives the point together (``LocalCounters`` in one process, shared
+    Shared by everything that drives the point together (``LocalSlots`` in one process, shared
     memory across ``scoville.client.workers``), so caps and warm-up hold over all of them.
     """
 
@@ -75,8 +75,8 @@ class Counters(Protocol):
     def take_request(self) -> int | None: ...
 
 
-class LocalCounters:
-    """Counters for a point driven by one process (or one share of it)."""
+class LocalSlots:
+    """Slot counters for a point driven by one process (or one share of it)."""
 
     def __init__(self, sessions: int, requests: int | None) -> None:
         self._sessions, self._requests = sessions, requests
@@ -123,7 +123,8 @@ class PointLoad:
     more on this path). ``t_start`` and every time are on the driver's run clock.
     """
 
-    def __init__(self, point: LoadPoint, sessions: Sequence[Session], counters: Counters, *, t_start: float) -> None:
+    def __init__(self, point: LoadPoint, sessions: Sequence[Session], counters: SlotCounters, *,
+                 t_start: float) -> None:
         self.point, self.sessions, self.counters, self.t_start = point, sessions, counters, t_start
         self.deadline = t_start + point.duration_s if point.duration_s else None
         self.closed = point.rate is None

@@ -25,7 +25,7 @@ from scoville.client.config import ClientConfig
 from scoville.client.fastpath import KEEPALIVE_IDLE_S, FastHTTP
 from scoville.client.request import Prompts, send_request, send_request_fast
 from scoville.load import LoadPoint
-from scoville.load_policy import Counters, PointLoad, Send, Turn
+from scoville.load_policy import PointLoad, Send, SlotCounters, Turn
 from scoville.results.schema import RequestRecord
 from scoville.workload.spec import Session
 
@@ -58,7 +58,7 @@ async def drive_point(
     *,
     t0: float,
     t_start: float,
-    counters: Counters,
+    counters: SlotCounters,
     on_record: Callable[[RequestRecord], None],
     lanes: int,
     seed: int = 0,

@@ -48,7 +48,7 @@ from scoville.executor.clock import ClockSync, measure_offset
 from scoville.executor.ray_executor import connect
 from scoville.executor.split import Share, split_point
 from scoville.load import LoadPoint
-from scoville.load_policy import LocalCounters, point_sessions, session_count
+from scoville.load_policy import LocalSlots, point_sessions, session_count
 from scoville.results.schema import RequestRecord
 from scoville.workload.spec import Session
 
@@ -122,7 +122,7 @@ class _ShareRun:
             if delay > 0:
                 time.sleep(delay)
             view = _TrackedSessions(self.sessions, None if open_loop else share.sessions, self._take)
-            counters = LocalCounters(len(share.sessions), share.requests)
+            counters = LocalSlots(len(share.sessions), share.requests)
             run_async(drive_point(
                 self.cfg, view, share.point, t0=self.t0, t_start=self.t_start, counters=counters,
                 on_record=self._record, lanes=share.lanes, seed=self.seed,

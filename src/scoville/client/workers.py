@@ -35,7 +35,7 @@ from scoville.client.driver import drive_point, run_async
 from scoville.client.errors import ClientError
 from scoville.client.fastpath import ClientLimitError
 from scoville.load import LoadPoint
-from scoville.load_policy import LocalCounters, in_flight_cap, lanes, point_sessions, request_cap, session_count
+from scoville.load_policy import LocalSlots, in_flight_cap, lanes, point_sessions, request_cap, session_count
 from scoville.results.schema import RequestRecord
 
 _encode = msgspec.msgpack.Encoder().encode
@@ -114,7 +114,7 @@ def run_point_here(cfg: ClientConfig, workload: Any, point: LoadPoint, *, t0: fl
                    on_record: Callable[[RequestRecord], None], seed: int = 0, salt: int = 0) -> None:
     """Drive a whole point in this process (Ctrl-C cancels in-flight requests and re-raises)."""
     sessions = point_sessions(workload, point)
-    counters = LocalCounters(len(sessions), request_cap(point))
+    counters = LocalSlots(len(sessions), request_cap(point))
     run_async(drive_point(cfg, sessions, point, t0=t0, t_start=t_start, counters=counters, on_record=on_record,
                           lanes=lanes(point), seed=seed, max_in_flight=in_flight_cap(point),
                           workload=workload, salt=salt))

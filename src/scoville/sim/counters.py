@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 
 @dataclass(slots=True)
-class Counters:
+class InstanceCounters:
     """What one instance has done so far; the scheduler and its KV manager add to it as they act."""
 
     prompt_tokens: int = 0

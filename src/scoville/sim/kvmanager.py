@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from scoville.sim.counters import Counters
+from scoville.sim.counters import InstanceCounters
 from scoville.sim.kvcache import HostTier, KVCache
 from scoville.sim.request import Req
 
@@ -35,7 +35,7 @@ class Prefix:
 class KVManager:
     """Blocks, prefix sharing and host-tier traffic of the requests one instance runs."""
 
-    def __init__(self, kv: KVCache, counters: Counters, *, seq_blocks: int, reuse_reply_blocks: bool) -> None:
+    def __init__(self, kv: KVCache, counters: InstanceCounters, *, seq_blocks: int, reuse_reply_blocks: bool) -> None:
         self.kv = kv
         self.c = counters
         # Blocks every admitted sequence holds whatever its length (sliding-window layers keep ``window``

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from scoville.load import LoadPoint
-from scoville.load_policy import LocalCounters, PointLoad, Send, Turn, in_flight_cap, lanes, point_sessions, request_cap
+from scoville.load_policy import LocalSlots, PointLoad, Send, Turn, in_flight_cap, lanes, point_sessions, request_cap
 from scoville.results.schema import ARROW_SCHEMA
 from scoville.sim.config import SimConfig
 from scoville.sim.engine import RequestTrace, SimEngine
@@ -173,7 +173,7 @@ def simulate_point(config: SimConfig, workload: Any, point: LoadPoint, *, seed: 
             inst.steplog = []
     if sessions is None:
         sessions = point_sessions(workload, point)
-    load = PointLoad(point, sessions, LocalCounters(len(sessions), request_cap(point)), t_start=t_start)
+    load = PointLoad(point, sessions, LocalSlots(len(sessions), request_cap(point)), t_start=t_start)
     replay = _Replay(engine, load, in_flight_cap(point))
     for turn in load.lane_starts(lanes(point)) if load.closed else load.arrivals(seed, workload):
         replay.push(turn)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scoville.sim.counters import Counters
+from scoville.sim.counters import InstanceCounters
 from scoville.sim.decode_group import DecodeGroup
 from scoville.sim.drafts import Drafts
 from scoville.sim.kvcache import KVCache
@@ -80,7 +80,7 @@ class Instance:
         self.waiting: deque[Req] = deque()
         self.running: list[Req] = []
         self.plan: Span | None = None
-        self.c = Counters()
+        self.c = InstanceCounters()
         self.kvm = KVManager(kv, self.c, seq_blocks=seq_blocks, reuse_reply_blocks=reuse_reply_blocks)
         # (durations, num_tokens, num_seqs, attn_ctx, kv_tokens) of every step, kept only for the
         # utilisation power model (None = off, the default: it costs memory at low concurrency).
