@@ -41,16 +41,16 @@ class DecodeGroup:
     def join(self, r: Req) -> None:
         """Add a decoding request; its finish step and first block boundary go on the heaps."""
         q = len(self.times)
-        r.g0, r.gid = q, next(self._gids)
+        r.group_start, r.group_serial = q, next(self._gids)
         self.members[r] = None
         self.ctx += r.computed
-        heapq.heappush(self._fin, (q + r.target - r.generated, r.gid, r))
+        heapq.heappush(self._fin, (q + r.target - r.generated, r.group_serial, r))
         bs = self.block_size
         j1 = r.n_blocks * bs - r.computed + 1   # its first group step that crosses into a new block
         if j1 <= bs:
             self._settle(r, (q + j1) % bs)
         else:
-            heapq.heappush(self._block, (q + j1, r.gid, r))
+            heapq.heappush(self._block, (q + j1, r.group_serial, r))
 
     def _settle(self, r: Req, phase: int) -> None:
         """Count ``r`` under the phase of its block boundary (from then on it recurs every block_size steps)."""
@@ -59,11 +59,11 @@ class DecodeGroup:
 
     def materialize(self, r: Req) -> None:
         """Bring a member up to date (tokens, KV length, blocks) and take it out of the group's sums."""
-        k = len(self.times) - r.g0
+        k = len(self.times) - r.group_start
         if k:
-            if r.pt:
+            if r.pending_times:
                 flush(r)
-            r.times.append(np.array(self.times[r.g0:], dtype=np.float64))
+            r.times.append(np.array(self.times[r.group_start:], dtype=np.float64))
             r.counts.append(np.ones(k, dtype=np.int64))
             r.computed += k
             r.num_tokens += k
@@ -73,7 +73,7 @@ class DecodeGroup:
         ph = self._ph.pop(r, None)
         if ph is not None:
             self._phase[ph] -= 1
-        r.g0, r.gid = -1, -1
+        r.group_start, r.group_serial = -1, -1
 
     def leave(self, r: Req) -> None:
         """Take one member out, up to date (a cancel, a finish, a preemption)."""
@@ -100,7 +100,7 @@ class DecodeGroup:
     def steps_to_first_finish(self) -> int | None:
         """Steps until the next member's last token (None when no live member is due), dropping stale heap entries."""
         fin = self._fin
-        while fin and fin[0][2].gid != fin[0][1]:
+        while fin and fin[0][2].group_serial != fin[0][1]:
             heapq.heappop(fin)
         if not fin:
             return None
@@ -117,7 +117,7 @@ class DecodeGroup:
         heap, late = self._block, []
         while heap and heap[0][0] <= q:
             _, gid, r = heapq.heappop(heap)
-            if r.gid == gid:
+            if r.group_serial == gid:
                 late.append(r)
         return self._phase[q % self.block_size] + len(late), late
 
@@ -144,7 +144,7 @@ class DecodeGroup:
         done: list[Req] = []
         while fin and fin[0][0] <= q:
             _, gid, r = heapq.heappop(fin)
-            if r.gid != gid:
+            if r.group_serial != gid:
                 continue
             self.leave(r)
             done.append(r)

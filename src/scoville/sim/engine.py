@@ -384,15 +384,15 @@ class SimEngine:
             self._outbox.append(TokenEvent(req.rid, t, count, finished=finished,
                                            cached_tokens=req.cached_tokens if first else 0))
         else:
-            req.pt.append(t)
-            req.pc.append(count)
+            req.pending_times.append(t)
+            req.pending_counts.append(count)
 
     def _emit_span(self, span: Span, steps: int, per_req: list[np.ndarray | None]) -> None:
         ends = span.ends[:steps]
         if not self.token_events:
             ones = None
             for r, acc in zip(span.reqs, per_req, strict=True):
-                if r.pt:
+                if r.pending_times:
                     _flush(r)
                 r.times.append(ends)
                 if acc is None:
@@ -438,7 +438,7 @@ class SimEngine:
         self._reqs.pop(req.rid, None)
         if self.token_events:
             return
-        if req.pt:
+        if req.pending_times:
             _flush(req)
         times = np.concatenate(req.times) if req.times else np.empty(0)
         counts = np.concatenate(req.counts) if req.counts else np.empty(0, dtype=np.int64)
@@ -457,6 +457,6 @@ class SimEngine:
         dec = self._route(req, self.decode_pool)
         ready = t + self._xfer_cost.kv_transfer_time(req.prompt, d.kv_transfer == "scaleout")
         req.kv_ready = True
-        req.reg = -1
+        req.next_register = -1
         self._emit(req, ready, 1, False)
         dec.push(req, ready)

@@ -93,8 +93,8 @@ class KVManager:
         moved = host.pop(("swap", r.rid))   # before allocating: blocks it evicts to the host could push this out
         kv.allocate(blocks + self.seq_blocks)
         self.copy_s += host.transfer_time(moved)
-        r.n_blocks, r.computed, r.swapped, r.seq_res = blocks, r.swapped, 0, self.seq_blocks
-        r.reg = -1  # restored KV is private; its prefix blocks were released to the cache at preemption
+        r.n_blocks, r.computed, r.swapped, r.window_blocks = blocks, r.swapped, 0, self.seq_blocks
+        r.next_register = -1  # restored KV is private; its prefix blocks were released to the cache at preemption
         return True
 
     def _take_prefix(self, r: Req, prefix: Prefix, tokens: int) -> None:
@@ -109,9 +109,9 @@ class KVManager:
         total = kv.blocks_for(prefix.base + tokens)
         kv.acquire(hit_keys)
         kv.allocate(total - prefix.hbm + self.seq_blocks)
-        r.seq_res = self.seq_blocks
+        r.window_blocks = self.seq_blocks
         r.hashed = list(hit_keys)
-        r.reg = prefix.hbm if r.reg >= 0 else -1
+        r.next_register = prefix.hbm if r.next_register >= 0 else -1
         if loaded:
             self._share_host_hits(r, loaded)
         r.n_blocks, r.computed = total, prefix.base
@@ -133,9 +133,9 @@ class KVManager:
         for k in keys:
             if kv.register(k):
                 r.hashed.append(k)
-                r.reg += 1
+                r.next_register += 1
             else:
-                r.reg = -1
+                r.next_register = -1
                 break
         self.copy_s += host.transfer_time(len(keys))
         self.c.host_hit_tokens += len(keys) * kv.block_size
@@ -159,13 +159,13 @@ class KVManager:
         """Share the request's newly full prompt blocks through the prefix cache."""
         kv = self.kv
         full = min(r.computed // kv.block_size, len(r.keys))
-        while 0 <= r.reg < full and len(r.hashed) == r.reg:
-            k = r.keys[r.reg]
+        while 0 <= r.next_register < full and len(r.hashed) == r.next_register:
+            k = r.keys[r.next_register]
             if not kv.register(k):
-                r.reg = -1
+                r.next_register = -1
                 return
             r.hashed.append(k)
-            r.reg += 1
+            r.next_register += 1
 
     def evict(self, victim: Req) -> None:
         """Preemption: park the victim's KV in the host tier when it fits there, else drop it to recompute."""
@@ -178,15 +178,15 @@ class KVManager:
             victim.lost = victim.computed
         self.release(victim)
         victim.computed = 0
-        victim.reg = 0 if not victim.kv_ready else -1
+        victim.next_register = 0 if not victim.kv_ready else -1
         victim.kv_ready = False
 
     # ---- leaving ---------------------------------------------------------------------------------
 
     def release(self, r: Req) -> None:
         """Give back every block the request holds (shared ones stay cached, evictable once unreferenced)."""
-        self.kv.release(r.hashed, r.n_blocks - len(r.hashed) + r.seq_res)
-        r.hashed, r.n_blocks, r.seq_res = [], 0, 0
+        self.kv.release(r.hashed, r.n_blocks - len(r.hashed) + r.window_blocks)
+        r.hashed, r.n_blocks, r.window_blocks = [], 0, 0
 
     def drop(self, r: Req) -> None:
         """A cancelled request: release its blocks and forget any KV it parked in the host tier."""
@@ -204,8 +204,8 @@ class KVManager:
         maps onto the next turn's prompt (``SimEngine.submit``).
         """
         kv = self.kv
-        if (self.reuse_reply_blocks and kv.prefix_caching and r.spec.session_id and r.reg >= 0
-                and len(r.hashed) == r.reg):
+        if (self.reuse_reply_blocks and kv.prefix_caching and r.spec.session_id and r.next_register >= 0
+                and len(r.hashed) == r.next_register):
             full = r.computed // kv.block_size
             for j in range(len(r.hashed), full):
                 k: Hashable = r.keys[j] if j < len(r.keys) else ("sess", r.spec.session_id, r.spec.turn, j)

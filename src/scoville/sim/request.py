@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 def flush(req: Req) -> None:
     """Pack a request's single-step token times into one array chunk (a span or the group appends whole arrays,
     so the per-step lists are closed first to keep the chunks in time order)."""
-    req.times.append(np.array(req.pt, dtype=np.float64))
-    req.counts.append(np.array(req.pc, dtype=np.int64))
-    req.pt, req.pc = [], []
+    req.times.append(np.array(req.pending_times, dtype=np.float64))
+    req.counts.append(np.array(req.pending_counts, dtype=np.int64))
+    req.pending_times, req.pending_counts = [], []
 
 
 class Req:
@@ -31,8 +31,9 @@ class Req:
     """
 
     __slots__ = ("spec", "rid", "prompt", "target", "num_tokens", "computed", "generated", "n_blocks",
-                 "hashed", "keys", "reg", "cached_tokens", "admitted", "t_first", "times", "counts",
-                 "swapped", "lost", "kv_ready", "instance", "final_keys", "pt", "pc", "g0", "gid", "seq_res")
+                 "hashed", "keys", "next_register", "cached_tokens", "admitted", "t_first", "times", "counts",
+                 "swapped", "lost", "kv_ready", "instance", "final_keys", "pending_times", "pending_counts",
+                 "group_start", "group_serial", "window_blocks")
 
     def __init__(self, spec: RequestSpec, keys: list[Hashable]) -> None:
         self.spec = spec
@@ -43,19 +44,19 @@ class Req:
         self.computed = 0
         self.generated = 0
         self.n_blocks = 0
-        self.seq_res = 0                   # blocks reserved for its per-sequence (sliding-window) KV while admitted
+        self.window_blocks = 0             # blocks held for its per-sequence (sliding-window) KV while admitted
         self.hashed: list[Hashable] = []   # keys of the request's leading shared blocks
         self.keys = keys                   # prefix-cache keys of its full prompt blocks
-        self.reg = 0                       # next key index to register; -1 = stop registering
+        self.next_register = 0                       # next key index to register; -1 = stop registering
         self.cached_tokens = 0
         self.admitted = False
         self.t_first: float | None = None
         self.times: list[np.ndarray] = []     # token-time chunks (record mode), one per span or flush
         self.counts: list[np.ndarray] = []
-        self.pt: list[float] = []              # single-step token times not yet packed into ``times``
-        self.pc: list[int] = []
-        self.g0 = -1                           # decode-group step count when it joined (-1: not in the group)
-        self.gid = -1                          # serial of its current group membership
+        self.pending_times: list[float] = []              # single-step token times not yet packed into ``times``
+        self.pending_counts: list[int] = []
+        self.group_start = -1                           # decode-group step count when it joined (-1: not in the group)
+        self.group_serial = -1                          # serial of its current group membership
         self.swapped = 0                   # tokens of KV parked in the host tier by a preemption
         self.lost = 0                      # tokens of KV thrown away by a preemption (to recompute)
         self.kv_ready = False              # arrived with its prompt KV (disaggregated decode)

@@ -377,7 +377,7 @@ class Instance:
             r.computed = r.num_tokens - 1 + a
         else:
             r.computed += n
-            if r.reg >= 0 and r.keys:
+            if r.next_register >= 0 and r.keys:
                 self.kvm.register(r)
             if r.computed < r.num_tokens:
                 return None
