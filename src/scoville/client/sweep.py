@@ -162,6 +162,7 @@ def planned(point: LoadPoint) -> PlannedPoint:
 
 
 def load_plan(points: list[LoadPoint], seed: int, workers: int) -> LoadPlan:
+    """The manifest's plan of a sweep, written before its first point: what a resume measures again."""
     return LoadPlan(points=[planned(p) for p in points], seed=seed, mode=points[0].mode if points else None,
                     workers=workers)
 

@@ -83,6 +83,8 @@ class System(msgspec.Struct, kw_only=True):
 
 
 class Model(msgspec.Struct, kw_only=True):
+    """The model as the target named it (a simulated run adds its catalog precision)."""
+
     name: str | None = None
     precision: str | None = None
 
@@ -110,6 +112,8 @@ class PlannedPoint(LoadPoint, kw_only=True, frozen=True):
 
 
 class LoadPlan(msgspec.Struct, kw_only=True):
+    """The points a run set out to measure, with the seed that fixes their prompts and arrivals."""
+
     points: list[PlannedPoint] = []
     seed: int | None = None
     mode: str | None = None                       # concurrency | rate (measured runs)
@@ -138,6 +142,8 @@ class Power(msgspec.Struct, kw_only=True):
 
 
 class Environment(msgspec.Struct, kw_only=True):
+    """Where the run ran (host, platform, package versions): to tell two runs' software apart."""
+
     host: str | None = None
     platform: str | None = None
     python: str | None = None
@@ -152,6 +158,8 @@ class ClockSegment(msgspec.Struct, kw_only=True):
 
 
 class Clock(msgspec.Struct, kw_only=True):
+    """How the run's clock maps to wall time, one segment per attempt (a resume starts a segment)."""
+
     segments: list[ClockSegment] = []
 
 
@@ -197,6 +205,7 @@ class Manifest(msgspec.Struct, kw_only=True):
 
     @property
     def workload_name(self) -> str | None:
+        """The workload's name as the catalog and the report show it (the workload section is its owner's)."""
         name = self.workload.get("name")
         return None if name is None else str(name)
 

@@ -83,6 +83,7 @@ class _Columns:
         self.warmup.append(sent.warmup)
 
     def table(self, point: int) -> pa.Table:
+        """The point's requests as the record schema's columns (token times packed per request)."""
         n = len(self.request_id)
         lengths = np.fromiter((a.size for a in self.times), dtype=np.int32, count=n)
         offsets = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).astype(np.int32)

@@ -48,6 +48,7 @@ class StepPlan:
 
     @property
     def empty(self) -> bool:
+        """Nothing to run this step (the instance idles until an arrival or a copy is due)."""
         return not self.scheduled and not self.group
 
     def batch(self, group_ctx: int) -> Batch:
