@@ -11,7 +11,7 @@ import pytest
 
 from scoville.workload.prompts import prompt_token_ids
 from scoville.workload.scenarios import resolve_workload
-from scoville.workload.sessions import workload_from_dict
+from scoville.workload.sessions import session_workload_from_dict
 from scoville.workload.spec import MAX_REQUEST_TOKENS
 from scoville.workload.synthetic import WorkloadError
 from scoville.workload.traces import TraceError, load_trace
@@ -75,7 +75,7 @@ def test_sessions_are_shaped_to_the_context_window(name):
     fitted = [r for s in w.fit_context(limit).sessions(40) for r in s.requests]
     assert any(r.input_tokens + r.output_tokens > limit for r in before)
     assert all(r.input_tokens + r.output_tokens <= limit for r in fitted) and len(fitted) >= 40
-    rebuilt = workload_from_dict(json.loads(json.dumps(w.fit_context(limit).to_dict())))  # --resume
+    rebuilt = session_workload_from_dict(json.loads(json.dumps(w.fit_context(limit).to_dict())))  # --resume
     assert rebuilt.sessions(40)[:] == w.fit_context(limit).sessions(40)[:]
 
 

@@ -140,10 +140,10 @@ def test_non_finite_mix_weights_are_user_errors(spec):
 @pytest.mark.parametrize("recorded", [{"kind": "sessions", "name": "x"}, {"kind": "mix", "name": "m"},
                                       {"kind": "trace", "format": "azure"}])
 def test_an_edited_manifest_workload_is_a_user_error(recorded):
-    from scoville.workload.sessions import workload_from_dict
+    from scoville.workload.sessions import session_workload_from_dict
 
     with pytest.raises(WorkloadError, match="manifest"):
-        workload_from_dict(recorded)
+        session_workload_from_dict(recorded)
 
 
 def test_bad_parameters_are_user_errors():
