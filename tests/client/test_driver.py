@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import msgspec
+import pytest
 from client_support import Behaviour
 
 from scoville.client.config import ClientConfig
@@ -90,6 +91,7 @@ def test_duration_stops_sending(server):
     assert sum(r.t_sent >= 0.3 for r in recs) <= 2
 
 
+@pytest.mark.slow   # worker processes, each importing scoville
 def test_worker_processes_share_counts_warmup_and_one_clock(server):
     server.set(Behaviour(interval_s=0.003))
     cfg = ClientConfig(base_url=server.base_url, model="test-model")

@@ -295,6 +295,7 @@ async def _get_async(url: str) -> tuple[int, str]:
         return r.status, await r.text()
 
 
+@pytest.mark.slow   # a child interpreter that fails to start
 def test_spawn_reports_a_failed_start_in_one_line():
     with pytest.raises(EmulatorStartError) as e, spawn_emulator("no-such-chip", "llama-3.1-8b"):
         pass
