@@ -52,12 +52,11 @@ class CountingScraper(scrape.Scraper):
     def probe(self) -> bool:
         return self._timed(super().probe)
 
-    def _scrape(self) -> None:
+    def _scrape(self) -> bool:
         CountingScraper.scrapes += 1
         if threading.current_thread().name == "scoville-scrape":   # start/stop scrapes are timed by their caller
-            self._timed(super()._scrape)
-        else:
-            super()._scrape()
+            return bool(self._timed(super()._scrape))
+        return super()._scrape()   # its result decides which end scrapes the real scraper keeps
 
     def start(self, point: int) -> None:
         self._timed(super().start, point)
