@@ -175,6 +175,18 @@ def test_measured_tables_price_covered_shapes_and_say_so():
 
 
 @needs_tables
+def test_an_mla_core_is_priced_on_its_own_frameworks_kernel():
+    """SGLang's FP8-cache MLA decode on H200 is a far slower kernel than TensorRT-LLM's: each framework is costed on
+    its own, and vLLM (no core table) on TensorRT-LLM's."""
+    def core(framework: str) -> tuple[str, float]:
+        c = StepCost("deepseek-r1", "h200", Parallel(tp=8), precision="fp8", kv_dtype="fp8", framework=framework)
+        return c.ops.provenance["attn_decode"], c.breakdown(64, 64, 64 * 8192, 64 * 8192)["attn_core"]
+
+    (trt_src, trt), (sgl_src, sgl), (vllm_src, _) = core("trtllm"), core("sglang"), core("vllm")
+    assert "/mla/trtllm/" in trt_src and "/mla/sglang/" in sgl_src and "/mla/trtllm/" in vllm_src
+    assert sgl > 3 * trt
+
+@needs_tables
 def test_measured_backend_refuses_a_chip_without_tables():
     with pytest.raises(UserError, match="no measured kernel tables"):
         StepCost("llama-3.1-8b", "mi355x", backend="measured")

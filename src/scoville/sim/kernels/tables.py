@@ -248,13 +248,23 @@ class KernelTables:
                            _Query("gqa_prefill", (heads, kv_heads, head_dim)), label="gqa_prefill")
 
     def mla_decode(self, heads: int, kv_dtype: str) -> Grid | None:
-        """MLA decode core (no projections): SGLang's tables hold the core alone on every system."""
-        return self._first("mla", "generation_mla_perf.parquet", _Query("mla", (heads, kv_dtype, "step")),  # type: ignore[return-value]
-                           framework="sglang", label="mla_decode")
+        """MLA decode core (no projections), from the serving framework's own table (``_mla_core``)."""
+        return self._mla_core("generation_mla_perf.parquet", _Query("mla", (heads, kv_dtype, "step")), "mla_decode")
 
     def mla_prefill(self, heads: int, kv_dtype: str) -> Grid | None:
-        return self._first("mla", "context_mla_perf.parquet", _Query("mla", (heads, kv_dtype, "isl")),  # type: ignore[return-value]
-                           framework="sglang", label="mla_prefill")
+        return self._mla_core("context_mla_perf.parquet", _Query("mla", (heads, kv_dtype, "isl")), "mla_prefill")
+
+    def _mla_core(self, filename: str, query: _Query, label: str) -> Grid | None:
+        """SGLang's and TensorRT-LLM's MLA tables time the core alone, each with its own kernel, and the kernels
+        differ by format: on H200 with an FP8 cache SGLang's decode core is ~9x TensorRT-LLM's at 8k context.
+        A framework is costed on its own kernel; vLLM, which has no core table, on TensorRT-LLM's (on Blackwell
+        vLLM runs those trtllm-gen kernels through FlashInfer), then SGLang's."""
+        order = dict.fromkeys((self.framework, "trtllm", "sglang"))
+        for framework in order:
+            got = self._first("mla", filename, query, framework=framework, label=label)
+            if got is not None:
+                return got  # type: ignore[return-value]
+        return None
 
     def mla_bmm(self, op: str, heads: int) -> tuple[np.ndarray, np.ndarray] | None:
         """MLA's absorbed projections (``mla_gen_pre`` q→latent, ``mla_gen_post`` latent→v) over tokens."""
