@@ -36,8 +36,8 @@ from scoville.sim.config import SimConfig
 from scoville.sim.frameworks import FrameworkCosts, load_framework, overridden
 from scoville.sim.search import SearchSpace, search
 
-FIT_KEYS = ("kernel_scale", "step_overhead_us", "seq_overhead_us")
-PRIOR = {"kernel_scale": (1.0, 0.3), "step_overhead_us": (50.0, 1.0), "seq_overhead_us": (0.5, 1.0)}  # (centre, log sd)
+FIT_KEYS = ("step_overhead_us", "seq_overhead_us")
+PRIOR = {"step_overhead_us": (50.0, 1.0), "seq_overhead_us": (0.5, 1.0)}  # (centre, log sd)
 MAX_CONC = {"gpt-oss-120b": 512}
 
 

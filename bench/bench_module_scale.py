@@ -1,0 +1,118 @@
+"""A whole attention module measured against the sum of its isolated kernels: the kernel-level check of a
+framework's ``kernel_scale``.
+
+    python bench/bench_module_scale.py              # every system and framework with module tables
+    python bench/bench_module_scale.py --framework trtllm
+
+The cost model prices a step as the sum of isolated kernel timings (aiconfigurator-core's GEMM, attention,
+MLA-BMM tables) times the framework's ``kernel_scale`` (``data/hardware/frameworks.yaml``): how a whole step
+of fused, graph-replayed kernels compares with that sum. aiconfigurator-core also times DeepSeek-V3's whole
+MLA attention module per framework (``mla_generation_module_perf``: projections, absorbed products,
+attention core and output projection of one layer in one decode step, per batch and heads per rank). Its
+ratio to our sum of the same layer's kernels is a direct, kernel-level measurement of that factor, free of
+any end-to-end result.
+
+It prints the ratio per system and framework (median and 10th-90th percentile over batch x heads x formats)
+and, per framework, the median over every cell: the ``kernel_scale`` the module tables support.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+import pyarrow.parquet as pq
+
+from scoville.catalog.hardware import load_hardware
+from scoville.sim.cost import Parallel, StepCost
+from scoville.sim.frameworks import load_framework
+from scoville.sim.kernels import tables
+
+MODEL = "deepseek-r1"                    # the module tables time DeepSeek-V3's layer: same shapes
+HEADS = 128
+SYSTEMS = ("h100", "h200", "b200", "b300", "gb200", "gb300")
+# module table (gemm_type, kv_cache_dtype) -> our (precision, kv_dtype); NVFP4 modules quantise the attention
+# projections, which our NVFP4 (feed-forward groups only) keeps in BF16, so they are left out
+FORMATS = {("bfloat16", "bfloat16"): ("bf16", "bf16"), ("bfloat16", "fp8"): ("bf16", "fp8"),
+           ("fp8_block", "bfloat16"): ("fp8", "bf16"), ("fp8_block", "fp8"): ("fp8", "fp8")}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured module time beside our kernel sum for the same layer, batch and shard."""
+
+    system: str
+    framework: str
+    tp: int
+    batch: int
+    measured_ms: float
+    kernel_sum_ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.measured_ms / self.kernel_sum_ms
+
+
+def cells(hardware: str, framework: str) -> list[Cell]:
+    """Every (format, heads per rank, batch) cell of the newest module table of ``framework`` on ``hardware``."""
+    system = load_hardware(hardware).kernel_tables
+    path = tables.table_path(system, "mla", framework, "mla_generation_module_perf.parquet") if system else None
+    if path is None:
+        return []
+    t = pq.read_table(path, columns=["mla_dtype", "gemm_type", "kv_cache_dtype", "kernel_source", "num_heads",
+                                     "batch_size", "latency"]).to_pandas()
+    t = t[t.mla_dtype == "bfloat16"]
+    bare = msgspec.structs.replace(load_framework(framework), kernel_scale=1.0, step_overhead_us=0.0,
+                                   seq_overhead_us=0.0)
+    out = []
+    for (gemm, kv), (precision, kv_dtype) in FORMATS.items():
+        sub = t[(t.gemm_type == gemm) & (t.kv_cache_dtype == kv)]
+        # repeats: their median; attention backends timed side by side: the fastest, as the kernel tables keep
+        med = sub.groupby(["num_heads", "batch_size", "kernel_source"]).latency.median().groupby(level=[0, 1]).min()
+        costs: dict[int, StepCost] = {}
+        for (heads, batch), ms in med.items():
+            if HEADS % int(heads):
+                continue                          # a shard no tp of 128 heads gives
+            tp = HEADS // int(heads)
+            if tp not in costs:
+                costs[tp] = StepCost(MODEL, hardware, Parallel(tp=tp), precision, kv_dtype, framework=framework,
+                                     framework_costs=bare)
+            sc = costs[tp]
+            b = int(batch)
+            part = sc.breakdown(b, b, b, b)          # a decode step at context 1, as the module was timed
+            layer_ms = (part["attn_proj"] + part["attn_core"]) / sc.model.num_layers * 1e3
+            out.append(Cell(hardware, framework, tp, b, float(ms), float(layer_ms)))
+    return out
+
+
+def summary(cs: list[Cell]) -> str:
+    r = np.array([c.ratio for c in cs])
+    return (f"n={r.size:4d}  median {np.median(r):.3f}  p10-p90 {np.percentile(r, 10):.2f}-{np.percentile(r, 90):.2f}"
+            f"  (batch >= 16: {np.median([c.ratio for c in cs if c.batch >= 16]):.3f})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
+    ap.add_argument("--framework", choices=("trtllm", "vllm"), action="append")
+    args = ap.parse_args(argv)
+    if tables.data_dir() is None:
+        print("the module tables need aiconfigurator-core: pip install 'scoville[silicon]'")
+        return 1
+    print(f"whole MLA decode module (aiconfigurator-core {tables.package_version()}) / our sum of its kernels")
+    for fw in args.framework or ("trtllm", "vllm"):
+        every: list[Cell] = []
+        for hw in SYSTEMS:
+            cs = cells(hw, fw)
+            if cs:
+                print(f"  {fw:7s} {hw:6s} {summary(cs)}")
+                every += cs
+        if every:
+            print(f"  {fw:7s} ALL    {summary(every)}  -> kernel_scale the module tables support: "
+                  f"{np.median([c.ratio for c in every]):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
