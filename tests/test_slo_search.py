@@ -111,6 +111,18 @@ def test_a_seed_far_from_the_boundary_costs_no_more_than_a_blind_search_can():
     assert len(grown) < len(fixed)
 
 
+def test_near_limit_fails_around_a_good_seed_do_not_send_the_search_far_down():
+    """A seed one level above the boundary, failing there and below only by noise near the limit: the step down
+    stays the base factor, not the grown one (that went from c=37 to c=6 in a bench trial)."""
+    search = LevelSearch(1024, start=40, factor=SEED_FACTOR, grow=True)
+    for level in (40, 39, 38, 37):
+        assert search.next_level() == level
+        search.record(level, passed=False, near=True, hint=level - 1)
+        while search.next_level() == level:          # the near verdict is repeated for a majority
+            search.record(level, passed=False, near=True, hint=level - 1)
+    assert search.next_level() == math.floor(37 / SEED_FACTOR)
+
+
 def test_blind_levels_is_the_blind_search_itself():
     assert blind_levels(24, 1024) == run(LevelSearch(1024), 24)
     assert blind_levels(0, 1024) == [1]

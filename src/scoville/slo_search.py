@@ -59,8 +59,10 @@ class LevelSearch:
     fail) when that lies strictly inside what is still unknown; at most ``GUIDED_STEPS`` levels follow
     hints, so hints that keep landing on the wrong side cost a bounded number of extra levels. Otherwise
     the search steps out (by ``factor``; with ``grow``, seeded searches, by ``factor ** 2**k`` with k the
-    levels measured so far, hinted ones included: x1.25, x1.56, x2.44, ... without hints, at once x6 after
-    three hints that missed; a seed far from the boundary is left as fast as doubling would) or bisects.
+    levels measured so far clear of every limit, hinted ones included: x1.25, x1.56, x2.44, ... without hints,
+    at once x6 after three hints that missed; a seed far from the boundary is left as fast as doubling would)
+    or bisects. A level measured near a limit does not grow the step: it says the boundary is close, and a
+    noisy fail there must not send the search far below it.
     """
 
     def __init__(self, max_level: int, *, start: int = 1, factor: float = BLIND_FACTOR,
@@ -127,7 +129,8 @@ class LevelSearch:
         guided = self._guided_level(lo, hi)
         if guided is not None:
             return guided
-        factor = self.factor ** (2 ** min(len(self._votes) - 1, 6)) if self.grow else self.factor
+        clear = sum(1 for votes in self._votes.values() if not votes[0].near)
+        factor = self.factor ** (2 ** min(max(clear - 1, 0), 6)) if self.grow else self.factor
         if hi > self.max_level:          # only passes so far: step up
             return min(max(lo + 1, math.ceil(lo * factor)), self.max_level)
         if lo == 0:                      # only fails so far: step down
