@@ -7,7 +7,9 @@ memory accounting), and pin the datasheet-only path with a catalog entry that ha
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -187,6 +189,25 @@ def test_an_mla_core_is_priced_on_its_own_frameworks_kernel():
     assert sgl > 3 * trt
 
 @needs_tables
+def test_wide_expert_parallelism_on_nvl72_costs_tensorrt_llms_measured_nvlink_all_to_all():
+    """TensorRT-LLM's NVLink all-to-all was timed on GB200 up to EP 64: EP 32 is that table, EP 72 the largest degree
+    below it with a wider band; another framework falls back to the transfer all-to-all."""
+    def exchange(framework: str, ep: int) -> StepCost:
+        return StepCost("deepseek-r1", "gb200", Parallel(tp=1, dp=ep, ep=ep), precision="nvfp4", kv_dtype="fp8",
+                        framework=framework)
+
+    ep32, ep72, vllm = exchange("trtllm", 32), exchange("trtllm", 72), exchange("vllm", 32)
+    assert "trtllm_alltoall_perf" in ep32.ops.provenance["alltoall"]
+    assert "ep64 for ep72" in ep72.ops.provenance["alltoall"]
+    assert ep72.ops.sigma["alltoall"] > ep32.ops.sigma["alltoall"]
+    assert vllm.ops.provenance["alltoall"].startswith("transfer")
+    curve = ep32.ops.ep_exchange
+    assert curve is not None
+    times = curve(np.array([1.0, 16.0, 256.0, 4096.0]))
+    assert np.all(np.diff(times) >= 0) and 20e-6 < times[0] < 100e-6      # tens of microseconds at one token
+
+
+@needs_tables
 def test_measured_backend_refuses_a_chip_without_tables():
     with pytest.raises(UserError, match="no measured kernel tables"):
         StepCost("llama-3.1-8b", "mi355x", backend="measured")
@@ -202,7 +223,10 @@ def test_scoville_measured_cpu_tables_price_the_cpu_entry_without_the_silicon_ex
         assert "scoville/data/kernels/xeon_icx_2vcpu/attention/vllm" in c.ops.provenance[op], c.ops.provenance[op]
     for op in ("attn_proj", "dense_ffn", "lm_head"):
         assert c.ops.provenance[op].startswith("measured (xeon_icx_2vcpu/gemm"), c.ops.provenance[op]
+    # keyed by the tables and by the code that slices them: a changed query never reads an old slice
+    code = hashlib.sha256(Path(tables.__file__).read_bytes()).hexdigest()[:8]
     assert tables.tables_version("xeon_icx_2vcpu").startswith("scoville-")
+    assert tables.tables_version("xeon_icx_2vcpu").endswith(f"-{code}")
     # what a roofline cannot know and the tables do: oneDNN serves one token on a GEMV path, two on a GEMM path
     assert c.ops.lm_head(2.0) > 2.5 * c.ops.lm_head(1.0)
 

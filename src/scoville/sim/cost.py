@@ -40,8 +40,6 @@ from scoville.sim.frameworks import FrameworkCosts, load_framework
 from scoville.sim.kernels.ops import Layout, OpSet, build_ops
 
 ACT_BYTES = 2.0            # BF16 activations between operators
-DISPATCH_BYTES = 1.0       # EP dispatch sends FP8 activations (DeepEP low-latency / TRT-LLM default)
-COMBINE_BYTES = 2.0        # combine returns BF16
 ACTIVATION_TENSORS = 18    # live hidden-sized tensors per token in the peak-activation estimate
 COMPONENTS = ("attn_proj", "attn_core", "ffn", "lm_head", "comm", "draft", "overhead")
 
@@ -240,10 +238,8 @@ class StepCost:
         comm = 0.0
         if ops.allreduce is not None:
             comm = comm + 2 * L * ops.allreduce(_pos(xp, Tr * m.hidden_size * ACT_BYTES, scalar))
-        if ops.alltoall is not None and m.num_moe_layers:
-            sent = Tr * min(m.experts_per_token, p.ep) * m.hidden_size
-            comm = comm + m.num_moe_layers * (ops.alltoall(_pos(xp, sent * DISPATCH_BYTES, scalar))
-                                              + ops.alltoall(_pos(xp, sent * COMBINE_BYTES, scalar)))
+        if ops.ep_exchange is not None:
+            comm = comm + m.num_moe_layers * ops.ep_exchange(_pos(xp, Tr, scalar))
         out["comm"] = comm
         out["draft"] = self._draft_time(Dr, scalar, xp) if self.drafts else 0.0
         fw = self.framework

@@ -2,11 +2,11 @@
 
 Reading the Parquet tables and building a GEMM cube or an attention grid takes about a second on a
 cold start, the larger part of a `scoville simulate`. The results are small numpy arrays and depend
-only on the installed aiconfigurator-core version, so they are kept under
-``$XDG_CACHE_HOME/scoville/kernels/<version>/`` (``~/.cache`` by default; ``SCOVILLE_CACHE_DIR``
-overrides, an empty value turns the cache off). One ``.npz`` per slice, written atomically (temporary
-file + rename), so concurrent processes can only race to write the same content. A damaged or
-unreadable entry is recomputed, never trusted.
+only on the installed aiconfigurator-core version and the code that slices its tables
+(``tables.tables_version``), so they are kept under ``$XDG_CACHE_HOME/scoville/kernels/<version>/``
+(``~/.cache`` by default; ``SCOVILLE_CACHE_DIR`` overrides, an empty value turns the cache off). One
+``.npz`` per slice, written atomically (temporary file + rename), so concurrent processes can only race to
+write the same content. A damaged or unreadable entry is recomputed, never trusted.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ MEASURED_SIGMA = 0.08      # table interpolation between grid shapes and the spr
 ELEMENTWISE_KERNELS = 6    # per layer: two norms, residual adds, RoPE, activation, activation quantise
 ELEMENTWISE_TAU_US = 2.0   # launch floor of a tiny kernel under CUDA graphs (AIC system YAMLs: ~3 us)
 ELEMENTWISE_EFF = 0.7      # streaming efficiency of those kernels (AIC mem_bw_empirical_scaling_factor 0.8)
+DISPATCH_BYTES = 1.0       # EP dispatch sends FP8 activations (DeepEP low-latency / TRT-LLM default)
+COMBINE_BYTES = 2.0        # combine returns BF16
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class OpSet:
     lm_head: Curve                   # over sequences per rank
     elementwise: Curve               # norms, residuals, activations of one layer over tokens per rank
     allreduce: Curve | None          # one TP all-reduce over bytes per rank
-    alltoall: Curve | None           # one EP dispatch or combine over bytes sent per rank
+    ep_exchange: Curve | None        # one MoE layer's EP dispatch + combine over tokens per rank
     provenance: dict[str, str] = field(default_factory=dict)
     sigma: dict[str, float] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
@@ -227,7 +229,49 @@ class _Builder:
             return Curve(*got)(BYTES)
         return self._comm("allreduce", BYTES * 2.0 * (ranks - 1) / ranks, ranks)
 
+    def ep_exchange(self, m: ModelArch, lay: Layout, experts_format: str) -> np.ndarray:
+        """One MoE layer's dispatch + combine on the TOKENS grid (tokens per rank): the framework's own wide-EP
+        kernel where measured (TensorRT-LLM's NVLink all-to-all on NVL72), else an NCCL or transfer all-to-all
+        of the bytes each rank sends (FP8 out, BF16 back)."""
+        measured = self._nvlink_alltoall(m, lay, experts_format)
+        if measured is not None:
+            return measured
+        per_rank = self.alltoall(lay.ep)
+        sent = TOKENS * min(m.experts_per_token, lay.ep) * m.hidden_size
+        return Curve(BYTES, per_rank)(sent * DISPATCH_BYTES) + Curve(BYTES, per_rank)(sent * COMBINE_BYTES)
+
+    def _nvlink_alltoall(self, m: ModelArch, lay: Layout, experts_format: str) -> np.ndarray | None:
+        """The measured NVLink all-to-all at this EP degree, interpolated in log EP between measured degrees, or
+        the largest one below it (a rank's traffic does not grow with EP beyond top-k ranks)."""
+        kt = self.kt
+        if kt is None or lay.ep > self.hw.scaleup_domain:
+            return None
+        dtype = {"nvfp4": "nvfp4", "fp8_block": "fp8", "fp8": "fp8"}.get(experts_format, "bfloat16")
+
+        def at(ep: int) -> np.ndarray | None:
+            got = kt.nvlink_alltoall(m.hidden_size, m.experts_per_token, ep, dtype)
+            return None if got is None else Curve(*got)(TOKENS)
+
+        exact = at(lay.ep)
+        if exact is not None:
+            self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lay.ep}, {dtype} dispatch)",
+                       MEASURED_SIGMA)
+            return exact
+        lo, hi = 2 ** int(math.floor(math.log2(lay.ep))), 2 ** int(math.ceil(math.log2(lay.ep)))
+        t_lo, t_hi = at(lo), (at(hi) if hi != lo else None)
+        if t_lo is None:
+            return None
+        if t_hi is None:
+            self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lo} for ep{lay.ep})",
+                       2 * MEASURED_SIGMA)
+            return t_lo
+        w = (math.log(lay.ep) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lo}..ep{hi} interpolated to "
+                   f"ep{lay.ep})", 1.5 * MEASURED_SIGMA)
+        return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
+
     def alltoall(self, ranks: int) -> np.ndarray:
+        """One all-to-all over the BYTES grid (bytes each rank sends): NCCL's table within a node, else transfer."""
         got = self.kt.nccl("alltoall", ranks) if self.kt and ranks <= 8 else None
         if got is not None:
             self._note("alltoall", f"measured ({self._source('nccl_alltoall')}, {ranks} GPUs)",
@@ -329,7 +373,8 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
         lm_head=Curve(TOKENS, b.gemm("lm_head", m.vocab_size / tp, h, fmt["lm_head"])),
         elementwise=Curve(TOKENS, b.elementwise(m, lay)),
         allreduce=Curve(BYTES, b.allreduce(tp)) if tp > 1 else None,
-        alltoall=Curve(BYTES, b.alltoall(lay.ep)) if lay.ep > 1 and lay.dp > 1 else None,
+        ep_exchange=(Curve(TOKENS, b.ep_exchange(m, lay, fmt["experts"]))
+                     if m.num_moe_layers and lay.ep > 1 and lay.dp > 1 else None),
     )
     ops.provenance, ops.sigma = b.provenance, b.sigma
     ops.formats = {g: formats.describe(precision.get(g, "bf16"), f, hw) for g, f in fmt.items()}

@@ -67,17 +67,20 @@ def root_for(system: str) -> Path | None:
 @lru_cache(maxsize=64)
 def tables_version(system: str) -> str | None:
     """What keys ``system``'s slices in the disk cache: the package version, or for scoville's own tables a
-    digest of their files (a re-measured table is a new version)."""
+    digest of their files (a re-measured table is a new version); either with a digest of this module, since
+    a slice is the tables read through this code (a changed query must not return the old one's slices)."""
     root = root_for(system)
     if root is None:
         return None
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]
     if root != OWN_ROOT:
-        return package_version()
+        version = package_version()
+        return None if version is None else f"{version}-{code}"
     digest = hashlib.sha256()
     for path in sorted((OWN_ROOT / system).rglob("*.csv")):
         digest.update(str(path.relative_to(OWN_ROOT)).encode())
         digest.update(path.read_bytes())
-    return "scoville-" + digest.hexdigest()[:16]
+    return f"scoville-{digest.hexdigest()[:16]}-{code}"
 
 
 def _version_key(v: str) -> tuple:
@@ -276,6 +279,13 @@ class KernelTables:
         return self._first("comm", "custom_allreduce_perf.parquet", _Query("allreduce", (gpus,)),  # type: ignore[return-value]
                            label="allreduce")
 
+    def nvlink_alltoall(self, hidden: int, topk: int, ep: int, dispatch_dtype: str
+                        ) -> tuple[np.ndarray, np.ndarray] | None:
+        """TensorRT-LLM's NVLink all-to-all of wide expert parallelism (one-/two-sided MNNVL kernels): prepare,
+        dispatch in ``dispatch_dtype`` and a BF16 combine of one MoE layer, time over tokens per rank."""
+        return self._first("comm", "trtllm_alltoall_perf.parquet",  # type: ignore[return-value]
+                           _Query("nvlink_a2a", (hidden, topk, ep, dispatch_dtype)), label="nvlink_alltoall")
+
     def nccl(self, op: str, gpus: int) -> tuple[np.ndarray, np.ndarray] | None:
         """NCCL ``all_reduce`` / ``alltoall`` / ``all_gather`` time over bytes (newest NCCL measured)."""
         return self._first("comm", "nccl_perf.parquet", _Query("nccl", (op, gpus)), framework="nccl",  # type: ignore[return-value]
@@ -335,6 +345,20 @@ class _Query:
                 if pc.any(graphs).as_py():
                     s = s.filter(graphs)
             return _fastest_over(_np(s, "message_size") * 2.0, _np(s, "latency") * 1e-3) if s.num_rows else None
+        if self.kind == "nvlink_a2a":
+            hidden, topk, ep, dtype = k
+            s = _where(t, hidden_size=hidden, topk=topk, moe_ep_size=ep)
+            phases = [_where(s, op_name="alltoall_prepare", moe_dtype=dtype),
+                      _where(s, op_name="alltoall_dispatch", moe_dtype=dtype),
+                      _where(s, op_name="alltoall_combine", moe_dtype="bfloat16")]
+            if any(p.num_rows == 0 for p in phases):
+                return None
+            curves = [_fastest_over(_np(p, "num_tokens"), _np(p, "latency") * 1e-3) for p in phases]
+            tokens = np.intersect1d(np.intersect1d(curves[0][0], curves[1][0]), curves[2][0])
+            total = sum(t_[np.searchsorted(x, tokens)] for x, t_ in curves)
+            # more tokens never move faster: a single-token time above a larger batch's is timing noise
+            total = np.minimum.accumulate(np.asarray(total)[::-1])[::-1]
+            return (tokens, total) if tokens.size >= 2 else None
         if self.kind == "nccl":
             op, gpus = k
             s = _where(t, op_name=op, num_gpus=gpus, nccl_dtype="half")
