@@ -188,6 +188,7 @@ def test_an_mla_core_is_priced_on_its_own_frameworks_kernel():
     assert "/mla/trtllm/" in trt_src and "/mla/sglang/" in sgl_src and "/mla/trtllm/" in vllm_src
     assert sgl > 3 * trt
 
+
 @needs_tables
 def test_wide_expert_parallelism_on_nvl72_costs_tensorrt_llms_measured_nvlink_all_to_all():
     """TensorRT-LLM's NVLink all-to-all was timed on GB200 up to EP 64: EP 32 is that table, EP 72 the largest degree

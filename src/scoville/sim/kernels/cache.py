@@ -6,7 +6,8 @@ only on the installed aiconfigurator-core version and the code that slices its t
 (``tables.tables_version``), so they are kept under ``$XDG_CACHE_HOME/scoville/kernels/<version>/``
 (``~/.cache`` by default; ``SCOVILLE_CACHE_DIR`` overrides, an empty value turns the cache off). One
 ``.npz`` per slice, written atomically (temporary file + rename), so concurrent processes can only race to
-write the same content. A damaged or unreadable entry is recomputed, never trusted.
+write the same content. A damaged or unreadable entry is recomputed, never trusted. Folders of other
+versions are never read again and may be deleted (about 10 MB each).
 """
 
 from __future__ import annotations

@@ -246,7 +246,8 @@ class _Builder:
         kt = self.kt
         if kt is None or lay.ep > self.hw.scaleup_domain:
             return None
-        dtype = {"nvfp4": "nvfp4", "fp8_block": "fp8", "fp8": "fp8"}.get(experts_format, "bfloat16")
+        dtype = {"nvfp4": "nvfp4", "fp8_block": "fp8", "fp8": "fp8", "w4a8_mxfp4_mxfp8": "fp8"}.get(experts_format,
+                                                                                                 "bfloat16")
 
         def at(ep: int) -> np.ndarray | None:
             got = kt.nvlink_alltoall(m.hidden_size, m.experts_per_token, ep, dtype)

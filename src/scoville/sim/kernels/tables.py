@@ -281,8 +281,9 @@ class KernelTables:
 
     def nvlink_alltoall(self, hidden: int, topk: int, ep: int, dispatch_dtype: str
                         ) -> tuple[np.ndarray, np.ndarray] | None:
-        """TensorRT-LLM's NVLink all-to-all of wide expert parallelism (one-/two-sided MNNVL kernels): prepare,
-        dispatch in ``dispatch_dtype`` and a BF16 combine of one MoE layer, time over tokens per rank."""
+        """TensorRT-LLM's NVLink all-to-all of wide expert parallelism: one MoE layer's prepare, dispatch and
+        combine with ``dispatch_dtype`` activations, time over tokens per rank: per token count the faster of
+        its one- and two-sided MNNVL kernels, each timed whole (never one kernel's phase with the other's)."""
         return self._first("comm", "trtllm_alltoall_perf.parquet",  # type: ignore[return-value]
                            _Query("nvlink_a2a", (hidden, topk, ep, dispatch_dtype)), label="nvlink_alltoall")
 
@@ -290,6 +291,29 @@ class KernelTables:
         """NCCL ``all_reduce`` / ``alltoall`` / ``all_gather`` time over bytes (newest NCCL measured)."""
         return self._first("comm", "nccl_perf.parquet", _Query("nccl", (op, gpus)), framework="nccl",  # type: ignore[return-value]
                            label=f"nccl_{op}")
+
+
+def _strings(t: pa.Table, col: str) -> list[str]:
+    return sorted(str(v) for v in pc.unique(t[col]).to_pylist()) if t.num_rows else []
+
+
+def _nvlink_total(t: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
+    """One all-to-all kernel's MoE-layer time over tokens per rank: its prepare (the two-sided kernel has one),
+    dispatch and combine, on the token counts all of them were timed at. More tokens never move faster, so a
+    single-token time above a larger batch's is timing noise and takes the larger batch's."""
+    prepare, dispatch, combine = (_where(t, op_name=op)
+                                  for op in ("alltoall_prepare", "alltoall_dispatch", "alltoall_combine"))
+    if not dispatch.num_rows or not combine.num_rows:
+        return None
+    phases = [p for p in (prepare, dispatch, combine) if p.num_rows]
+    curves = [_fastest_over(_np(p, "num_tokens"), _np(p, "latency") * 1e-3) for p in phases]
+    tokens = curves[0][0]
+    for x, _ in curves[1:]:
+        tokens = np.intersect1d(tokens, x)
+    if tokens.size < 2:
+        return None
+    total = np.sum([lat[np.searchsorted(x, tokens)] for x, lat in curves], axis=0)
+    return tokens, np.minimum.accumulate(total[::-1])[::-1]
 
 
 def _fastest_over(x: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -347,18 +371,11 @@ class _Query:
             return _fastest_over(_np(s, "message_size") * 2.0, _np(s, "latency") * 1e-3) if s.num_rows else None
         if self.kind == "nvlink_a2a":
             hidden, topk, ep, dtype = k
-            s = _where(t, hidden_size=hidden, topk=topk, moe_ep_size=ep)
-            phases = [_where(s, op_name="alltoall_prepare", moe_dtype=dtype),
-                      _where(s, op_name="alltoall_dispatch", moe_dtype=dtype),
-                      _where(s, op_name="alltoall_combine", moe_dtype="bfloat16")]
-            if any(p.num_rows == 0 for p in phases):
+            s = _where(t, hidden_size=hidden, topk=topk, moe_ep_size=ep, moe_dtype=dtype)
+            totals = [c for src in _strings(s, "kernel_source") if (c := _nvlink_total(_where(s, kernel_source=src)))]
+            if not totals:
                 return None
-            curves = [_fastest_over(_np(p, "num_tokens"), _np(p, "latency") * 1e-3) for p in phases]
-            tokens = np.intersect1d(np.intersect1d(curves[0][0], curves[1][0]), curves[2][0])
-            total = sum(t_[np.searchsorted(x, tokens)] for x, t_ in curves)
-            # more tokens never move faster: a single-token time above a larger batch's is timing noise
-            total = np.minimum.accumulate(np.asarray(total)[::-1])[::-1]
-            return (tokens, total) if tokens.size >= 2 else None
+            return _fastest_over(np.concatenate([x for x, _ in totals]), np.concatenate([y for _, y in totals]))
         if self.kind == "nccl":
             op, gpus = k
             s = _where(t, op_name=op, num_gpus=gpus, nccl_dtype="half")
