@@ -58,11 +58,11 @@ class LevelSearch:
     goes to the other side of the hinted boundary (one above the hint after a pass, the hint itself after a
     fail) when that lies strictly inside what is still unknown; at most ``GUIDED_STEPS`` levels follow
     hints, so hints that keep landing on the wrong side cost a bounded number of extra levels. Otherwise
-    the search steps out (by ``factor``; with ``grow``, seeded searches, by ``factor ** 2**k`` with k the
-    levels measured so far clear of every limit, hinted ones included: x1.25, x1.56, x2.44, ... without hints,
-    at once x6 after three hints that missed; a seed far from the boundary is left as fast as doubling would)
-    or bisects. A level measured near a limit does not grow the step: it says the boundary is close, and a
-    noisy fail there must not send the search far below it.
+    the search steps out (by ``factor``; with ``grow``, seeded searches, by ``factor ** 2**k`` with k one
+    less than the levels measured so far clear of every limit, hinted ones included: x1.25, x1.56, x2.44, ...
+    without hints, at once x6 after three hints that missed; a seed far from the boundary is left as fast as
+    doubling would) or bisects. A level measured near a limit does not grow the step: it says the boundary
+    is close, and a noisy fail there must not send the search far below it.
     """
 
     def __init__(self, max_level: int, *, start: int = 1, factor: float = BLIND_FACTOR,
