@@ -8,12 +8,14 @@ The cost model prices a step as the sum of isolated kernel timings (aiconfigurat
 MLA-BMM tables) times the framework's ``kernel_scale`` (``data/hardware/frameworks.yaml``): how a whole step
 of fused, graph-replayed kernels compares with that sum. aiconfigurator-core also times DeepSeek-V3's whole
 MLA attention module per framework (``mla_generation_module_perf``: projections, absorbed products,
-attention core and output projection of one layer in one decode step, per batch and heads per rank). Its
-ratio to our sum of the same layer's kernels is a direct, kernel-level measurement of that factor, free of
-any end-to-end result.
+attention core and output projection of one layer in one decode step, per batch, context and heads per
+rank). Its ratio to our sum of the same layer's kernels (projection GEMMs, absorbed BMMs and the attention
+core at the same batch and context) is a direct, kernel-level measurement of that factor, free of any
+end-to-end result. The module also runs MLA's q/kv norms and RoPE, which that sum leaves out (our
+elementwise kernels are priced per whole layer), so the ratio is, if anything, an upper bound.
 
-It prints the ratio per system and framework (median and 10th-90th percentile over batch x heads x formats)
-and, per framework, the median over every cell: the ``kernel_scale`` the module tables support.
+It prints the ratio per system and framework (median and 10th-90th percentile over formats x heads x batch
+x context) and, per framework, the median over every cell: the ``kernel_scale`` the module tables support.
 """
 
 from __future__ import annotations
@@ -21,13 +23,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-import msgspec
 import numpy as np
 import pyarrow.parquet as pq
 
 from scoville.catalog.hardware import load_hardware
 from scoville.sim.cost import Parallel, StepCost
-from scoville.sim.frameworks import load_framework
 from scoville.sim.kernels import tables
 
 MODEL = "deepseek-r1"                    # the module tables time DeepSeek-V3's layer: same shapes
@@ -56,34 +56,31 @@ class Cell:
 
 
 def cells(hardware: str, framework: str) -> list[Cell]:
-    """Every (format, heads per rank, batch) cell of the newest module table of ``framework`` on ``hardware``."""
+    """Every (format, heads per rank, batch, context) cell of the newest module table of ``framework`` on
+    ``hardware``, beside our sum of that layer's kernels at the same batch and context."""
     system = load_hardware(hardware).kernel_tables
     path = tables.table_path(system, "mla", framework, "mla_generation_module_perf.parquet") if system else None
     if path is None:
         return []
     t = pq.read_table(path, columns=["mla_dtype", "gemm_type", "kv_cache_dtype", "kernel_source", "num_heads",
-                                     "batch_size", "latency"]).to_pandas()
+                                     "batch_size", "step", "latency"]).to_pandas()
     t = t[t.mla_dtype == "bfloat16"]
-    bare = msgspec.structs.replace(load_framework(framework), kernel_scale=1.0, step_overhead_us=0.0,
-                                   seq_overhead_us=0.0)
     out = []
     for (gemm, kv), (precision, kv_dtype) in FORMATS.items():
         sub = t[(t.gemm_type == gemm) & (t.kv_cache_dtype == kv)]
-        # repeats: their median; attention backends timed side by side: the fastest, as the kernel tables keep
-        med = sub.groupby(["num_heads", "batch_size", "kernel_source"]).latency.median().groupby(level=[0, 1]).min()
-        costs: dict[int, StepCost] = {}
-        for (heads, batch), ms in med.items():
+        # attention backends timed side by side: the fastest, as the kernel tables keep (``step`` is the context)
+        best = sub.groupby(["num_heads", "batch_size", "step"]).latency.min()
+        for heads, rows in best.groupby(level=0):
             if HEADS % int(heads):
                 continue                          # a shard no tp of 128 heads gives
             tp = HEADS // int(heads)
-            if tp not in costs:
-                costs[tp] = StepCost(MODEL, hardware, Parallel(tp=tp), precision, kv_dtype, framework=framework,
-                                     framework_costs=bare)
-            sc = costs[tp]
-            b = int(batch)
-            part = sc.breakdown(b, b, b, b)          # a decode step at context 1, as the module was timed
-            layer_ms = (part["attn_proj"] + part["attn_core"]) / sc.model.num_layers * 1e3
-            out.append(Cell(hardware, framework, tp, b, float(ms), float(layer_ms)))
+            ops = StepCost(MODEL, hardware, Parallel(tp=tp), precision, kv_dtype, framework=framework).ops
+            assert ops.mla_absorb is not None
+            batch = rows.index.get_level_values(1).to_numpy(dtype=float)
+            ctx = rows.index.get_level_values(2).to_numpy(dtype=float)
+            ours = ops.attn_proj(batch) + ops.mla_absorb(batch) + ops.attn_decode(batch, ctx)
+            out += [Cell(hardware, framework, tp, int(b), float(ms), float(o) * 1e3)
+                    for b, ms, o in zip(batch, rows.to_numpy(), ours, strict=True)]
     return out
 
 

@@ -1,14 +1,15 @@
 """The three seed points: scoville's prediction of the public InferenceX 8k/1k curve ends it may be fitted on.
 
     python bench/bench_sim_calibration.py           # predict the 9 seed figures and the Jalapeno what-if
-    python bench/bench_sim_calibration.py --fit     # refit TensorRT-LLM's serving-stack factors on them first
+    python bench/bench_sim_calibration.py --fit     # refit TensorRT-LLM's host costs on them first
 
 The seeds (``data/reference/inferencex_8k1k.yaml``: gpt-oss-120b on GB200, DeepSeek-R1 and Kimi K2.5 on
 GB300, all served by TensorRT-LLM/Dynamo) are the only end-to-end figures the simulator may be fitted on;
-every other public result is validation (``bench_sim_validation.py``). What the fit may set is what no
-kernel table knows: TensorRT-LLM's host time per step and per sequence and its ``kernel_scale`` (how a
-whole step of fused kernels under CUDA-graph replay compares with the sum of isolated kernel timings).
-Kernel times themselves come from the measured tables. Each figure is read off the frontier of a full
+every other public result is validation (``bench_sim_validation.py``). What the fit sets is what no
+kernel table knows: TensorRT-LLM's host time per step and per sequence. Kernel times come from the
+measured tables, and ``kernel_scale`` (a whole module against the sum of its kernels) from the module
+tables (``bench_module_scale.py``); with it held, the seeds land 17-27% slow (see the note in
+``tests/sim/test_cost_calibration.py``). Each figure is read off the frontier of a full
 default search (no MTP: the published 8k/1k ends are the non-speculative curves), with the concurrency
 capped where InferenceX stopped (512 for gpt-oss, 1024 otherwise).
 
