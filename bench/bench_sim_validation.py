@@ -20,7 +20,9 @@ ourselves; every figure here is validation. Four views:
    record their KV format, and vLLM and SGLang keep the model's dtype unless told otherwise. **2b** reads
    the same silicon frontier points off the envelope of their groups' own deployments, each predicted on its
    row (no search): what 2)'s error owes to the cost model, and what to the search.
-3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted.
+3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted. **3b** takes the predicted side
+   from the envelopes of view 2b instead of the search (each group's own measured deployments, pinned): how
+   well the cost model alone ranks two systems on the deployments that were run.
 4. **Published trends** (InferenceX blog statements, with their sources).
 
 Views 1 and 2 also print how often the measured figure lies inside the prediction's 80% band (the band
@@ -36,6 +38,7 @@ import math
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -447,27 +450,40 @@ def report_measured_deployments(res: list[Cmp], unreached: int) -> None:
 
 
 # -- 3. GPU-vs-GPU ratios ---------------------------------------------------------------------------------
-def ratios(points: list[MeasuredPoint], curves: dict[tuple, tuple[np.ndarray, np.ndarray]]) -> list[Cmp]:
-    """For two systems with the same model/precision/framework/lengths: tput ratio at a shared interactivity."""
+def ratios(points: list[MeasuredPoint], curves: dict[tuple, tuple[np.ndarray, np.ndarray]],
+           reader: Callable[[tuple, float], float | None] | None = None) -> list[Cmp]:
+    """For two systems with the same model/precision/framework/lengths: tput ratio at a shared interactivity
+    (one framework on both sides: a ratio across serving stacks is not a GPU-vs-GPU ratio). The predicted
+    side is read off ``curves`` (interpolated), or by ``reader(group, interactivity)``."""
+    read = reader or (lambda g, x: _curve_at(curves[g], x) if g in curves else None)
     by_key: dict[tuple, dict[str, list[MeasuredPoint]]] = defaultdict(lambda: defaultdict(list))
     for p in points:
         model, hw, prec, fw, isl, osl = p.group
-        by_key[(model, prec, isl, osl)][hw].append(p)
+        by_key[(model, prec, fw, isl, osl)][hw].append(p)
     out = []
-    for key, per_hw in by_key.items():
+    for (model, prec, fw, isl, osl), per_hw in by_key.items():
         hws = sorted(per_hw)
         for i, a in enumerate(hws):
             for b in hws[i + 1:]:
+                ga, gb = (model, a, prec, fw, isl, osl), (model, b, prec, fw, isl, osl)
                 for x in np.geomspace(10, 400, 12):
                     ya, yb = _measured_at(per_hw[a], x), _measured_at(per_hw[b], x)
-                    ga = next((p.group for p in per_hw[a]), None)
-                    gb = next((p.group for p in per_hw[b]), None)
-                    if ya is None or yb is None or ga not in curves or gb not in curves:
+                    if ya is None or yb is None:
                         continue
-                    pa, pb = (_curve_at(curves[g], x) for g in (ga, gb))
+                    pa, pb = read(ga, x), read(gb, x)
                     if pa and pb:
-                        out.append(Cmp(f"{_short(key[0])} {key[1] or 'native'} {a}/{b}", "", ya / yb, pa / pb))
+                        out.append(Cmp(f"{_short(model)} {prec or 'native'} {fw} {a}/{b}", "", ya / yb, pa / pb))
     return out
+
+
+def pinned_ratios(points: list[MeasuredPoint], envelopes: Envelopes) -> list[Cmp]:
+    """View 3 with each system's predicted side read off its measured deployments' envelope (no search)."""
+    curves = {g: (np.array([x for x, _ in env]), np.array([y for _, y in env])) for g, env in envelopes.items()}
+
+    def read(group: tuple, interactivity: float) -> float | None:
+        return (_achievable(*curves[group], interactivity) or None) if group in curves else None
+
+    return ratios([p for p in points if p.max_gpus is not None], {}, reader=read)
 
 
 def _measured_at(pts: list[MeasuredPoint], x: float) -> float | None:
@@ -486,8 +502,9 @@ def _curve_at(curve: tuple[np.ndarray, np.ndarray], x: float) -> float | None:
     return float(np.exp(np.interp(np.log(x), np.log(xs), np.log(ys))))
 
 
-def report_ratios(res: list[Cmp]) -> None:
-    print("\n3) GPU-vs-GPU throughput ratios at matched interactivity (measured vs predicted)")
+def report_ratios(res: list[Cmp], title: str = "3) GPU-vs-GPU throughput ratios at matched interactivity "
+                                               "(measured vs predicted)") -> None:
+    print("\n" + title)
     for name in sorted({c.group for c in res}):
         errs = np.array([c.err for c in res if c.group == name])
         meas = np.array([c.measured for c in res if c.group == name])
@@ -554,6 +571,8 @@ def main(argv: list[str] | None = None) -> int:
     report_measured_deployments(*measured_deployments(pts, envelopes))
     report_search_layouts(res, measured_layouts(rows))
     report_ratios(ratios(pts, curves))
+    report_ratios(pinned_ratios(pts, envelopes), "3b) the same ratios with both sides predicted on their groups' "
+                  "measured deployments (view 2b's envelopes, no search)")
     print("\n4) published trends (InferenceX blog; sources in data/reference/validation_public.yaml)")
     for statement, want, got, holds in trends():
         print(f"   {'holds' if holds else 'MISSES':6s} {statement}: published {want}, predicted {got}")
