@@ -15,6 +15,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from scoville.sim.frameworks import load_framework
@@ -51,3 +52,19 @@ def test_seed_figures_stay_where_the_fit_put_them(cal):
             assert 0.4 <= ratio <= 2.5, f"{name} {key}: {pred:.4g} vs {pub:.4g}"
         else:
             assert abs(ratio - 1) <= 0.30, f"{name} {key}: {pred:.4g} vs {pub:.4g}"
+
+
+@pytest.mark.slow   # 35,000 module cells against our kernel sums, six systems
+@pytest.mark.skipif(tables.data_dir() is None, reason="the module tables come with scoville[silicon]")
+def test_tensorrt_llm_kernel_scale_is_what_the_module_tables_measure():
+    """frameworks.yaml's TensorRT-LLM kernel_scale is derived, not chosen: the median whole-module / kernel-sum ratio
+    of bench/bench_module_scale.py. New tables or a changed cost model that move it fail here, not silently."""
+    path = BENCH.with_name("bench_module_scale.py")
+    spec = importlib.util.spec_from_file_location("bench_module_scale", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    cells = [c for hw in mod.SYSTEMS for c in mod.cells(hw, "trtllm")]
+    assert len(cells) > 10_000
+    measured = float(np.median([c.ratio for c in cells]))
+    assert load_framework("trtllm").kernel_scale == pytest.approx(measured, abs=0.01)
