@@ -86,6 +86,7 @@ def serve(port_file: str) -> None:
         await write(b'data: {"id":"b","choices":[],"usage":' + json.dumps(usage).encode() + b"}\n\ndata: [DONE]\n\n")
         await resp.write_eof()
         if stamps is not None:
+            assert key is not None  # stamps are only kept for a prompt with a key
             log[key] = stamps
         return resp
 
@@ -116,7 +117,7 @@ def serve(port_file: str) -> None:
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
         await site.start()
-        Path(port_file).write_text(str(site._server.sockets[0].getsockname()[1]))
+        Path(port_file).write_text(str(runner.addresses[0][1]))
         await asyncio.Event().wait()
 
     uvloop.run(main())
@@ -359,10 +360,10 @@ def main() -> None:
           f"{'lag p50':>8} {'lag p99':>8} {'lag max':>8}")
     for name in ("paced", "flood"):
         r = rows[name]
-        lag = (f"{r['lag_p50_ms']:7.3f}m {r['lag_p99_ms']:7.3f}m {r['lag_max_ms']:7.2f}m" if "lag_p99_ms" in r
-               else f"{'':>8} {'':>8} {'':>8}")
+        lag_cols = (f"{r['lag_p50_ms']:7.3f}m {r['lag_p99_ms']:7.3f}m {r['lag_max_ms']:7.2f}m"
+                    if "lag_p99_ms" in r else f"{'':>8} {'':>8} {'':>8}")
         print(f"{name:<8} {r['streams']:>7} {r['requests_ok']:>7} {r['chunks']:>8} "
-              f"{r['sustained_chunks_per_s']:>12,.0f} {r['overall_chunks_per_s']:>10,.0f} {lag}")
+              f"{r['sustained_chunks_per_s']:>12,.0f} {r['overall_chunks_per_s']:>10,.0f} {lag_cols}")
     print(f"flood: server wrote {rows['flood']['server_sent_per_s']:,.0f} chunks/s (server-side count, sustained)")
     if "peer" in rows:
         p = rows["peer"]

@@ -73,9 +73,15 @@ def server_ttft(base_url: str) -> tuple[float, int]:
     """(sum, count) of the emulator's own TTFT histogram: arrival to first token written."""
     with urllib.request.urlopen(base_url + "/metrics") as r:
         text = r.read().decode()
-    total = float(re.search(r"vllm:time_to_first_token_seconds_sum\{[^}]*\} (\S+)", text).group(1))
-    count = int(re.search(r"vllm:time_to_first_token_seconds_count\{[^}]*\} (\S+)", text).group(1))
-    return total, count
+
+    def sample(name: str) -> str:
+        m = re.search(name + r"\{[^}]*\} (\S+)", text)
+        if m is None:
+            raise SystemExit(f"{base_url}/metrics has no {name} sample: the emulator no longer exports vLLM's "
+                             "TTFT histogram under that name; update server_ttft to match")
+        return m.group(1)
+
+    return float(sample("vllm:time_to_first_token_seconds_sum")), int(sample("vllm:time_to_first_token_seconds_count"))
 
 
 def measure(handle, workload, points: list[LoadPoint], runs: Path) -> list[dict]:
@@ -175,8 +181,12 @@ def run_aiperf(venv: Path, handle, conc: int, n: int, warmup: int, isl: int, osl
         m = data.get(name) or next((x for x in data.get("records", []) if x.get("tag") == name), None)
         return None if m is None else m.get(stat, m.get("avg"))
 
-    return {"ttft_s": metric("time_to_first_token") / 1e3, "ttft_mean_s": metric("time_to_first_token", "avg") / 1e3,
-            "itl_s": metric("inter_token_latency") / 1e3,
+    ttft, ttft_mean, itl = (metric("time_to_first_token"), metric("time_to_first_token", "avg"),
+                            metric("inter_token_latency"))
+    if ttft is None or ttft_mean is None or itl is None:
+        return {"error": f"{found[0]} lacks time_to_first_token or inter_token_latency: aiperf's export format "
+                         "changed; update run_aiperf's metric names"}
+    return {"ttft_s": ttft / 1e3, "ttft_mean_s": ttft_mean / 1e3, "itl_s": itl / 1e3,
             "output_throughput": metric("output_token_throughput", "avg"),
             "isl": metric("input_sequence_length", "avg"), "osl": metric("output_sequence_length", "avg"),
             "requests": metric("request_count", "avg")}

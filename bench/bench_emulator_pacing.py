@@ -202,6 +202,7 @@ def run_point(engine: str, streams: int, interval_ms: float, tokens: int, uvloop
     child = subprocess.Popen([sys.executable, __file__, "--serve", engine, str(interval_ms / 1e3), str(streams),
                               str(int(uvloop)), str(horizon), priority], stdout=subprocess.PIPE, text=True)
     try:
+        assert child.stdout is not None  # stdout=PIPE
         url = json.loads(child.stdout.readline())["url"]
         ctx = mp.get_context("spawn")
         q = ctx.Queue()
@@ -248,7 +249,7 @@ def main() -> None:
           f"server priority {args.priority}; spin horizon {args.spin_horizon_ms} ms")
     print(f"{'loop':8} {'streams':>7} {'ms/tok':>7} {'target tok/s':>12} {'got tok/s':>10} {'tok/chunk':>9} "
           f"{'lag p50 ms':>10} {'lag p99 ms':>10} {'<=1ms':>7} {'steal':>6}")
-    best = {}
+    best: dict[str, float] = {}
     for uv in loops:
         for n, iv in grid:
             r = run_point(args.engine, n, iv, args.tokens, uv, args.spin_horizon_ms / 1e3, args.priority)

@@ -63,7 +63,7 @@ def serve(port_out: multiprocessing.Queue[int], batch: int) -> None:
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
         await site.start()
-        port_out.put(site._server.sockets[0].getsockname()[1])
+        port_out.put(runner.addresses[0][1])
         await asyncio.Event().wait()
 
     try:
@@ -126,6 +126,8 @@ def main() -> int:
     ports: multiprocessing.Queue[int] = ctx.Queue()
     server = ctx.Process(target=serve, args=(ports, args.batch), daemon=True)
     server.start()
+    assert server.pid is not None  # set by start()
+    server_pid = server.pid
     base_url = f"http://127.0.0.1:{ports.get(timeout=30)}"
 
     import ray
@@ -135,7 +137,7 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for workers in (1, 2):
-                runs = [measure(base_url, server.pid, workers, args, Path(tmp)) for _ in range(args.repeats)]
+                runs = [measure(base_url, server_pid, workers, args, Path(tmp)) for _ in range(args.repeats)]
                 results.append(max(runs, key=lambda r: r["chunks_per_s"]))
     finally:
         ray.shutdown()

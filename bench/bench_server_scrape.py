@@ -20,7 +20,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -33,6 +37,8 @@ from scoville.power.sources import plan_power, system_info  # noqa: E402
 from scoville.results.store import read_point_metrics  # noqa: E402
 from scoville.workload.synthetic import SyntheticWorkload  # noqa: E402
 
+T = TypeVar("T")
+
 
 class CountingScraper(scrape.Scraper):
     """The sweep's scraper, with the CPU time of everything it does added up per thread."""
@@ -41,7 +47,7 @@ class CountingScraper(scrape.Scraper):
     scrapes = 0
     lock = threading.Lock()
 
-    def _timed(self, fn, *args):  # type: ignore[no-untyped-def]
+    def _timed(self, fn: Callable[..., T], *args: object) -> T:
         t = time.thread_time()
         try:
             return fn(*args)
@@ -61,7 +67,7 @@ class CountingScraper(scrape.Scraper):
     def start(self, point: int) -> None:
         self._timed(super().start, point)
 
-    def stop(self, run_dir: Path, finished: int):  # type: ignore[no-untyped-def]
+    def stop(self, run_dir: Path, finished: int) -> pa.Table | None:
         return self._timed(super().stop, run_dir, finished)
 
 
@@ -102,7 +108,7 @@ def main() -> None:
               f"of {args.isl}/{args.osl} tokens per run, scrape interval {args.interval:g} s")
         print(f"{'scraping':>9} {'wall s':>7} {'client CPU s':>13} {'scraper CPU s':>14} {'scrapes':>8} "
               f"{'scraper/client':>15} {'srv req':>8} {'client req':>11}")
-        totals = {False: [], True: []}
+        totals: dict[bool, list[float]] = {False: [], True: []}
         for _ in range(args.reps):
             for on in (False, True):
                 cpu, wall, row = one_run(handle.base_url, handle.model, args, args.interval if on else 0.0,

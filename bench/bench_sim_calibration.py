@@ -55,7 +55,7 @@ def reference() -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
-def predict(model: str, hardware: str, precision: str, framework: FrameworkCosts, mtp: str = "off") -> Figures:
+def predict(model: str, hardware: str, precision: str | None, framework: FrameworkCosts, mtp: str = "off") -> Figures:
     """The four yardsticks of the default search's frontier (8k/1k, InferenceX draws and protocol)."""
     base = SimConfig(hardware=hardware, model=model, precision=precision, kv_dtype="fp8", framework="trtllm")
     with overridden(framework):

@@ -77,7 +77,9 @@ def search_speed(repeat: int, aic: str) -> None:
     print("1) scoville simulate with its default search: DeepSeek-R1 (NVFP4) on GB300, 8k/1k, one core")
     runs = Path(tempfile.mkdtemp(prefix="scoville-speed-"))
     for label, warm in (("cold cache", False), ("warm cache", True)):
-        lib, cli, note = [], [], ""
+        lib: list[float] = []
+        cli: list[float] = []
+        note = ""
         for _ in range(repeat):
             cache = runs / ("warm" if warm else f"cold-{len(lib)}")
             if warm and not cache.exists():

@@ -70,11 +70,11 @@ def run_aic(aic: str, model: str, hw: str, gpus: int, timeout: int) -> tuple[dic
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         return None, wall, f"no frontier (rc={proc.returncode}): {tail[0][:120]}"
     kw = load_hardware(hw).rated_watts / 1000
-    f = lambda r, k: float(r[k])  # noqa: E731
+    num = lambda r, k: float(r[k])  # noqa: E731
     return {
-        "peak_tput_per_kw": max(f(r, "tokens/s/gpu") for r in rows) * (ISL + OSL) / OSL / kw,
-        "max_interactivity": max(f(r, "tokens/s/user") for r in rows),
-        "min_e2e_s": min(f(r, "request_latency") for r in rows) / 1000,
+        "peak_tput_per_kw": max(num(r, "tokens/s/gpu") for r in rows) * (ISL + OSL) / OSL / kw,
+        "max_interactivity": max(num(r, "tokens/s/user") for r in rows),
+        "min_e2e_s": min(num(r, "request_latency") for r in rows) / 1000,
     }, wall, f"{len(rows)} frontier rows"
 
 

@@ -34,6 +34,7 @@ import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 TOKENS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048]
 # (n, k) of the real-vLLM check's model (hidden 512, 8 heads / 4 KV heads of 64, FFN 1408, vocab 32000), bracketed
@@ -73,7 +74,11 @@ def measure_gemm(torch, rows: list[dict], max_call_s: float) -> None:
                 if 2.0 * m * n * k / 30e9 > max_call_s:
                     break
                 x = torch.randn(m, k, dtype=torch.bfloat16)
-                ms = best_ms(lambda layer=layer, x=x: layer.cpu_linear(x, layer.weight, None))
+
+                def call(layer: Any = layer, x: Any = x) -> object:
+                    return layer.cpu_linear(x, layer.weight, None)
+
+                ms = best_ms(call)
                 rows.append(dict(framework="VLLM", op_name="gemm", kernel_source="dispatch_cpu_unquantized_gemm",
                                  gemm_dtype="bfloat16", m=m, n=n, k=k, latency=ms))
             print(f"gemm n={n} k={k}: m=1 {rows[first]['latency']:.3f} ms, m={rows[-1]['m']} "

@@ -33,11 +33,11 @@ def generated_text(rng: random.Random, n_lines: int = 60000):
     letters = "etaoinshrdlcumwfgypbvkjxqz"
     weights = [12, 9, 8, 7.5, 7, 6.7, 6.3, 6, 5.9, 4.3, 4, 2.8, 2.8,
                2.4, 2.4, 2.2, 2, 2, 1.9, 1.5, 1, .8, .2, .2, .1, .1]
-    lexicon = set()
-    while len(lexicon) < 60000:
+    words_seen: set[str] = set()
+    while len(words_seen) < 60000:
         n = rng.randint(2, 11)
-        lexicon.add("".join(rng.choices(letters, weights, k=n)))
-    lexicon = sorted(lexicon)
+        words_seen.add("".join(rng.choices(letters, weights, k=n)))
+    lexicon = sorted(words_seen)
     rng.shuffle(lexicon)
     zipf = [1.0 / (i + 1) ** 0.9 for i in range(len(lexicon))]
     punct = [",", ".", ";", ":", "?", "!"]
