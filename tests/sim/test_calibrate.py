@@ -32,6 +32,7 @@ from scoville.sim.calibrate import (
 from scoville.sim.config import SimConfig
 from scoville.sim.driver import simulate_run
 from scoville.sim.engine import step_cost
+from scoville.sim.frameworks import load_framework
 from scoville.workload.synthetic import SyntheticWorkload
 
 HW = "xeon-icx-2vcpu"
@@ -112,6 +113,7 @@ def test_profile_round_trip_and_its_framework_costs(tmp_path: Path, world: dict)
     assert (costs.step_overhead_us, costs.seq_overhead_us, costs.request_overhead_ms, costs.sigma) == (
         prof.step_overhead_us, prof.seq_overhead_us, prof.request_overhead_ms, prof.sigma)
     assert costs.kernel_scale == 1.0 and costs.name == "vllm" and world["b"].name in costs.source
+    assert costs.prefill_kernel_ratio == prof.prefill_kernel_ratio == load_framework("vllm").prefill_kernel_ratio
     assert back.deployment["max_num_batched_tokens"] == SERVING["max_num_batched_tokens"]
     assert all(p.role == "fit" for p in back.points)          # no --fit-points: every point is fitted
     back.check_applies(HW, world["model"], "vllm")

@@ -155,6 +155,21 @@ def test_framework_costs_add_host_time_and_kernel_scale_scales_only_kernels(data
     assert h["ffn"] == pytest.approx(0.5 * b["ffn"])
 
 
+def test_prefill_tokens_run_at_the_prefill_kernel_ratio_and_a_mixed_step_weighs_both(datasheet):
+    hw = datasheet()
+    fw = msgspec.structs.replace(load_framework("vllm"), kernel_scale=1.0, prefill_kernel_ratio=1.0)
+    flat = StepCost("llama-3.1-8b", hw, framework_costs=fw)
+    split = StepCost("llama-3.1-8b", hw, framework_costs=msgspec.structs.replace(fw, prefill_kernel_ratio=1.5))
+    decode = (8, 8, 8000.0, 8000.0, 8, 8000.0)                 # eight sequences, one token each
+    prefill = (1024, 1, 1024 * 1025 / 2, 1024.0, 0, 0.0)         # one fresh 1k prompt
+    mixed = (1032, 9, 8000.0 + 1024 * 1025 / 2, 9024.0, 8, 8000.0)
+    assert split.breakdown(*decode)["ffn"] == pytest.approx(flat.breakdown(*decode)["ffn"])
+    assert split.breakdown(*prefill)["ffn"] == pytest.approx(1.5 * flat.breakdown(*prefill)["ffn"])
+    share = 1024 / 1032
+    assert split.breakdown(*mixed)["ffn"] == pytest.approx((1 + 0.5 * share) * flat.breakdown(*mixed)["ffn"])
+    assert split.breakdown(*prefill)["overhead"] == pytest.approx(flat.breakdown(*prefill)["overhead"])
+
+
 def test_four_bit_weights_run_weight_only_on_a_chip_without_fp4():
     hopper = StepCost("deepseek-r1", "h200", Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8")
     blackwell = StepCost("deepseek-r1", "b200", Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8")

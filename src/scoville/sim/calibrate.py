@@ -147,8 +147,10 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A calibration of one model on one hardware entry under one serving framework.
 
     ``kernel_factor`` is the whole multiplier on kernel times (the framework prior's ``kernel_scale`` is
-    folded in, so :meth:`framework_costs` carries ``kernel_scale`` 1). ``sigma`` is the fit's residual spread
-    in log space (degrees of freedom counted), which becomes the host-cost uncertainty of every step.
+    folded in, so :meth:`framework_costs` carries ``kernel_scale`` 1); prefill kernels keep the prior's
+    ``prefill_kernel_ratio`` to it, which the fit holds (trials replace ``kernel_scale`` only). ``sigma`` is
+    the fit's residual spread in log space (degrees of freedom counted), which becomes the host-cost
+    uncertainty of every step.
     """
 
     schema_version: int
@@ -161,6 +163,7 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     seq_overhead_us: float
     request_overhead_ms: float
     sigma: float
+    prefill_kernel_ratio: float = 1.0     # the framework prior's, held through the fit (module tables)
     prior: dict[str, float] = {}
     deployment: dict[str, Any] = {}
     fitted_on: list[FitPoint] = []
@@ -173,6 +176,7 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         if self.kind != PROFILE_KIND:
             raise ValueError(f"kind is {self.kind!r}, not {PROFILE_KIND!r}")
         _check_finite("kernel_factor", self.kernel_factor, zero_ok=False)
+        _check_finite("prefill_kernel_ratio", self.prefill_kernel_ratio, zero_ok=False)
         for name in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms", "sigma"):
             _check_finite(name, getattr(self, name), zero_ok=True)
 
@@ -181,7 +185,7 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         runs = sorted({p.run_id for p in self.fitted_on})
         return FrameworkCosts(name=self.framework, step_overhead_us=self.step_overhead_us,
                               seq_overhead_us=self.seq_overhead_us, request_overhead_ms=self.request_overhead_ms,
-                              sigma=self.sigma, kernel_scale=1.0,
+                              sigma=self.sigma, kernel_scale=1.0, prefill_kernel_ratio=self.prefill_kernel_ratio,
                               source=f"calibrated {self.created} on {len(self.fitted_on)} point(s) of "
                                      f"{', '.join(runs) or 'no runs'}")
 
@@ -769,6 +773,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
         created=datetime.now(UTC).isoformat(timespec="seconds"), scoville_version=scoville.__version__,
         kernel_factor=fitted["kernel_factor"], step_overhead_us=fitted["step_overhead_us"],
         seq_overhead_us=fitted["seq_overhead_us"], request_overhead_ms=fitted["request_overhead_ms"],
+        prefill_kernel_ratio=prior.prefill_kernel_ratio,
     )
     report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma)
     return profile, report

@@ -245,7 +245,9 @@ class StepCost:
         fw = self.framework
         out["overhead"] = (fw.step_overhead_us + fw.seq_overhead_us * S) * 1e-6
         scale = self.kernel_factor * fw.kernel_scale
-        if scale != 1.0:
+        if fw.prefill_kernel_ratio != 1.0:      # prefill tokens run at their own measured scale
+            scale = scale * (1.0 + (fw.prefill_kernel_ratio - 1.0) * Tp / _pos(xp, T, scalar))
+        if np.any(scale != 1.0):
             for key in ("attn_proj", "attn_core", "ffn", "lm_head", "comm", "draft"):
                 out[key] = out[key] * scale
         return out

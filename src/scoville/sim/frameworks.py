@@ -36,10 +36,15 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
     # The stack's kernels run as a whole step relative to the sum of their isolated table timings: fusion and
     # CUDA-graph replay (< 1) or gaps between kernels (> 1). 1.0 where nothing was fitted.
     kernel_scale: float = 1.0
+    # Prefill kernels' scale relative to ``kernel_scale`` (whole prefill module / kernel sum over whole decode
+    # module / kernel sum); a mixed step weighs the two by its tokens of each phase. 1.0 where not measured.
+    prefill_kernel_ratio: float = 1.0
 
     def __post_init__(self) -> None:
-        if not 0.05 <= self.kernel_scale <= 20:
-            raise ValueError(f"{self.name}.kernel_scale must be within 0.05-20, got {self.kernel_scale}")
+        for field in ("kernel_scale", "prefill_kernel_ratio"):
+            value = getattr(self, field)
+            if not 0.05 <= value <= 20:
+                raise ValueError(f"{self.name}.{field} must be within 0.05-20, got {value}")
         for field in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms"):
             value = getattr(self, field)
             if not (value >= 0 and value < 1e9):
