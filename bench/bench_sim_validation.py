@@ -122,7 +122,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[st
         isl, osl, spread = _lengths(rs[0])
         try:
             cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": prec,
-                                            "kv_dtype": kv_dtype or resolve_kv_dtype(None, hw),
+                                            "kv_dtype": kv_dtype or resolve_kv_dtype(None, hw, model, fw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
                                             "max_num_seqs": 4096})
             est = estimate(cfg, isl, osl, np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread)
@@ -284,17 +284,18 @@ def pinned_public() -> dict[str, list[Cmp]]:
         fixed = "range ratio 1" in (p.get("note") or "")
         f = 1.0 if fixed else RANGE
         prec = _precision(model, p.get("precision"), p["hardware"])
+        fw = _public_framework(p)
         try:
             cfg = SimConfig.model_validate({"hardware": p["hardware"], "model": model, "precision": prec,
-                                            "kv_dtype": resolve_kv_dtype(None, p["hardware"]),
-                                            "framework": _public_framework(p),
+                                            "kv_dtype": resolve_kv_dtype(None, p["hardware"], model, fw),
+                                            "framework": fw,
                                             "parallel": {"tp": tp, "dp": dp if dp > 1 and ep > 1 else 1,
                                                          "ep": ep}, "max_num_seqs": 4096})
             est = estimate(cfg, p["isl"] * f, p["osl"] * f, np.array([float(p["concurrency"])]),
                            osl_spread=1.0 if fixed else 1 / RANGE)
         except (UserError, ValueError):
             continue
-        name = f"{_short(model)} {p['hardware']} {_public_framework(p)} {p.get('precision')} {p['isl']}/{p['osl']}"
+        name = f"{_short(model)} {p['hardware']} {fw} {p.get('precision')} {p['isl']}/{p['osl']}"
         out["tpot"].append(Cmp(name, "public", p["tpot_ms"], est.tpot[0] * 1e3))
         if p.get("tput_per_gpu_total"):
             out["tput"].append(Cmp(name, "public", p["tput_per_gpu_total"], float(est.total_tput_per_accelerator[0])))
@@ -334,7 +335,7 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
         g = key[:6]
         model, hw, prec, fw, isl, osl = g
         base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
-                         kv_dtype=resolve_kv_dtype(None, hw), framework=fw)
+                         kv_dtype=resolve_kv_dtype(None, hw, model, fw), framework=fw)
         # silicon groups are unified, non-speculative deployments of a few sizes: search that space; public
         # points are InferenceX's frontiers over everything it ran: the default search
         gpus = max((p.max_gpus or 0) for p in pts)
@@ -518,8 +519,8 @@ def report_ratios(res: list[Cmp], title: str = "3) GPU-vs-GPU throughput ratios 
 # -- 4. trends ----------------------------------------------------------------------------------------------
 def _curve(hw: str, model: str, precision: str | None, framework: str, isl: int = 8192, osl: int = 1024,
            disagg: bool = True, mtp: str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    base = SimConfig(hardware=hw, model=model, precision=precision, kv_dtype=resolve_kv_dtype(None, hw),
-                     framework=framework)
+    base = SimConfig(hardware=hw, model=model, precision=precision,
+                     kv_dtype=resolve_kv_dtype(None, hw, model, framework), framework=framework)
     r = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=64,
                space=SearchSpace(max_concurrency=4096, disaggregation=disagg, mtp=mtp))
     return (np.array([p.interactivity for p in r.frontier])[::-1],

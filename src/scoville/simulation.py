@@ -79,16 +79,49 @@ def parse_mtp(value: str | None) -> tuple[str, SpeculativeConfig | None]:
     return "pinned", spec
 
 
-def resolve_kv_dtype(value: str | None, hardware: str) -> str:
-    """``kv_dtype="auto"``: FP8 where the chip has FP8 math (what InferenceX's recipes run), else BF16."""
+def resolve_kv_dtype(value: str | None, hardware: str, model: str | None = None, framework: str | None = None) -> str:
+    """``kv_dtype="auto"``: FP8 where the chip has FP8 math (what InferenceX's recipes run), else BF16; and BF16
+    where the serving framework's own measured decode attention runs slower on an FP8 cache than on BF16
+    (:func:`fp8_cache_is_slower`: SGLang's MLA kernel on Hopper), given ``model`` and ``framework``."""
     from scoville.catalog.hardware import load_hardware
 
     v = (value or "auto").lower()
     if v == "auto":
-        return "fp8" if "fp8" in load_hardware(hardware).flops_tflops else "bf16"
+        if "fp8" not in load_hardware(hardware).flops_tflops:
+            return "bf16"
+        slower = model is not None and framework is not None and fp8_cache_is_slower(hardware, model, framework)
+        return "bf16" if slower else "fp8"
     if v not in ("bf16", "fp8"):
         raise SimConfigError(f"--kv-dtype {value!r}: use auto, bf16 or fp8")
     return v
+
+
+KV_CHOICE_SHAPE = (8, 64.0, 8192.0)    # tp (heads per rank), sequences, context: a typical 8k/1k decode step
+
+
+def fp8_cache_is_slower(hardware: str, model: str, framework: str) -> bool:
+    """Whether ``framework``'s measured decode attention core for ``model`` on ``hardware`` takes longer with an
+    FP8 KV cache than with BF16, at ``KV_CHOICE_SHAPE``. Only measured kernels can say so (on the roofline an
+    FP8 cache reads half the bytes); without tables for both formats the answer is no."""
+    from scoville.catalog.hardware import load_hardware
+    from scoville.catalog.models import load_model
+    from scoville.sim.kernels import tables
+    from scoville.sim.kernels.curve import Surface
+
+    system = load_hardware(hardware).kernel_tables
+    if not system or tables.root_for(system) is None:
+        return False
+    m, kt = load_model(model), tables.KernelTables(system, framework)
+    tp, seqs, ctx = KV_CHOICE_SHAPE
+    heads = max(m.num_heads // tp, 1)
+    times = {}
+    for kv in ("fp8", "bfloat16"):               # the tables' own names of the two cache formats
+        grid = (kt.mla_decode(heads, kv) if m.attention == "mla"
+                else kt.gqa_decode(heads, max(m.num_kv_heads // tp, 1), m.head_dim, kv))
+        if grid is None:
+            return False
+        times[kv] = float(Surface(grid.x, grid.y, grid.t)(seqs, ctx))
+    return times["fp8"] > times["bfloat16"]
 
 
 def mean_lengths(workload: Any) -> tuple[float, float, float]:
@@ -114,7 +147,7 @@ def base_config(spec: SimulateSpec, pinned_drafts: SpeculativeConfig | None) -> 
     if not spec.hardware or not spec.model:
         raise SimConfigError("give --hardware and --model (or a --config file that names them)")
     return SimConfig.parse({"hardware": spec.hardware, "model": spec.model, "precision": spec.precision,
-                            "kv_dtype": resolve_kv_dtype(spec.kv_dtype, spec.hardware),
+                            "kv_dtype": resolve_kv_dtype(spec.kv_dtype, spec.hardware, spec.model, spec.framework),
                             "speculative": pinned_drafts.model_dump() if pinned_drafts else None, **common},
                            where="options")
 

@@ -14,8 +14,10 @@ from typer.testing import CliRunner
 from scoville.errors import UserError
 from scoville.results.store import read_point_metrics
 from scoville.sim.config import SimConfig
+from scoville.sim.kernels import tables
 from scoville.sim.search import MTP_ACCEPTANCE, SearchSpace, draft_options, instance_layouts, pareto, search
 from scoville.sim.steady import estimate
+from scoville.simulation import fp8_cache_is_slower, resolve_kv_dtype
 
 BASE = SimConfig(hardware="h200", model="llama-3.1-8b", kv_dtype="fp8")
 ISL, OSL = 0.9 * 1024, 0.9 * 1024
@@ -84,6 +86,19 @@ def test_disaggregated_pools_are_sized_and_priced(result):
 def test_a_model_that_fits_nowhere_is_one_line():
     with pytest.raises(UserError, match="does not fit"):
         search(SimConfig(hardware="h100", model="deepseek-r1"), ISL, OSL, space=SearchSpace(max_accelerators=8))
+
+
+@pytest.mark.skipif(tables.data_dir() is None, reason="the choice reads measured kernel tables (scoville[silicon])")
+def test_auto_kv_cache_is_fp8_unless_the_frameworks_own_kernel_runs_it_slower():
+    # SGLang's FP8 MLA decode kernel on Hopper takes ~6x its BF16 one at 16 heads, 64 sequences, 8k context;
+    # TensorRT-LLM's is faster on FP8, and on Blackwell both are
+    assert fp8_cache_is_slower("h200", "deepseek-r1", "sglang")
+    assert resolve_kv_dtype("auto", "h200", "deepseek-r1", "sglang") == "bf16"
+    assert resolve_kv_dtype("auto", "h200", "deepseek-r1", "trtllm") == "fp8"
+    assert resolve_kv_dtype("auto", "b200", "deepseek-r1", "sglang") == "fp8"
+    assert resolve_kv_dtype("auto", "h200") == "fp8"                      # nothing to compare without the stack
+    assert resolve_kv_dtype("fp8", "h200", "deepseek-r1", "sglang") == "fp8"   # an explicit choice stands
+    assert resolve_kv_dtype("auto", "a100", "deepseek-r1", "sglang") == "bf16"   # no FP8 math
 
 
 def _app() -> typer.Typer:

@@ -67,7 +67,8 @@ def register(app: typer.Typer) -> None:
         precision: Annotated[str | None, typer.Option(
             help="Weight precision: native (checkpoint), fp8, nvfp4/mxfp4/fp4, int4, bf16.")] = None,
         kv_dtype: Annotated[str, typer.Option(
-            "--kv-dtype", help="KV cache: auto (fp8 where supported) | bf16 | fp8.")] = "auto",
+            "--kv-dtype", help="KV cache: auto (fp8 where supported, bf16 where the framework's measured "
+                               "attention kernel runs fp8 slower) | bf16 | fp8.")] = "auto",
         framework: Annotated[str, typer.Option(
             help="Serving stack whose kernels and overheads to use: vllm | sglang | trtllm.")] = "vllm",
         mtp: Annotated[str, typer.Option(
