@@ -224,6 +224,22 @@ def test_wide_expert_parallelism_on_nvl72_costs_tensorrt_llms_measured_nvlink_al
 
 
 @needs_tables
+def test_wide_ep_experts_run_tensorrt_llms_wideep_module_only_where_it_serves_them():
+    """Attention DP with experts beyond one 8-GPU board runs TensorRT-LLM's WideEP MoE (its own measured table,
+    slower than the fused MoE at decode-size batches); EP 8, no attention DP, or another framework keep the
+    framework's MoE table."""
+    def experts(framework: str, tp: int, dp: int, ep: int) -> StepCost:
+        return StepCost("deepseek-r1", "gb200", Parallel(tp=tp, dp=dp, ep=ep), precision="nvfp4", kv_dtype="fp8",
+                        framework=framework)
+
+    wide = experts("trtllm", 1, 32, 32)
+    assert "wideep_moe_perf" in wide.ops.provenance["moe"] and "no load balancer" in wide.ops.provenance["moe"]
+    for framework, tp, dp, ep in (("trtllm", 1, 8, 8), ("trtllm", 32, 1, 32), ("sglang", 1, 32, 32)):
+        assert "wideep" not in experts(framework, tp, dp, ep).ops.provenance["moe"], (framework, tp, dp, ep)
+    assert wide.ops.moe is not None and wide.ops.moe(160.0) > experts("sglang", 1, 32, 32).ops.moe(160.0)
+
+
+@needs_tables
 def test_measured_backend_refuses_a_chip_without_tables():
     with pytest.raises(UserError, match="no measured kernel tables"):
         StepCost("llama-3.1-8b", "mi355x", backend="measured")

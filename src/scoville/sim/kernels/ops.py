@@ -40,6 +40,7 @@ ELEMENTWISE_TAU_US = 2.0   # launch floor of a tiny kernel under CUDA graphs (AI
 ELEMENTWISE_EFF = 0.7      # streaming efficiency of those kernels (AIC mem_bw_empirical_scaling_factor 0.8)
 DISPATCH_BYTES = 1.0       # EP dispatch sends FP8 activations (DeepEP low-latency / TRT-LLM default)
 COMBINE_BYTES = 2.0        # combine returns BF16
+WIDE_EP_BEYOND = 8         # TensorRT-LLM serves EP above one 8-GPU board with attention DP on its WideEP module
 
 
 @dataclass(frozen=True)
@@ -146,27 +147,46 @@ class _Builder:
         return self._transfer("moe", f"moe.{dtype}", f, b, self.hw.peak_flops(work.rate_key(dtype)))
 
     def _moe_measured(self, m: ModelArch, lay: Layout, dtype: str) -> np.ndarray | None:
+        """The measured routed-expert time: TensorRT-LLM's WideEP module where its wide expert-parallel path runs
+        (``wide_ep``), else the framework's MoE table; interpolated in log EP between measured degrees."""
         kt = self.kt
         if kt is None:
             return None
-        args = (m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts, lay.moe_tp)
+        shape = (m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts)
+        if self.wide_ep(lay):
+            got = self._moe_over_ep(lay, lambda ep: kt.wideep_moe(*shape, ep, dtype, "power_law_1.01"), "wideep_moe",
+                                    f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, no load balancer")
+            if got is not None:
+                return got
+        return self._moe_over_ep(lay, lambda ep: kt.moe(*shape, lay.moe_tp, ep, dtype, "power_law_1.01"), "moe",
+                                 f"{dtype}, ep{lay.ep}, power-law routing")
+
+    def wide_ep(self, lay: Layout) -> bool:
+        """Whether TensorRT-LLM would serve this layout on its WideEP path: attention data-parallel, experts
+        spread beyond one 8-GPU board (its wide-EP recipes; the WideEP module requires attention DP)."""
+        return self.framework == "trtllm" and lay.dp > 1 and lay.ep > WIDE_EP_BEYOND
+
+    def _moe_over_ep(self, lay: Layout, table: Any, label: str, detail: str) -> np.ndarray | None:
+        """``table(ep)`` (tokens, seconds) at this EP degree, or interpolated in log EP between the powers of two
+        around it; None where neither holds the shape. ``label`` names the table in ``KernelTables.sources``."""
+        kt = self.kt
+        assert kt is not None
 
         def at(ep: int) -> np.ndarray | None:
-            got = kt.moe(*args, ep, dtype, "power_law_1.01")
+            got = table(ep)
             return None if got is None else Curve(*got)(TOKENS)
 
         exact = at(lay.ep)
-        src = f"measured ({kt.source('moe')}, {dtype}, ep{lay.ep}, power-law routing)"
         if exact is not None:
-            self._note("moe", src, MEASURED_SIGMA)
+            self._note("moe", f"measured ({kt.source(label)}, {detail})", MEASURED_SIGMA)
             return exact
         lo, hi = 2 ** int(math.floor(math.log2(lay.ep))), 2 ** int(math.ceil(math.log2(lay.ep)))
         t_lo, t_hi = at(lo), at(hi)
         if t_lo is None or t_hi is None or lo == hi:
             return None
         w = (math.log(lay.ep) - math.log(lo)) / (math.log(hi) - math.log(lo))
-        self._note("moe", src.replace(f"ep{lay.ep}", f"ep{lo}..ep{hi} interpolated to ep{lay.ep}"),
-                   1.5 * MEASURED_SIGMA)
+        interpolated = detail.replace(f"ep{lay.ep}", f"ep{lo}..ep{hi} interpolated to ep{lay.ep}")
+        self._note("moe", f"measured ({kt.source(label)}, {interpolated})", 1.5 * MEASURED_SIGMA)
         return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
 
     # -- attention cores -----------------------------------------------------------------------------

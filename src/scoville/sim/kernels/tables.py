@@ -241,6 +241,14 @@ class KernelTables:
         key = (hidden, inter, topk, experts, tp, ep, dtype, distribution)
         return self._first("moe", "moe_perf.parquet", _Query("moe", key))  # type: ignore[return-value]
 
+    def wideep_moe(self, hidden: int, inter: int, topk: int, experts: int, ep: int, dtype: str,
+                   distribution: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """TensorRT-LLM's WideEP expert compute (the MoE module its wide expert-parallel deployments run, with
+        no redundant expert slots and no load balancer), time over global tokens; TensorRT-LLM tables only."""
+        key = (hidden, inter, topk, experts, ep, dtype, distribution)
+        return self._first("moe", "wideep_moe_perf.parquet", _Query("wideep_moe", key),  # type: ignore[return-value]
+                           framework="trtllm", label="wideep_moe")
+
     # -- attention cores: time over (batch, context) -----------------------------------------------------
     def gqa_decode(self, heads: int, kv_heads: int, head_dim: int, kv_dtype: str, window: int = 0) -> Grid | None:
         return self._first("attention", "generation_attention_perf.parquet",  # type: ignore[return-value]
@@ -336,6 +344,11 @@ class _Query:
             hidden, inter, topk, experts, tp, ep, dtype, dist = k
             s = _where(t, hidden_size=hidden, inter_size=inter, topk=topk, num_experts=experts, moe_tp_size=tp,
                        moe_ep_size=ep, moe_dtype=dtype, distribution=dist)
+            return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
+        if self.kind == "wideep_moe":
+            hidden, inter, topk, experts, ep, dtype, dist = k
+            s = _where(t, op_name="wideep_moe", hidden_size=hidden, inter_size=inter, topk=topk, num_experts=experts,
+                       num_slots=experts, moe_tp_size=1, moe_ep_size=ep, moe_dtype=dtype, distribution=dist)
             return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
         if self.kind == "gqa_decode":
             heads, kvh, hd, kv, window = k
