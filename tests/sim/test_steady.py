@@ -8,12 +8,14 @@ follows a warm-up in the same closed loop, as scoville's client does).
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 import pytest
 
 from scoville.load import LoadPoint
 from scoville.sim.config import SimConfig
 from scoville.sim.driver import point_rows
+from scoville.sim.frameworks import load_framework, overridden
 from scoville.sim.steady import Protocol, estimate
 from scoville.workload.synthetic import scenario
 
@@ -69,3 +71,16 @@ def test_a_front_end_slower_than_the_chip_caps_the_request_rate_in_estimator_and
     assert est.ttft[0] == pytest.approx(0.2, rel=0.1)       # ... but never queues behind itself
     for i, r in enumerate(rows):
         assert r["request_throughput"] == pytest.approx(est.request_rate[i], rel=0.1)
+
+
+def test_the_ttft_band_carries_the_front_ends_host_uncertainty():
+    """A time to first token spent mostly in the front end is as uncertain as the framework's host costs (their
+    stated sigma), not as sure as the prefill kernels."""
+    cfg = SimConfig(hardware="h200", model="llama-3.1-8b", framework="vllm")
+    prior = load_framework("vllm")
+    sigma_ttft = {}
+    for front_ms in (0.0, 50.0):
+        with overridden(msgspec.structs.replace(prior, request_overhead_ms=front_ms, sigma=1.0)):
+            sigma_ttft[front_ms] = float(estimate(cfg, 512, 128, [1.0]).sigma_ttft[0])
+    assert sigma_ttft[50.0] > sigma_ttft[0.0] + 0.3
+    assert sigma_ttft[50.0] <= 1.0

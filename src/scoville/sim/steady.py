@@ -135,6 +135,14 @@ def _front_end(request_s: float, arrivals_per_s: np.ndarray, users: np.ndarray) 
     return request_s + np.minimum(wait, np.maximum(users - 1.0, 0.0) * request_s)
 
 
+def _ttft_sigma(kernel_sigma: Any, front_s: np.ndarray, ttft_s: np.ndarray, host_sigma: float) -> np.ndarray:
+    """Log-space uncertainty of a time to first token: the share spent in the front end carries the framework's
+    host-cost uncertainty (``FrameworkCosts.sigma``: ``request_overhead_ms`` is a prior or a fit), the rest
+    (prefill steps and the queueing they set) the kernels'; summed as fully correlated, as a step's are."""
+    share = np.clip(front_s / np.maximum(ttft_s, 1e-12), 0.0, 1.0)
+    return (1.0 - share) * kernel_sigma + share * host_sigma
+
+
 def _burst_front_end(request_s: float, c: np.ndarray) -> np.ndarray:
     """Mean time the ``c`` simultaneous prompts of a burst spend in one front end: the i-th leaves it after i
     service times."""
@@ -232,6 +240,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     n = _bisect(h, lo, hi)
     s, lam, ttft_min = state(n)
     ttft = np.maximum((c - n) / lam, ttft_min)
+    sigma_ttft = _ttft_sigma(np.interp(n, grid, sig_m), _front_end(request_s, lam, c), ttft, cost.framework.sigma)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
     waves = np.minimum(c, n_max + 1)
@@ -241,7 +250,6 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     rate = c / e2e_ss * config.replicas / stretch
     e2e = ttft + (O - 1.0) * tpot
     sigma = np.interp(n, grid, sig_d)
-    sigma_ttft = np.interp(n, grid, sig_m)
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
                           decoding=n * config.replicas, sigma=sigma, sigma_ttft=sigma_ttft,
                           accelerators=config.accelerators, isl=P, osl=float(osl))
@@ -298,6 +306,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     s, lam, ttft_min = state(N)
     lam = np.minimum(lam, capacity * 0.999)
     ttft = np.maximum((c_all - N) / lam, ttft_min)
+    sigma_ttft = _ttft_sigma(sig_p, _front_end(request_s, lam / fronts, c_all / fronts), ttft, pc.framework.sigma)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
     burst = _wave_steps(c_all, d.prefill.replicas * per / steps) * t_batch / steps + xfer
@@ -307,7 +316,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     e2e = ttft + (O - 1.0) * tpot
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
                           decoding=N, sigma=np.interp(N / reps, grid, sig_d),
-                          sigma_ttft=np.full_like(c_all, sig_p), accelerators=config.accelerators,
+                          sigma_ttft=sigma_ttft, accelerators=config.accelerators,
                           isl=P, osl=float(osl))
 
 
