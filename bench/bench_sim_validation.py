@@ -319,9 +319,13 @@ def report_pinned_public(res: dict[str, list[Cmp]]) -> None:
 
 
 def _precision(model: str, prec: str | None, hw: str) -> str | None:
-    if prec in (None, "fp8") or model == "gpt-oss-120b":
-        return None if prec is None or model == "gpt-oss-120b" else prec
-    return "mxfp4" if load_hardware(hw).vendor == "amd" else "nvfp4"
+    """The ``--precision`` a group's checkpoint needs: gpt-oss ships in MXFP4 (its native format); a 4-bit
+    float group is the vendor's FP4 (NVFP4 on NVIDIA, MXFP4 on AMD); FP8 and INT4 are themselves."""
+    if prec is None or model == "gpt-oss-120b":
+        return None
+    if prec in ("fp4", "nvfp4", "mxfp4"):
+        return "mxfp4" if load_hardware(hw).vendor == "amd" else "nvfp4"
+    return prec
 
 
 def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[np.ndarray, np.ndarray]], float]:

@@ -13,6 +13,13 @@ Rows are therefore merged per *measurement* (model, system, framework, precision
 concurrency, TTFT, TPOT); a measurement published with two different layouts is dropped as ambiguous, and so
 is a row whose layout does not add up (tp × attention-dp ≠ moe-tp × moe-ep).
 
+The InferenceX rows of the file write an expert-parallel deployment with its GPU count multiplied by the EP
+degree: InferenceX's "tp 8, ep 8" (8 GPUs, experts split 8 ways; the row id ends ``_tp8_ep8``) appears as
+tp 64, moe-tp 8, moe-ep 8, or as attention-dp 64; "tp 4, ep 4" as tp 16 or as tp 4 × attention-dp 4 with
+moe-ep 16. ``_layout`` undoes that (checked against every row whose id carries its ``_tpX_epY``: all 2,163
+agree, 234 of them corrected); AIC's own measurements (the ``aic-auto-gap`` rows, whose moe-tp × moe-ep
+really is their GPU count) are read as written.
+
 Split: every measurement is assigned to ``dev`` or ``holdout`` by a hash of that key. Development looked at
 ``dev`` only (to find missing terms in the model, never to set a number); ``holdout`` is reported apart.
 """
@@ -97,6 +104,23 @@ def _int(x: str) -> int:
     return int(float(x)) if x not in ("", None) else 0
 
 
+def _layout(r: dict[str, str]) -> tuple[int, int, int]:
+    """An aggregated row's (tp, attention dp, moe ep), with the InferenceX rows' EP inflation undone (module
+    docstring): where moe-tp and moe-ep both exceed 1, or tp and attention-dp both do, the deployment ran on
+    moe-tp (resp. tp) GPUs with attention TP or attention DP across all of them."""
+    tp, dp = _int(r["tp_size"]) or 1, _int(r["attention_dp_size"]) or 1
+    moe_tp, ep = _int(r["moe_tp_size"]) or 1, _int(r["moe_ep_size"]) or 1
+    if "aic-auto-gap" in r["silicon_data_source"]:
+        return tp, dp, ep
+    if moe_tp > 1 and ep > 1:
+        gpus = moe_tp
+    elif tp > 1 and dp > 1:
+        gpus, ep = tp, ep // tp
+    else:
+        return tp, dp, ep
+    return (gpus, 1, ep) if dp == 1 else (1, gpus, ep)
+
+
 def _pool(r: dict[str, str], pre: str) -> tuple[int, int, int] | None:
     """A disaggregated row's pool layout (tp, attention dp, moe ep) from the columns prefixed ``pre``."""
     if not r[f"{pre}tp_size"]:
@@ -124,6 +148,7 @@ def load_silicon() -> list[SiliconRow]:
                 continue
             conc = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
             concurrency = int(conc.group(1)) if conc else _int(r["batch_size"])
+            tp, dp, ep = _layout(r)
             key = "|".join(str(x) for x in (r["model_path"], r["system"], r["backend"], r["precision"], r["mode"],
                                             r["isl"], r["osl"], concurrency, round(float(r["silicon_ttft_ms"]), 3),
                                             round(float(r["silicon_tpot_ms"]), 4)))
@@ -131,7 +156,7 @@ def load_silicon() -> list[SiliconRow]:
                 id=r["id"], split=_split(key), model=model, model_id=r["model_path"], hardware=hw,
                 framework=r["backend"], framework_version=r["backend_version"], precision=PRECISION.get(r["precision"]),
                 mode=r["mode"], isl=_int(r["isl"]), osl=_int(r["osl"]), concurrency=concurrency,
-                tp=_int(r["tp_size"]) or 1, dp=_int(r["attention_dp_size"]) or 1, ep=_int(r["moe_ep_size"]) or 1,
+                tp=tp, dp=dp, ep=ep,
                 prefill=_pool(r, "prefill_"), decode=_pool(r, "decode_"),
                 ttft_ms=float(r["silicon_ttft_ms"]), tpot_ms=float(r["silicon_tpot_ms"]),
                 source=r["silicon_data_source"].split(";")[0]))
