@@ -111,7 +111,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[st
     their KV-cache format: ``kv_dtype`` None takes ``simulate``'s auto (FP8 where the chip has FP8 math)."""
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
-        if r.mode == "agg":
+        if r.mode == "agg" and not r.suspected_speculative:
             group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, "gap" in r.source)
             groups[group].append(r)
     out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_light_load": []}
@@ -215,24 +215,28 @@ class MeasuredPoint:
     interactivity: float
     tput: float
     source: str
-    max_gpus: int | None = None   # largest deployment measured in the group (silicon rows: unified, no MTP)
+    max_gpus: int | None = None   # largest deployment measured in the group (silicon rows: unified)
+    speculative: bool = False     # the group holds suspected speculative runs (validation_data): search MTP too
 
 
 def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
     """Measured points on each group's own upper envelope (the published curve)."""
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
-        if r.mode == "agg" and "gap" not in r.source:
-            groups[(r.model, r.hardware, r.precision, r.framework, r.isl, r.osl)].append(r)
+        if (r.mode == "agg" or r.gpus_total) and "gap" not in r.source:
+            groups[(r.model, r.hardware, r.precision, r.framework, r.isl, r.osl, r.mode)].append(r)
     out = []
-    for g, rs in groups.items():
+    for (*group, mode), rs in groups.items():
+        g = tuple(group)
         pts = [(1e3 / r.tpot_ms, measured_tput(r), r.split) for r in rs]
         pts.sort(key=lambda p: -p[0])
-        gpus = max(r.accelerators for r in rs)
+        # disaggregated totals (validation_data) are InferenceX frontiers over everything it ran: default search
+        gpus = max(r.accelerators for r in rs) if mode == "agg" else None
+        speculative = any(r.suspected_speculative for r in rs)
         best = -1.0
         for x, y, split in pts:
             if y > best:
-                out.append(MeasuredPoint(g, split, x, y, "silicon_sample", gpus))
+                out.append(MeasuredPoint(g, split, x, y, "silicon_sample", gpus, speculative))
                 best = y
     return out
 
@@ -340,10 +344,12 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
         model, hw, prec, fw, isl, osl = g
         base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
                          kv_dtype=resolve_kv_dtype(None, hw, model, fw), framework=fw)
-        # silicon groups are unified, non-speculative deployments of a few sizes: search that space; public
-        # points are InferenceX's frontiers over everything it ran: the default search
+        # silicon groups are unified deployments of a few sizes, speculative only where the group shows
+        # plain/MTP pairs: search that space; public points are InferenceX's frontiers over everything it
+        # ran: the default search
         gpus = max((p.max_gpus or 0) for p in pts)
-        space = (SearchSpace(max_concurrency=1024, disaggregation=False, mtp="off", max_accelerators=gpus)
+        mtp = "auto" if any(p.speculative for p in pts) else "off"
+        space = (SearchSpace(max_concurrency=1024, disaggregation=False, mtp=mtp, max_accelerators=gpus)
                  if gpus else SearchSpace(max_concurrency=1024))
         t0 = time.perf_counter()
         try:
@@ -358,7 +364,8 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
             curves[g] = (xs, ys)
         else:
             curves.setdefault(g, (xs, ys))
-        name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}{'' if key[6] else ' [public]'}"
+        tag = "" if key[6] else " [disagg]" if any(p.source == "silicon_sample" for p in pts) else " [public]"
+        name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}{tag}"
         shift = np.exp(Z90 * np.array([p.sigma for p in res.frontier])[::-1])
         for p in pts:
             pred = _achievable(xs, ys, p.interactivity)
@@ -388,8 +395,9 @@ def _chosen_layout(front: list, interactivity: float) -> tuple[int, int, int] | 
 
 def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
     print("\n2) predicted frontier vs measured frontier points: throughput per GPU at the same interactivity\n"
-          "   (silicon groups: the search over their deployment space - unified, no MTP, up to the largest GPU count\n"
-          "   measured; public InferenceX points: the default search, as `scoville simulate` runs it)")
+          "   (silicon groups: the search over their deployment space - unified, up to the largest GPU count\n"
+          "   measured, MTP only in groups with plain/speculative pairs; public InferenceX points: the default\n"
+          "   search, as `scoville simulate` runs it)")
     print(f"   {'group':52s} {'n':>3s} {'med err':>8s} {'|err| med':>9s} {'within35':>8s}")
     for name in sorted({c.group for c in res}):
         errs = np.array([c.err for c in res if c.group == name])
@@ -562,7 +570,8 @@ def main(argv: list[str] | None = None) -> int:
         print("the validation tables need aiconfigurator-core: pip install 'scoville[silicon]'")
         return 1
     print(f"validation set: {len(rows)} distinct measurements from silicon_sample.csv "
-          f"({sum(r.split == 'dev' for r in rows)} dev, {sum(r.split == 'holdout' for r in rows)} holdout)")
+          f"({sum(r.split == 'dev' for r in rows)} dev, {sum(r.split == 'holdout' for r in rows)} holdout); "
+          f"{sum(r.suspected_speculative for r in rows)} suspected speculative runs left out of view 1")
     by_row, envelopes = pinned(rows)
     report_pinned(by_row)
     report_light_load_ttft(by_row)

@@ -20,6 +20,18 @@ moe-ep 16. ``_layout`` undoes that (checked against every row whose id carries i
 agree, 234 of them corrected); AIC's own measurements (the ``aic-auto-gap`` rows, whose moe-tp × moe-ep
 really is their GPU count) are read as written.
 
+The file does not say whether a run used speculative decoding, and InferenceX ran DeepSeek-R1 with TensorRT-LLM
+both plain and with MTP (its ``dsr1-fp8-b200-trt`` and ``dsr1-fp8-b200-trt-mtp`` configs, same layouts and
+concurrencies). Where one deployment at one concurrency was measured twice with TPOTs more than
+``SPECULATIVE_SPLIT`` apart, the faster is taken for the speculative run (``suspected_speculative``): the pinned
+view leaves it out, and the frontier view searches that group with MTP allowed. The pairs occur in DeepSeek-R1
+TensorRT-LLM groups only (43 rows); SGLang's repeated DeepSeek-R1 measurements all agree within 1.5x.
+
+InferenceX's GB200 DeepSeek-R1 results are Dynamo disaggregated deployments; the file's April CSV writes 55 of
+them as aggregated rows with the deployment's GPU total as tp (12 to 72, EP 1: no aggregated DeepSeek-R1
+layout). ``load_silicon`` keeps that total as ``gpus_total`` and reads the row as disaggregated: it leaves the
+pinned view and joins the frontier view beside the public points, against the default search.
+
 Split: every measurement is assigned to ``dev`` or ``holdout`` by a hash of that key. Development looked at
 ``dev`` only (to find missing terms in the model, never to set a number); ``holdout`` is reported apart.
 """
@@ -29,7 +41,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 # HF ids in the validation set -> a model scoville knows (catalog name or an AIC config.json, read in place)
@@ -49,6 +61,8 @@ MODELS = {
 SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "gb300": "gb300"}
 PRECISION = {"fp8": "fp8", "fp4": "nvfp4", "int4": "int4", "bf16": "bf16", "": None}
+DISAGG_TOTAL_ABOVE = 8    # a GB200 "agg" row with more tensor-parallel GPUs than this and no EP is a Dynamo total
+SPECULATIVE_SPLIT = 1.5   # TPOT ratio between two runs of one deployment that only speculative decoding explains
 
 
 @dataclass(frozen=True)
@@ -75,10 +89,12 @@ class SiliconRow:
     ttft_ms: float
     tpot_ms: float
     source: str
+    suspected_speculative: bool = False   # the faster of a plain/speculative pair (module docstring)
+    gpus_total: int | None = None         # a disaggregated deployment's GPU total, where the file gives it
 
     @property
     def accelerators(self) -> int:
-        return self.tp * self.dp
+        return self.gpus_total or self.tp * self.dp
 
 
 def silicon_path() -> Path | None:
@@ -149,20 +165,42 @@ def load_silicon() -> list[SiliconRow]:
             conc = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
             concurrency = int(conc.group(1)) if conc else _int(r["batch_size"])
             tp, dp, ep = _layout(r)
+            mode, gpus_total = r["mode"], None
+            if mode == "agg" and r["system"] == "gb200" and tp > DISAGG_TOTAL_ABOVE and dp == ep == 1:
+                mode, gpus_total, tp = "disagg", tp, 1
             key = "|".join(str(x) for x in (r["model_path"], r["system"], r["backend"], r["precision"], r["mode"],
                                             r["isl"], r["osl"], concurrency, round(float(r["silicon_ttft_ms"]), 3),
                                             round(float(r["silicon_tpot_ms"]), 4)))
             by_key.setdefault(key, []).append(SiliconRow(
                 id=r["id"], split=_split(key), model=model, model_id=r["model_path"], hardware=hw,
                 framework=r["backend"], framework_version=r["backend_version"], precision=PRECISION.get(r["precision"]),
-                mode=r["mode"], isl=_int(r["isl"]), osl=_int(r["osl"]), concurrency=concurrency,
+                mode=mode, isl=_int(r["isl"]), osl=_int(r["osl"]), concurrency=concurrency,
                 tp=tp, dp=dp, ep=ep,
                 prefill=_pool(r, "prefill_"), decode=_pool(r, "decode_"),
                 ttft_ms=float(r["silicon_ttft_ms"]), tpot_ms=float(r["silicon_tpot_ms"]),
-                source=r["silicon_data_source"].split(";")[0]))
+                source=r["silicon_data_source"].split(";")[0], gpus_total=gpus_total))
     out = []
     for rows in by_key.values():
         layouts = {(x.tp, x.dp, x.ep, x.prefill, x.decode) for x in rows}
         if len(layouts) == 1:
             out.append(rows[0])
-    return out
+    return _mark_speculative(out)
+
+
+def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
+    """Flag the faster of two aggregated measurements of one deployment and concurrency whose TPOTs differ by
+    more than ``SPECULATIVE_SPLIT``, for models with MTP heads (elsewhere such a pair is a bad run, not a
+    speculative one: Kimi K2.5 on H200 has one at 64 ms against 16 ms)."""
+    from scoville.catalog.models import load_model
+
+    has_mtp = {m: load_model(m).mtp_layers > 0 for m in {r.model for r in rows}}
+    same: dict[tuple, list[SiliconRow]] = {}
+    for r in rows:
+        if r.mode == "agg" and has_mtp[r.model]:
+            same.setdefault((r.model, r.hardware, r.framework, r.precision, r.isl, r.osl, r.tp, r.dp, r.ep,
+                             r.concurrency), []).append(r)
+    faster: set[str] = set()
+    for runs in same.values():
+        slowest = max(x.tpot_ms for x in runs)
+        faster.update(x.id for x in runs if slowest / x.tpot_ms > SPECULATIVE_SPLIT)
+    return [replace(r, suspected_speculative=True) if r.id in faster else r for r in rows]
