@@ -217,6 +217,7 @@ class MeasuredPoint:
     source: str
     max_gpus: int | None = None   # largest deployment measured in the group (silicon rows: unified)
     speculative: bool = False     # the group holds suspected speculative runs (validation_data): search MTP too
+    max_concurrency: int | None = None   # highest concurrency measured in the group (silicon rows, unified)
 
 
 def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
@@ -233,10 +234,11 @@ def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
         # disaggregated totals (validation_data) are InferenceX frontiers over everything it ran: default search
         gpus = max(r.accelerators for r in rs) if mode == "agg" else None
         speculative = any(r.suspected_speculative for r in rs)
+        users = max(r.concurrency for r in rs) if mode == "agg" else None
         best = -1.0
         for x, y, split in pts:
             if y > best:
-                out.append(MeasuredPoint(g, split, x, y, "silicon_sample", gpus, speculative))
+                out.append(MeasuredPoint(g, split, x, y, "silicon_sample", gpus, speculative, users))
                 best = y
     return out
 
@@ -344,12 +346,14 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
         model, hw, prec, fw, isl, osl = g
         base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
                          kv_dtype=resolve_kv_dtype(None, hw, model, fw), framework=fw)
-        # silicon groups are unified deployments of a few sizes, speculative only where the group shows
-        # plain/MTP pairs: search that space; public points are InferenceX's frontiers over everything it
-        # ran: the default search
+        # silicon groups are unified deployments of a few sizes up to the concurrency they were run at,
+        # speculative only where the group shows plain/MTP pairs: search that space (a frontier of runs that
+        # stopped at 64 users says nothing of 300); public points are InferenceX's frontiers over everything
+        # it ran: the default search
         gpus = max((p.max_gpus or 0) for p in pts)
         mtp = "auto" if any(p.speculative for p in pts) else "off"
-        space = (SearchSpace(max_concurrency=1024, disaggregation=False, mtp=mtp, max_accelerators=gpus)
+        users = max((p.max_concurrency or 0) for p in pts)
+        space = (SearchSpace(max_concurrency=users, disaggregation=False, mtp=mtp, max_accelerators=gpus)
                  if gpus else SearchSpace(max_concurrency=1024))
         t0 = time.perf_counter()
         try:
@@ -395,9 +399,9 @@ def _chosen_layout(front: list, interactivity: float) -> tuple[int, int, int] | 
 
 def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
     print("\n2) predicted frontier vs measured frontier points: throughput per GPU at the same interactivity\n"
-          "   (silicon groups: the search over their deployment space - unified, up to the largest GPU count\n"
-          "   measured, MTP only in groups with plain/speculative pairs; public InferenceX points: the default\n"
-          "   search, as `scoville simulate` runs it)")
+          "   (silicon groups: the search over their deployment space - unified, up to the largest GPU count and\n"
+          "   concurrency measured, MTP only in groups with plain/speculative pairs; public InferenceX points and\n"
+          "   GB200 disaggregated totals: the default search, as `scoville simulate` runs it)")
     print(f"   {'group':52s} {'n':>3s} {'med err':>8s} {'|err| med':>9s} {'within35':>8s}")
     for name in sorted({c.group for c in res}):
         errs = np.array([c.err for c in res if c.group == name])
