@@ -121,7 +121,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[st
         model, hw, fw, prec, tp, dp, ep = key[:7]
         isl, osl, spread = _lengths(rs[0])
         try:
-            cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": prec,
+            cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": _precision(model, prec, hw),
                                             "kv_dtype": kv_dtype or resolve_kv_dtype(None, hw, model, fw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
                                             "max_num_seqs": 4096})

@@ -240,6 +240,22 @@ def test_wide_ep_experts_run_tensorrt_llms_wideep_module_only_where_it_serves_th
 
 
 @needs_tables
+def test_an_expert_format_missing_from_the_frameworks_table_is_read_from_the_framework_whose_kernel_runs_it():
+    """vLLM's B200 collection has no MXFP4 x MXFP8 MoE; vLLM runs it through FlashInfer's trtllm-gen kernel, so
+    TensorRT-LLM's measurement prices it (said in the provenance, with a wider band) instead of the datasheet
+    transfer; a format the framework did measure stays on its own table."""
+    vllm = StepCost("gpt-oss-120b", "b200", framework="vllm", kv_dtype="fp8")
+    trtllm = StepCost("gpt-oss-120b", "b200", framework="trtllm", kv_dtype="fp8")
+    source = vllm.ops.provenance["moe"]
+    assert source.startswith("measured") and "/trtllm/" in source and "vllm measured no w4a8_mxfp4_mxfp8" in source
+    assert vllm.ops.sigma["moe"] > trtllm.ops.sigma["moe"]
+    assert vllm.ops.moe is not None and trtllm.ops.moe is not None
+    assert vllm.ops.moe(64.0) == pytest.approx(trtllm.ops.moe(64.0))
+    own = StepCost("gpt-oss-120b", "h200", framework="vllm", kv_dtype="fp8").ops.provenance["moe"]
+    assert "/vllm/" in own and "measured no" not in own
+
+
+@needs_tables
 def test_measured_backend_refuses_a_chip_without_tables():
     with pytest.raises(UserError, match="no measured kernel tables"):
         StepCost("llama-3.1-8b", "mi355x", backend="measured")

@@ -35,6 +35,10 @@ SEQS = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype
 CTX = np.unique(np.round(np.geomspace(1, 262144, 28))).astype(np.float64)
 BYTES = np.geomspace(256, 4e9, 40)
 MEASURED_SIGMA = 0.08      # table interpolation between grid shapes and the spread of kernel choices
+# Where a framework's own collection lacks an expert format, the table of the framework whose kernel it runs:
+# on Blackwell vLLM and SGLang serve FP4 experts through FlashInfer's trtllm-gen MoE kernels (InferenceX's
+# gpt-oss B200 vLLM recipe sets VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), which TensorRT-LLM's table measures.
+MOE_KERNEL_DONORS = ("trtllm", "sglang", "vllm")
 ELEMENTWISE_KERNELS = 6    # per layer: two norms, residual adds, RoPE, activation, activation quantise
 ELEMENTWISE_TAU_US = 2.0   # launch floor of a tiny kernel under CUDA graphs (AIC system YAMLs: ~3 us)
 ELEMENTWISE_EFF = 0.7      # streaming efficiency of those kernels (AIC mem_bw_empirical_scaling_factor 0.8)
@@ -158,17 +162,25 @@ class _Builder:
                                     f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, no load balancer")
             if got is not None:
                 return got
-        return self._moe_over_ep(lay, lambda ep: kt.moe(*shape, lay.moe_tp, ep, dtype, "power_law_1.01"), "moe",
-                                 f"{dtype}, ep{lay.ep}, power-law routing")
+        for fw in dict.fromkeys((self.framework, *MOE_KERNEL_DONORS)):
+            borrowed = "" if fw == self.framework else f", from {fw}'s table: {self.framework} measured no {dtype}"
+            got = self._moe_over_ep(lay, lambda ep, fw=fw: kt.moe(*shape, lay.moe_tp, ep, dtype, "power_law_1.01", fw),
+                                    "moe", f"{dtype}, ep{lay.ep}, power-law routing{borrowed}",
+                                    1.5 if borrowed else 1.0)
+            if got is not None:
+                return got
+        return None
 
     def wide_ep(self, lay: Layout) -> bool:
         """Whether TensorRT-LLM would serve this layout on its WideEP path: attention data-parallel, experts
         spread beyond one 8-GPU board (its wide-EP recipes; the WideEP module requires attention DP)."""
         return self.framework == "trtllm" and lay.dp > 1 and lay.ep > WIDE_EP_BEYOND
 
-    def _moe_over_ep(self, lay: Layout, table: Any, label: str, detail: str) -> np.ndarray | None:
+    def _moe_over_ep(self, lay: Layout, table: Any, label: str, detail: str,
+                     widen: float = 1.0) -> np.ndarray | None:
         """``table(ep)`` (tokens, seconds) at this EP degree, or interpolated in log EP between the powers of two
-        around it; None where neither holds the shape. ``label`` names the table in ``KernelTables.sources``."""
+        around it; None where neither holds the shape. ``label`` names the table in ``KernelTables.sources``;
+        ``widen`` scales the noted uncertainty (a table borrowed from another framework)."""
         kt = self.kt
         assert kt is not None
 
@@ -178,7 +190,7 @@ class _Builder:
 
         exact = at(lay.ep)
         if exact is not None:
-            self._note("moe", f"measured ({kt.source(label)}, {detail})", MEASURED_SIGMA)
+            self._note("moe", f"measured ({kt.source(label)}, {detail})", widen * MEASURED_SIGMA)
             return exact
         lo, hi = 2 ** int(math.floor(math.log2(lay.ep))), 2 ** int(math.ceil(math.log2(lay.ep)))
         t_lo, t_hi = at(lo), at(hi)
@@ -186,7 +198,7 @@ class _Builder:
             return None
         w = (math.log(lay.ep) - math.log(lo)) / (math.log(hi) - math.log(lo))
         interpolated = detail.replace(f"ep{lay.ep}", f"ep{lo}..ep{hi} interpolated to ep{lay.ep}")
-        self._note("moe", f"measured ({kt.source(label)}, {interpolated})", 1.5 * MEASURED_SIGMA)
+        self._note("moe", f"measured ({kt.source(label)}, {interpolated})", 1.5 * widen * MEASURED_SIGMA)
         return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
 
     # -- attention cores -----------------------------------------------------------------------------

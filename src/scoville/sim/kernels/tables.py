@@ -237,9 +237,11 @@ class KernelTables:
 
     # -- MoE: time over global tokens ------------------------------------------------------------------
     def moe(self, hidden: int, inter: int, topk: int, experts: int, tp: int, ep: int, dtype: str,
-            distribution: str) -> tuple[np.ndarray, np.ndarray] | None:
+            distribution: str, framework: str | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """Routed-expert time over global tokens from ``framework``'s table (default: this one's)."""
         key = (hidden, inter, topk, experts, tp, ep, dtype, distribution)
-        return self._first("moe", "moe_perf.parquet", _Query("moe", key))  # type: ignore[return-value]
+        return self._first("moe", "moe_perf.parquet", _Query("moe", key),  # type: ignore[return-value]
+                           framework=framework)
 
     def wideep_moe(self, hidden: int, inter: int, topk: int, experts: int, ep: int, dtype: str,
                    distribution: str) -> tuple[np.ndarray, np.ndarray] | None:
