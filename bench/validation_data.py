@@ -23,9 +23,11 @@ really is their GPU count) are read as written.
 The file does not say whether a run used speculative decoding, and InferenceX ran DeepSeek-R1 with TensorRT-LLM
 both plain and with MTP (its ``dsr1-fp8-b200-trt`` and ``dsr1-fp8-b200-trt-mtp`` configs, same layouts and
 concurrencies). Where one deployment at one concurrency was measured twice with TPOTs more than
-``SPECULATIVE_SPLIT`` apart, the faster is taken for the speculative run (``suspected_speculative``): the pinned
-view leaves it out, and the frontier view searches that group with MTP allowed. The pairs occur in DeepSeek-R1
-TensorRT-LLM groups only (43 rows); SGLang's repeated DeepSeek-R1 measurements all agree within 1.5x.
+``SPECULATIVE_SPLIT`` apart, the faster is taken for the speculative run (``suspected_speculative``), and so is
+the faster of every pair more than ``SERIES_SPLIT`` apart at that deployment's other concurrencies (MTP gains
+less as the batch grows, so one threshold would keep half of a speculative series as plain runs). The pinned
+view leaves them out, and the frontier view searches their groups with MTP allowed. The pairs occur in
+DeepSeek-R1 TensorRT-LLM groups only (59 rows); SGLang's repeated DeepSeek-R1 measurements all agree within 1.5x.
 
 InferenceX's GB200 DeepSeek-R1 results are Dynamo disaggregated deployments; the file's April CSV writes 55 of
 them as aggregated rows with the deployment's GPU total as tp (12 to 72, EP 1: no aggregated DeepSeek-R1
@@ -63,6 +65,8 @@ SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm
 PRECISION = {"fp8": "fp8", "fp4": "nvfp4", "int4": "int4", "bf16": "bf16", "": None}
 DISAGG_TOTAL_ABOVE = 8    # a GB200 "agg" row with more tensor-parallel GPUs than this and no EP is a Dynamo total
 SPECULATIVE_SPLIT = 1.5   # TPOT ratio between two runs of one deployment that only speculative decoding explains
+SERIES_SPLIT = 1.2        # ... at the other concurrencies of a deployment that has such a pair (MTP's gain shrinks
+                          # as the batch grows: 1.6x at 4 users, 1.3-1.4x at 32-64 on H200)
 
 
 @dataclass(frozen=True)
@@ -199,8 +203,11 @@ def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
         if r.mode == "agg" and has_mtp[r.model]:
             same.setdefault((r.model, r.hardware, r.framework, r.precision, r.isl, r.osl, r.tp, r.dp, r.ep,
                              r.concurrency), []).append(r)
+    speculative_deployments = {key[:-1] for key, runs in same.items()
+                               if max(x.tpot_ms for x in runs) / min(x.tpot_ms for x in runs) > SPECULATIVE_SPLIT}
     faster: set[str] = set()
-    for runs in same.values():
+    for key, runs in same.items():
+        split = SERIES_SPLIT if key[:-1] in speculative_deployments else SPECULATIVE_SPLIT
         slowest = max(x.tpot_ms for x in runs)
-        faster.update(x.id for x in runs if slowest / x.tpot_ms > SPECULATIVE_SPLIT)
+        faster.update(x.id for x in runs if slowest / x.tpot_ms > split)
     return [replace(r, suspected_speculative=True) if r.id in faster else r for r in rows]
