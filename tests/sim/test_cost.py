@@ -255,6 +255,22 @@ def test_an_expert_format_missing_from_the_frameworks_table_is_read_from_the_fra
     assert "/vllm/" in own and "measured no" not in own
 
 
+def test_a_family_measured_below_nvidia_efficiency_runs_its_roofline_times_slower(tmp_path, tiny):
+    """cdna3's microbenchmarked efficiencies (families.yaml: compute x2.07, memory x1.11 against the NVIDIA fit)
+    reach the transfer model: a compute-bound GEMM slows by about the compute factor, a memory-bound one by about
+    the memory factor, on a chip with the same datasheet."""
+    raw = yaml.safe_load(DATASHEET.format(bw=8))
+    chips = {}
+    for family in ("blackwell", "cdna3"):
+        p = tmp_path / f"{family}.yaml"
+        p.write_text(yaml.safe_dump(dict(raw, family=family)))
+        chips[family] = StepCost(tiny, load_hardware(str(p)), backend="transfer").ops.attn_proj
+    compute_bound, memory_bound = np.array([65536.0]), np.array([1.0])
+    slow = {name: float(chips["cdna3"](x)[0] / chips["blackwell"](x)[0])
+            for name, x in (("compute", compute_bound), ("memory", memory_bound))}
+    assert 1.8 < slow["compute"] <= 2.07 + 1e-9 and 1.0 < slow["memory"] <= 1.11 + 1e-9, slow
+
+
 @needs_tables
 def test_measured_backend_refuses_a_chip_without_tables():
     with pytest.raises(UserError, match="no measured kernel tables"):

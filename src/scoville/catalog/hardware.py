@@ -38,6 +38,10 @@ EFFICIENCY_KEYS = {
     "kernel_factor": "multiplies transfer-model kernel times: this platform's kernels relative to the NVIDIA stacks "
                      "the transfer was fitted on (1.0 = as good)",
     "kernel_sigma": "uncertainty (log-space) of kernel_factor, added to every transfer-model operator's own",
+    "compute_time_factor": "multiplies the transfer model's compute roofline time: the NVIDIA stacks' achieved "
+                           "fraction of peak FLOPS over this platform's, both from one microbenchmark (1.0 = as good)",
+    "memory_time_factor": "multiplies the transfer model's memory roofline time: the NVIDIA stacks' achieved "
+                          "fraction of HBM bandwidth over this platform's, both from one microbenchmark",
     "compute": "achievable fraction of dense peak FLOPS at saturation (power model: what 'busy' means)",
     "memory": "achievable fraction of HBM bandwidth at saturation (power model)",
     "scaleup": "achievable fraction of scale-up link bandwidth for a prefill-to-decode KV copy",

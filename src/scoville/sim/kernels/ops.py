@@ -94,6 +94,7 @@ class _Builder:
         system = hw.kernel_tables if backend != "transfer" else None
         self.kt = tables.KernelTables(system, framework) if system and tables.root_for(system) else None
         self.platform = hw.platform_factor()
+        self.compute_time_factor, self.memory_time_factor = hw.eff("compute_time_factor"), hw.eff("memory_time_factor")
         self.provenance: dict[str, str] = {}
         self.sigma: dict[str, float] = {}
         self._gemm_cubes: dict[str, Any] = {}
@@ -109,7 +110,8 @@ class _Builder:
         c = self.transfer.op(cls)
         self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency)",
                    math.hypot(c.sigma, self.hw.platform_sigma()))
-        return np.asarray(c.time(flops / rate, nbytes / self.hw.hbm_bytes_per_s)) * self.platform
+        return np.asarray(c.time(flops / rate * self.compute_time_factor,
+                                 nbytes / self.hw.hbm_bytes_per_s * self.memory_time_factor)) * self.platform
 
     def _source(self, table: str) -> str:
         """The measured table that answered ``table``'s last query; asked only after one did, so tables exist."""
@@ -332,7 +334,7 @@ class _Builder:
         self._note("elementwise", "modelled (no tables: norms/residual/activation bytes at 0.7 of HBM + 2 us a kernel)",
                    0.3)
         return (ELEMENTWISE_KERNELS * ELEMENTWISE_TAU_US * 1e-6
-                + nbytes / (self.hw.hbm_bytes_per_s * ELEMENTWISE_EFF)) * self.platform
+                + nbytes * self.memory_time_factor / (self.hw.hbm_bytes_per_s * ELEMENTWISE_EFF)) * self.platform
 
 
 def _interp_nk(ns: np.ndarray, ks: np.ndarray, t: np.ndarray, n: float, k: float) -> np.ndarray:
