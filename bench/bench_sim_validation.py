@@ -22,7 +22,8 @@ ourselves; every figure here is validation. Four views:
    per-request cost the model lacks). **1d** prints view 1 again with a BF16 KV cache: the rows do not
    record their KV format, and vLLM and SGLang keep the model's dtype unless told otherwise. **2b** reads
    the same silicon frontier points off the envelope of their groups' own deployments, each predicted on its
-   row (no search): what 2)'s error owes to the cost model, and what to the search.
+   row (no search): what 2)'s error owes to the cost model, and what to the search. **1e** does the same
+   for an unrecorded SGLang setting, the scheduler's poll interval for new requests, on TTFT.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted. **3b** takes the predicted side
    from the envelopes of view 2b instead of the search (each group's own measured deployments, pinned): how
    well the cost model alone ranks two systems on the deployments that were run.
@@ -119,7 +120,8 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[st
         if r.mode == "agg" and not r.suspected_speculative:
             group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, "gap" in r.source)
             groups[group].append(r)
-    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_light_load": []}
+    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_light_load": [], "ttft_sglang": [],
+                                 "ttft_sglang_recv": []}
     envelopes: Envelopes = defaultdict(list)
     skipped = 0
     for key, rs in groups.items():
@@ -143,6 +145,11 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[st
             if r.concurrency <= LIGHT_LOAD:
                 out["ttft_light_load"].append(Cmp(f"{fw} {_prompt_bucket(r.isl)}", r.split, r.ttft_ms,
                                                   est.ttft[i] * 1e3))
+            if fw == "sglang" and not key[-1]:
+                # InferenceX's SGLang recipe: the scheduler polls for new requests every N decode steps
+                wait = (_sglang_recv_interval(r.concurrency) - 1) / 2 * tpot
+                out["ttft_sglang"].append(Cmp(name, r.split, r.ttft_ms, ttft))
+                out["ttft_sglang_recv"].append(Cmp(name, r.split, r.ttft_ms, ttft + wait))
             if not key[-1]:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
                 envelopes[(model, hw, prec, fw, r.isl, r.osl)].append(
                     (1.0 / float(est.tpot[i]), float(est.total_tput_per_accelerator[i])))
@@ -169,6 +176,26 @@ def report_kv_sensitivity(auto: dict[str, list[Cmp]], bf16: dict[str, list[Cmp]]
                 errs = np.array([c.err for c in res[m] if fw is None or f" {fw} " in f"{c.group} "])
                 cells.append(f"{m} bias {np.median(errs):+4.0%} within35 {np.mean(np.abs(errs) <= TOL):4.0%}")
         print(f"   {fw or 'ALL':7s} FP8: {cells[0]}, {cells[1]}   BF16: {cells[2]}, {cells[3]}")
+
+
+def _sglang_recv_interval(concurrency: int) -> int:
+    """``--scheduler-recv-interval`` of InferenceX's SGLang DeepSeek-R1 B200 recipes (benchmarks/dsr1_fp*_b200_*.sh:
+    10 below 16 users, 30 from 16): SGLang's scheduler then takes new requests only every that many decode steps
+    (at once after a prefill step), so a fresh prompt waits (N - 1) / 2 steps more on average than with N = 1."""
+    return 10 if concurrency < 16 else 30
+
+
+def report_sglang_recv(res: dict[str, list[Cmp]]) -> None:
+    """What an unrecorded SGLang setting is worth to TTFT: the pinned SGLang rows again with the polling wait of
+    InferenceX's B200 recipe added to each prediction (a what-if: the model does not simulate the poll, and the
+    rows do not say which recipe version, hence which interval, they ran)."""
+    print("\n1e) the unrecorded SGLang poll interval: pinned SGLang TTFT as modelled, and with the mean wait of")
+    print("   InferenceX's B200 recipe (--scheduler-recv-interval 10 below 16 users, 30 from 16) added")
+    for label, key in (("as modelled", "ttft_sglang"), ("+ poll wait", "ttft_sglang_recv")):
+        errs = np.array([c.err for c in res[key]])
+        if errs.size:
+            print(f"   {label:12s} n={errs.size:4d}  TTFT bias {np.median(errs):+4.0%}  "
+                  f"within 35% {np.mean(np.abs(errs) <= TOL):4.0%}")
 
 
 def report_light_load_ttft(res: dict[str, list[Cmp]]) -> None:
@@ -601,6 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     report_pinned(by_row)
     report_light_load_ttft(by_row)
     report_kv_sensitivity(by_row, pinned(rows, kv_dtype="bf16")[0])
+    report_sglang_recv(by_row)
     report_pinned_public(pinned_public())
     if args.quick:
         return 0
