@@ -591,16 +591,22 @@ def _curve(hw: str, model: str, precision: str | None, framework: str, isl: int 
             np.array([p.total_tput_per_accelerator for p in r.frontier])[::-1])
 
 
-def trends() -> list[tuple[str, str, str, bool]]:
-    """(statement, published, predicted, holds) for the published trends the issue names."""
+def trends(points: list[MeasuredPoint]) -> list[tuple[str, str, str, bool]]:
+    """(statement, published, predicted, holds) for the published trends the issue names. The GB200/B200 ones
+    also give the ratio on InferenceX's own later runs in silicon_sample.csv (the blog's curves are of
+    October 2025 stacks; the file's GB200 disaggregated totals and B200 frontier are of March-April 2026)."""
     out = []
     gb200 = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm")
     b200 = _curve("b200", "deepseek-r1", "nvfp4", "trtllm")
+    group = ("deepseek-r1", "{}", "nvfp4", "trtllm", 8192, 1024)
+    measured_gb200 = [p for p in points if p.group == (group[0], "gb200", *group[2:]) and p.max_gpus is None]
+    measured_b200 = [p for p in points if p.group == (group[0], "b200", *group[2:]) and p.max_gpus is not None]
     for x, want, ok in ((60, "slightly less than 3x", lambda r: 2.0 <= r <= 3.5),
                         (130, "~1x ('nearly no advantage')", lambda r: 0.7 <= r <= 1.5)):
         r = (_curve_at(gb200, x) or math.nan) / (_curve_at(b200, x) or math.nan)
-        out.append((f"GB200 NVL72 / B200 per GPU at {x} tok/s/user (DeepSeek-R1 FP4 8k/1k)", want, f"{r:.2f}x",
-                    bool(ok(r))))
+        later = (_measured_at(measured_gb200, x) or math.nan) / (_measured_at(measured_b200, x) or math.nan)
+        out.append((f"GB200 NVL72 / B200 per GPU at {x} tok/s/user (DeepSeek-R1 FP4 8k/1k)",
+                    f"{want} (InferenceX's 2026 runs in silicon_sample.csv: {later:.2f}x)", f"{r:.2f}x", bool(ok(r))))
     unified = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm", disagg=False)
     xs = np.geomspace(max(gb200[0].min(), unified[0].min()), min(gb200[0].max(), unified[0].max()), 24)
     wins = [(_curve_at(gb200, x) or 0) >= 0.999 * (_curve_at(unified, x) or 0) for x in xs]
@@ -641,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
     report_ratios(pinned_ratios(pts, envelopes), "3b) the same ratios with both sides predicted on their groups' "
                   "measured deployments (view 2b's envelopes, no search)")
     print("\n4) published trends (InferenceX blog; sources in data/reference/validation_public.yaml)")
-    for statement, want, got, holds in trends():
+    for statement, want, got, holds in trends(pts):
         print(f"   {'holds' if holds else 'MISSES':6s} {statement}: published {want}, predicted {got}")
     return 0
 
