@@ -272,6 +272,21 @@ def test_a_family_measured_below_nvidia_efficiency_runs_its_roofline_times_slowe
 
 
 @needs_tables
+def test_elementwise_kernels_run_at_the_floor_and_rate_the_quantize_tables_measured():
+    """Norms and activations are priced on the launch floor and streaming rate measured for an elementwise kernel
+    on the system (a microsecond or two, most of HBM bandwidth), not on the priors; a datasheet chip keeps them."""
+    kt = tables.KernelTables("h200_sxm", "trtllm")
+    measured = kt.elementwise()
+    assert measured is not None
+    floor, rate = measured
+    h200 = load_hardware("h200")
+    assert 0.5e-6 < floor < 5e-6 and 0.6 < rate / h200.hbm_bytes_per_s < 1.0
+    cost = StepCost("llama-3.1-8b", h200, framework="trtllm")
+    assert cost.ops.provenance["elementwise"].startswith("measured floor")
+    assert cost.ops.elementwise(1.0) == pytest.approx(6 * floor, rel=0.05)
+
+
+@needs_tables
 def test_measured_backend_refuses_a_chip_without_tables():
     with pytest.raises(UserError, match="no measured kernel tables"):
         StepCost("llama-3.1-8b", "mi355x", backend="measured")

@@ -40,6 +40,8 @@ MEASURED_SIGMA = 0.08      # table interpolation between grid shapes and the spr
 # gpt-oss B200 vLLM recipe sets VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), which TensorRT-LLM's table measures.
 MOE_KERNEL_DONORS = ("trtllm", "sglang", "vllm")
 ELEMENTWISE_KERNELS = 6    # per layer: two norms, residual adds, RoPE, activation, activation quantise
+# Priors for a system without quantize tables (with them: KernelTables.elementwise measures both; on the NVIDIA
+# systems the floor is 1.4-2.6 us and the rate 0.84-0.89 of HBM bandwidth)
 ELEMENTWISE_TAU_US = 2.0   # launch floor of a tiny kernel under CUDA graphs (AIC system YAMLs: ~3 us)
 ELEMENTWISE_EFF = 0.7      # streaming efficiency of those kernels (AIC mem_bw_empirical_scaling_factor 0.8)
 DISPATCH_BYTES = 1.0       # EP dispatch sends FP8 activations (DeepEP low-latency / TRT-LLM default)
@@ -329,8 +331,17 @@ class _Builder:
         return np.asarray(t)
 
     def elementwise(self, m: ModelArch, lay: Layout) -> np.ndarray:
+        """Norms, residual adds, RoPE and activations of one layer: ``ELEMENTWISE_KERNELS`` small kernels, each a
+        launch floor plus its bytes at a streaming rate, both measured on this system where its quantize
+        tables exist (``KernelTables.elementwise``), else the priors."""
         inter = m.dense_intermediate if not m.num_moe_layers else m.expert_intermediate * max(m.num_shared_experts, 1)
         nbytes = TOKENS * (10.0 * m.hidden_size + 3.0 * inter / lay.tp) * 2.0
+        measured = self.kt.elementwise() if self.kt else None
+        if measured is not None:
+            floor, rate = measured
+            self._note("elementwise", f"measured floor {floor * 1e6:.1f} us and {rate / 1e12:.2f} TB/s of an elementwise "
+                       f"kernel ({self._source('elementwise')}); {ELEMENTWISE_KERNELS} kernels a layer (prior)", 0.3)
+            return ELEMENTWISE_KERNELS * floor + nbytes / rate
         self._note("elementwise", "modelled (no tables: norms/residual/activation bytes at 0.7 of HBM + 2 us a kernel)",
                    0.3)
         return (ELEMENTWISE_KERNELS * ELEMENTWISE_TAU_US * 1e-6

@@ -297,6 +297,22 @@ class KernelTables:
         return self._first("comm", "trtllm_alltoall_perf.parquet",  # type: ignore[return-value]
                            _Query("nvlink_a2a", (hidden, topk, ep, dispatch_dtype)), label="nvlink_alltoall")
 
+    def elementwise(self) -> tuple[float, float] | None:
+        """(launch floor in seconds, streaming bytes/s) of a simple elementwise kernel on this system, or None.
+
+        No table times norms or residual adds; the FP8 quantize tables (``quantize/*/scale_matrix_perf``: read a
+        BF16 activation, write FP8, over m x k) time the same kind of kernel. Floor: the median time of the
+        smallest tenth of shapes; rate: 3 bytes an element over the largest tenth. Each is the best any
+        framework's collection reached, as GEMMs take the fastest kernel per shape (SGLang's collection runs at a
+        tenth of the others' rate and four times their floor: not its serving path).
+        """
+        got = _elementwise_rates(self.system)
+        if got is None:
+            return None
+        floor, rate, source = got
+        self.sources["elementwise"] = str(source)
+        return float(floor), float(rate)
+
     def nccl(self, op: str, gpus: int) -> tuple[np.ndarray, np.ndarray] | None:
         """NCCL ``all_reduce`` / ``alltoall`` / ``all_gather`` time over bytes (newest NCCL measured)."""
         return self._first("comm", "nccl_perf.parquet", _Query("nccl", (op, gpus)), framework="nccl",  # type: ignore[return-value]
@@ -439,6 +455,39 @@ def _gemm_cube(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndar
     packed = cached(tables_version(system), f"gemm|{system}|{dtype}",
                     lambda: _gemm_cube_uncached(system, dtype) or (np.array("none"),))
     return None if len(packed) == 1 else packed  # type: ignore[return-value, arg-type]
+
+
+@lru_cache(maxsize=32)
+def _elementwise_rates(system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    packed = cached(tables_version(system), f"elementwise|{system}",
+                    lambda: _elementwise_rates_uncached(system) or (np.array("none"),))
+    return None if len(packed) == 1 else packed  # type: ignore[return-value]
+
+
+def _elementwise_rates_uncached(system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(floor seconds, bytes/s, sources) from the quantize collections: the lowest floor and the highest rate
+    any framework's reached (``KernelTables.elementwise``)."""
+    floors: list[tuple[float, str]] = []
+    rates: list[tuple[float, str]] = []
+    for fw in FRAMEWORKS:
+        path = table_path(system, "quantize", fw, "scale_matrix_perf.parquet")
+        if path is None:
+            continue
+        t = read(path)
+        elements = _np(t, "m") * _np(t, "k")
+        lat = _np(t, "latency") * 1e-3
+        ok = lat > 0
+        if ok.sum() < 20:
+            continue
+        elements, lat = elements[ok], lat[ok]
+        small, large = elements <= np.quantile(elements, 0.1), elements >= np.quantile(elements, 0.9)
+        floors.append((float(np.median(lat[small])), _relative(path)))
+        rates.append((float(np.median(3.0 * elements[large] / lat[large])), _relative(path)))
+    if not floors:
+        return None
+    floor, rate = min(floors), max(rates)
+    sources = floor[1] if floor[1] == rate[1] else f"floor {floor[1]}, rate {rate[1]}"
+    return np.array(floor[0]), np.array(rate[0]), np.array(sources)
 
 
 def _gemm_cube_uncached(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
