@@ -281,9 +281,14 @@ def test_elementwise_kernels_run_at_the_floor_and_rate_the_quantize_tables_measu
     floor, rate = measured
     h200 = load_hardware("h200")
     assert 0.5e-6 < floor < 5e-6 and 0.6 < rate / h200.hbm_bytes_per_s < 1.0
-    cost = StepCost("llama-3.1-8b", h200, framework="trtllm")
-    assert cost.ops.provenance["elementwise"].startswith("measured floor")
-    assert cost.ops.elementwise(1.0) == pytest.approx(6 * floor, rel=0.05)
+    for framework in ("trtllm", "vllm"):
+        cost = StepCost("llama-3.1-8b", h200, framework=framework)
+        kernels = load_framework(framework).elementwise_kernels
+        assert cost.ops.provenance["elementwise"].startswith("measured floor")
+        assert f"{kernels} kernels a layer ({framework})" in cost.ops.provenance["elementwise"]
+        assert cost.ops.elementwise(1.0) == pytest.approx(kernels * floor, rel=0.05)
+    # TensorRT-LLM fuses its norms into the all-reduce and RoPE into attention: fewer standalone kernels
+    assert load_framework("trtllm").elementwise_kernels < load_framework("vllm").elementwise_kernels
 
 
 @needs_tables

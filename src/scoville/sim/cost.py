@@ -125,7 +125,8 @@ class StepCost:
         self.calibrated_sigma = calibrated_sigma
         self.accelerators = p.accelerators
         self.ops: OpSet = build_ops(m, self.hw, Layout(tp=p.tp, dp=p.dp, ep=p.ep), self.precision, self.kv_dtype,
-                                    framework=self.framework.name, backend=backend)
+                                    framework=self.framework.name, backend=backend,
+                                    elementwise_kernels=self.framework.elementwise_kernels)
         missing = sorted(k for k, s in self.ops.provenance.items() if s.startswith("transfer"))
         if backend == "measured" and missing:
             raise MissingKernelTables(f"no measured kernel tables for {', '.join(missing)} of {m.name} on "

@@ -39,8 +39,13 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
     # Prefill kernels' scale relative to ``kernel_scale`` (whole prefill module / kernel sum over whole decode
     # module / kernel sum); a mixed step weighs the two by its tokens of each phase. 1.0 where not measured.
     prefill_kernel_ratio: float = 1.0
+    # Standalone elementwise kernels of one decoder layer (norms, residual adds, RoPE, activations) that no
+    # measured operator already contains; what the stack fuses into GEMMs, attention or all-reduce is not here.
+    elementwise_kernels: int = 6
 
     def __post_init__(self) -> None:
+        if not 0 <= self.elementwise_kernels <= 32:
+            raise ValueError(f"{self.name}.elementwise_kernels must be within 0-32, got {self.elementwise_kernels}")
         for field in ("kernel_scale", "prefill_kernel_ratio"):
             value = getattr(self, field)
             if not 0.05 <= value <= 20:

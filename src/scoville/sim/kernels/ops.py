@@ -39,7 +39,6 @@ MEASURED_SIGMA = 0.08      # table interpolation between grid shapes and the spr
 # on Blackwell vLLM and SGLang serve FP4 experts through FlashInfer's trtllm-gen MoE kernels (InferenceX's
 # gpt-oss B200 vLLM recipe sets VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), which TensorRT-LLM's table measures.
 MOE_KERNEL_DONORS = ("trtllm", "sglang", "vllm")
-ELEMENTWISE_KERNELS = 6    # per layer: two norms, residual adds, RoPE, activation, activation quantise
 # Priors for a system without quantize tables (with them: KernelTables.elementwise measures both; on the NVIDIA
 # systems the floor is 1.4-2.6 us and the rate 0.84-0.89 of HBM bandwidth)
 ELEMENTWISE_TAU_US = 2.0   # launch floor of a tiny kernel under CUDA graphs (AIC system YAMLs: ~3 us)
@@ -91,8 +90,10 @@ class OpSet:
 class _Builder:
     """Builds curves from the measured tables when they hold the shape, else from the transfer model."""
 
-    def __init__(self, hw: Hardware, framework: str, backend: str, transfer: TransferModel) -> None:
+    def __init__(self, hw: Hardware, framework: str, backend: str, transfer: TransferModel,
+                 elementwise_kernels: int) -> None:
         self.hw, self.framework, self.transfer = hw, framework, transfer
+        self.elementwise_kernels = elementwise_kernels
         system = hw.kernel_tables if backend != "transfer" else None
         self.kt = tables.KernelTables(system, framework) if system and tables.root_for(system) else None
         self.platform = hw.platform_factor()
@@ -331,20 +332,23 @@ class _Builder:
         return np.asarray(t)
 
     def elementwise(self, m: ModelArch, lay: Layout) -> np.ndarray:
-        """Norms, residual adds, RoPE and activations of one layer: ``ELEMENTWISE_KERNELS`` small kernels, each a
-        launch floor plus its bytes at a streaming rate, both measured on this system where its quantize
-        tables exist (``KernelTables.elementwise``), else the priors."""
+        """Norms, residual adds, RoPE and activations of one layer: the framework's ``elementwise_kernels`` small
+        kernels, each a launch floor plus its bytes at a streaming rate, both measured on this system where its
+        quantize tables exist (``KernelTables.elementwise``), else the priors."""
+        count = self.elementwise_kernels
         inter = m.dense_intermediate if not m.num_moe_layers else m.expert_intermediate * max(m.num_shared_experts, 1)
-        nbytes = TOKENS * (10.0 * m.hidden_size + 3.0 * inter / lay.tp) * 2.0
+        # six unfused kernels move ~10 hidden-sized and 3 intermediate-sized BF16 tensors a token; fewer kernels
+        # (fusion) move a like share of them
+        nbytes = TOKENS * (10.0 * m.hidden_size + 3.0 * inter / lay.tp) * 2.0 * count / 6.0
         measured = self.kt.elementwise() if self.kt else None
         if measured is not None:
             floor, rate = measured
             self._note("elementwise", f"measured floor {floor * 1e6:.1f} us and {rate / 1e12:.2f} TB/s of an elementwise "
-                       f"kernel ({self._source('elementwise')}); {ELEMENTWISE_KERNELS} kernels a layer (prior)", 0.3)
-            return ELEMENTWISE_KERNELS * floor + nbytes / rate
-        self._note("elementwise", "modelled (no tables: norms/residual/activation bytes at 0.7 of HBM + 2 us a kernel)",
-                   0.3)
-        return (ELEMENTWISE_KERNELS * ELEMENTWISE_TAU_US * 1e-6
+                       f"kernel ({self._source('elementwise')}); {count} kernels a layer ({self.framework})", 0.3)
+            return count * floor + nbytes / rate
+        self._note("elementwise", f"modelled (no tables: {count} kernels a layer ({self.framework}), their bytes at 0.7 "
+                   "of HBM + 2 us a kernel)", 0.3)
+        return (count * ELEMENTWISE_TAU_US * 1e-6
                 + nbytes * self.memory_time_factor / (self.hw.hbm_bytes_per_s * ELEMENTWISE_EFF)) * self.platform
 
 
@@ -370,21 +374,21 @@ def _interp_nk(ns: np.ndarray, ks: np.ndarray, t: np.ndarray, n: float, k: float
 
 
 def build_ops(model: ModelArch, hw: Hardware, lay: Layout, precision: dict[str, str], kv_dtype: str,
-              framework: str = "vllm", backend: str = "auto") -> OpSet:
+              framework: str = "vllm", backend: str = "auto", elementwise_kernels: int = 6) -> OpSet:
     """Every operator curve of one instance shape (see module docstring); cached per process, since a
     search asks for the same shape once per draft count and token budget."""
     key = (msgspec.json.encode(model), msgspec.json.encode(hw), lay, tuple(sorted(precision.items())), kv_dtype,
-           framework, backend)
+           framework, backend, elementwise_kernels)
     return _build_ops(*key)
 
 
 @lru_cache(maxsize=512)
 def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: tuple[tuple[str, str], ...],
-               kv_dtype: str, framework: str, backend: str) -> OpSet:
+               kv_dtype: str, framework: str, backend: str, elementwise_kernels: int) -> OpSet:
     m = msgspec.json.decode(model_json, type=ModelArch)
     hw = msgspec.json.decode(hw_json, type=Hardware)
     precision = dict(precision_items)
-    b = _Builder(hw, framework, backend, load_transfer())
+    b = _Builder(hw, framework, backend, load_transfer(), elementwise_kernels)
     kv = formats.kv_format(kv_dtype, hw)
     fmt = {g: (formats.moe_format if g == "experts" else formats.gemm_format)(precision.get(g, "bf16"), hw)
            for g in ("attn", "dense_ffn", "experts", "shared_experts", "lm_head")}
