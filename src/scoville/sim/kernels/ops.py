@@ -343,11 +343,12 @@ class _Builder:
         measured = self.kt.elementwise() if self.kt else None
         if measured is not None:
             floor, rate = measured
-            self._note("elementwise", f"measured floor {floor * 1e6:.1f} us and {rate / 1e12:.2f} TB/s of an elementwise "
-                       f"kernel ({self._source('elementwise')}); {count} kernels a layer ({self.framework})", 0.3)
+            self._note("elementwise", f"measured floor {floor * 1e6:.1f} us and {rate / 1e12:.2f} TB/s of an "
+                       f"elementwise kernel ({self._source('elementwise')}); {count} kernels a layer "
+                       f"({self.framework})", 0.3)
             return count * floor + nbytes / rate
-        self._note("elementwise", f"modelled (no tables: {count} kernels a layer ({self.framework}), their bytes at 0.7 "
-                   "of HBM + 2 us a kernel)", 0.3)
+        self._note("elementwise", f"modelled (no tables: {count} kernels a layer ({self.framework}), their bytes "
+                   "at 0.7 of HBM + 2 us a kernel)", 0.3)
         return (count * ELEMENTWISE_TAU_US * 1e-6
                 + nbytes * self.memory_time_factor / (self.hw.hbm_bytes_per_s * ELEMENTWISE_EFF)) * self.platform
 
