@@ -40,7 +40,7 @@ MEASURED_SIGMA = 0.08      # table interpolation between grid shapes and the spr
 # gpt-oss B200 vLLM recipe sets VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), which TensorRT-LLM's table measures.
 MOE_KERNEL_DONORS = ("trtllm", "sglang", "vllm")
 # Priors for a system without quantize tables (with them: KernelTables.elementwise measures both; on the NVIDIA
-# systems the floor is 1.4-2.6 us and the rate 0.84-0.89 of HBM bandwidth)
+# systems the floor is 1.3-2.1 us and the rate 0.77-0.90 of HBM bandwidth)
 ELEMENTWISE_TAU_US = 2.0   # launch floor of a tiny kernel under CUDA graphs (AIC system YAMLs: ~3 us)
 ELEMENTWISE_EFF = 0.7      # streaming efficiency of those kernels (AIC mem_bw_empirical_scaling_factor 0.8)
 DISPATCH_BYTES = 1.0       # EP dispatch sends FP8 activations (DeepEP low-latency / TRT-LLM default)
