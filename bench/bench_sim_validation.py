@@ -598,9 +598,12 @@ def trends(points: list[MeasuredPoint]) -> list[tuple[str, str, str, bool]]:
     out = []
     gb200 = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm")
     b200 = _curve("b200", "deepseek-r1", "nvfp4", "trtllm")
-    group = ("deepseek-r1", "{}", "nvfp4", "trtllm", 8192, 1024)
-    measured_gb200 = [p for p in points if p.group == (group[0], "gb200", *group[2:]) and p.max_gpus is None]
-    measured_b200 = [p for p in points if p.group == (group[0], "b200", *group[2:]) and p.max_gpus is not None]
+
+    def measured(hw: str, disaggregated: bool) -> list[MeasuredPoint]:
+        return [p for p in points if p.group == ("deepseek-r1", hw, "nvfp4", "trtllm", 8192, 1024)
+                and (p.max_gpus is None) == disaggregated]
+
+    measured_gb200, measured_b200 = measured("gb200", True), measured("b200", False)
     for x, want, ok in ((60, "slightly less than 3x", lambda r: 2.0 <= r <= 3.5),
                         (130, "~1x ('nearly no advantage')", lambda r: 0.7 <= r <= 1.5)):
         r = (_curve_at(gb200, x) or math.nan) / (_curve_at(b200, x) or math.nan)

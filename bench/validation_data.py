@@ -193,8 +193,9 @@ def load_silicon() -> list[SiliconRow]:
 
 def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
     """Flag the faster of two aggregated measurements of one deployment and concurrency whose TPOTs differ by
-    more than ``SPECULATIVE_SPLIT``, for models with MTP heads (elsewhere such a pair is a bad run, not a
-    speculative one: Kimi K2.5 on H200 has one at 64 ms against 16 ms)."""
+    more than ``SPECULATIVE_SPLIT`` (by more than ``SERIES_SPLIT`` at the other concurrencies of a deployment
+    that has such a pair), for models with MTP heads (elsewhere such a pair is a bad run, not a speculative
+    one: Kimi K2.5 on H200 has one at 64 ms against 16 ms)."""
     from scoville.catalog.models import load_model
 
     has_mtp = {m: load_model(m).mtp_layers > 0 for m in {r.model for r in rows}}
