@@ -5,8 +5,9 @@
    64 out at 1, 4, 8 (lengths drawn on [0.8·L, L] as InferenceX does, 10·C requests a point after 2·C warm-up,
    the InferenceX window);
 3. stop the server (the fit then has both cores);
-4. calibrate the CPU hardware entry (xeon-icx-2vcpu) on two load points of sweep A (default c=1 and c=16, the
-   ends a user would measure first); predict every other point of sweep A and all of sweep B;
+4. calibrate this machine's CPU hardware entry (``--hardware``, default xeon-icx-2vcpu) on two load points of
+   sweep A (default c=1 and c=16, the ends a user would measure first); predict every other point of sweep A
+   and all of sweep B;
 5. print each point's error (TTFT, TPOT, total throughput) before and after, and whether every held-out error
    is within 15 % (the acceptance criterion); the figures go to a JSON file as well.
 
@@ -40,6 +41,9 @@ from scoville.sim.config import SimConfig  # noqa: E402
 
 REAL = Path("/work/realvllm")
 MODEL = REAL / "tiny-llama" / "config.json"
+# The CPU entry of the machine the check runs on: its GEMM and attention tables are measured there
+# (bench/measure_cpu_kernels.py), so another CPU needs its own entry (xeon-icx-2vcpu: Intel Ice Lake-SP slice
+# without AVX-512 BF16; epyc-zen4-2vcpu: AMD Zen 4 slice with it, ~5x faster BF16 GEMMs)
 HARDWARE = "xeon-icx-2vcpu"
 SWEEPS = (("A", 512, 128, "1,2,4,8,16"), ("B", 1024, 64, "1,4,8"))
 TOLERANCE = 0.15
@@ -57,11 +61,12 @@ def niced(cmd: list[str], nice: int) -> list[str]:
     return ["nice", "-n", str(nice), *cmd] if nice else cmd
 
 
-def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int, nice: int, ratio: float) -> Path:
+def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int, nice: int, ratio: float,
+          hardware: str) -> Path:
     """One `scoville sweep --url` of the real server; returns the run directory."""
     cmd = [sys.executable, "-c", "from scoville.cli import main; main()", "sweep", "--url", f"http://127.0.0.1:{port}",
            "--isl", str(isl), "--osl", str(osl), "--range-ratio", str(ratio), "--concurrency", concurrency,
-           "--hardware", HARDWARE, "--runs", str(runs), "--seed", str(seed), "--json"]
+           "--hardware", hardware, "--runs", str(runs), "--seed", str(seed), "--json"]
     print("$ scoville " + " ".join(cmd[3:]), flush=True)
     t0 = time.perf_counter()
     out = subprocess.run(niced(cmd, nice), check=True, capture_output=True, text=True).stdout
@@ -72,12 +77,13 @@ def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int
     return run_dir
 
 
-def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Path) -> tuple[list[Path], int | None]:
+def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Path,
+            hardware: str) -> tuple[list[Path], int | None]:
     print(f"starting vLLM on port {port} at nice {nice} ({load_line()})", flush=True)
     model_dir = ensure_model(ensure_venv(venv, install=False), MODEL.parent)
     with RealVllm(venv, model_dir, port=port, log_dir=runs, nice=nice) as server:
         kv = server.kv_capacity_tokens()
-        dirs = [sweep(port, runs, isl, osl, conc, seed + i, nice, ratio)
+        dirs = [sweep(port, runs, isl, osl, conc, seed + i, nice, ratio, hardware)
                 for i, (_, isl, osl, conc) in enumerate(SWEEPS)]
     return dirs, kv
 
@@ -126,6 +132,7 @@ def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--port", type=int, default=8351, help="port in 8300-8399 for the vLLM server")
+    ap.add_argument("--hardware", default=HARDWARE, help="this machine's CPU entry (its kernels measured on it)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/scoville-calibrate-vllm"), help="runs and outputs here")
     ap.add_argument("--reuse", type=Path, help="calibrate on the runs already in this folder (no server)")
     ap.add_argument("--venv", type=Path, default=REAL / "venv", help="vLLM's own venv (bench/realvllm/server.py)")
@@ -147,17 +154,18 @@ def main(argv: list[str] | None = None) -> int:
         dirs = [by_isl[isl] for _, isl, _, _ in SWEEPS]
         kv = args.kv_capacity
     else:
-        dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio, args.venv)
+        dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio, args.venv, args.hardware)
         kv = args.kv_capacity or kv
-    serving = dict(SERVING, hardware=HARDWARE, model=str(MODEL), **({"kv_capacity_tokens": kv} if kv else {}))
+    serving = dict(SERVING, hardware=args.hardware, model=str(MODEL), **({"kv_capacity_tokens": kv} if kv else {}))
     run_a = str(read_manifest(dirs[0]).run_id)
     fit_points = [f"{run_a}:{label}" for label in args.fit_points.split(",")]
     cfg = SimConfig.parse(serving)
-    print(f"$ scoville calibrate {' '.join(str(d) for d in dirs)} --hardware {HARDWARE} --model {MODEL} "
+    print(f"$ scoville calibrate {' '.join(str(d) for d in dirs)} --hardware {args.hardware} --model {MODEL} "
           f"--fit-points {','.join(fit_points)} --config SERVING.yaml -o {args.work / 'profile.yaml'}   "
           f"# SERVING.yaml = {json.dumps({k: v for k, v in serving.items() if k not in ('hardware', 'model')})}")
     t0 = time.perf_counter()
-    profile, rep = calibrate(dirs, HARDWARE, model=str(MODEL), framework="vllm", fit_points=fit_points, config=cfg)
+    profile, rep = calibrate(dirs, args.hardware, model=str(MODEL), framework="vllm", fit_points=fit_points,
+                             config=cfg)
     print(f"calibrated in {time.perf_counter() - t0:.0f} s")
     profile.write(args.work / "profile.yaml")
     ok = report(profile, rep, dirs, fit_points, kv, args.work / "figures.json")

@@ -313,6 +313,12 @@ def test_scoville_measured_cpu_tables_price_the_cpu_entry_without_the_silicon_ex
     assert tables.tables_version("xeon_icx_2vcpu").endswith(f"-{code}")
     # what a roofline cannot know and the tables do: oneDNN serves one token on a GEMV path, two on a GEMM path
     assert c.ops.lm_head(2.0) > 2.5 * c.ops.lm_head(1.0)
+    # a second CPU is its own entry with its own measured tables: the Zen 4 slice has AVX-512 BF16, so its GEMMs
+    # beyond one token run several times faster than the Ice Lake slice's (which converts BF16 to FP32 first)
+    zen4 = StepCost(load_model(str(p)), "epyc-zen4-2vcpu", backend="measured")
+    assert zen4.ops.provenance["lm_head"].startswith("measured (epyc_zen4_2vcpu/gemm")
+    assert "scoville/data/kernels/epyc_zen4_2vcpu/attention/vllm" in zen4.ops.provenance["attn_decode"]
+    assert zen4.ops.lm_head(64.0) * 3 < c.ops.lm_head(64.0)
 
 
 def test_kv_capacity_is_capacity_minus_weights_activations_reserve():
