@@ -461,7 +461,7 @@ def _gemm_cube(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndar
 def _elementwise_rates(system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     packed = cached(tables_version(system), f"elementwise|{system}",
                     lambda: _elementwise_rates_uncached(system) or (np.array("none"),))
-    return None if len(packed) == 1 else packed  # type: ignore[return-value]
+    return None if len(packed) == 1 else packed  # type: ignore[return-value, arg-type]
 
 
 def _elementwise_rates_uncached(system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
