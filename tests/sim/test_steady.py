@@ -84,3 +84,24 @@ def test_the_ttft_band_carries_the_front_ends_host_uncertainty():
             sigma_ttft[front_ms] = float(estimate(cfg, 512, 128, [1.0]).sigma_ttft[0])
     assert sigma_ttft[50.0] > sigma_ttft[0.0] + 0.3
     assert sigma_ttft[50.0] <= 1.0
+
+
+def test_a_scheduler_that_polls_every_n_decode_steps_delays_first_tokens_alike_in_estimator_and_engine():
+    """SGLang's --scheduler-recv-interval: a request waits for the next poll, (N - 1) / 2 decode steps on average
+    (none when it finds the instance idle); TPOT does not change. Estimator and engine agree on it."""
+    base = dict(CASES[1][0])
+    conc = [1, 16, 64]
+    points = [LoadPoint(index=i, concurrency=c, num_requests=6 * c + 8, warmup_requests=2 * c)
+              for i, c in enumerate(conc)]
+    ttft: dict[int, list[float]] = {}
+    for n in (1, 10, 30):
+        config = SimConfig.model_validate({**base, "scheduler_recv_interval": n})
+        rows = point_rows(config, scenario(None, isl=1024, osl=1024), points)
+        est = estimate(config, 0.9 * 1024, 0.9 * 1024, np.array(conc, dtype=float), Protocol.steady())
+        for i, r in enumerate(rows):
+            assert est.ttft[i] == pytest.approx(r["ttft_s_mean"], rel=0.35), (n, conc[i])
+            assert est.tpot[i] == pytest.approx(r["tpot_s_mean"], rel=0.08), (n, conc[i])
+        ttft[n] = [r["ttft_s_mean"] for r in rows]
+    assert ttft[10][0] == pytest.approx(ttft[1][0]) and ttft[30][0] == pytest.approx(ttft[1][0])   # idle: no wait
+    for i in (1, 2):
+        assert ttft[1][i] < ttft[10][i] < ttft[30][i]

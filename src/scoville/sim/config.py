@@ -148,6 +148,10 @@ class SimConfig(_Strict):
     # What-if override of the KV capacity per instance (full-attention tokens); None = derived from memory.
     # Sliding-window layers' fixed per-sequence KV (gpt-oss) is reserved out of it for each running sequence.
     kv_capacity_tokens: int | None = Field(None, ge=1)
+    # Decode steps between the scheduler's polls for new requests: SGLang's --scheduler-recv-interval (InferenceX's
+    # SGLang DeepSeek-R1 B200 recipes: 10 below 16 users, 30 from 16); 1 = every step, as vLLM and TensorRT-LLM
+    # schedule. A step that ran prompt tokens is followed by a poll (SGLang weighs it past any interval).
+    scheduler_recv_interval: int = Field(1, ge=1, le=1000)
 
     @model_validator(mode="after")
     def _budget_holds_a_verify_step(self) -> SimConfig:

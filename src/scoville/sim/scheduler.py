@@ -62,6 +62,7 @@ class Instance:
         handoff: Callable[[Req, float], None] | None = None,
         reuse_reply_blocks: bool = False,
         seq_blocks: int = 0,
+        recv_interval: int = 1,
     ) -> None:
         self.name = name
         self.seq_blocks = seq_blocks        # blocks of sliding-window KV every admitted sequence holds
@@ -91,6 +92,10 @@ class Instance:
         self.group = DecodeGroup(kv.block_size)
         self._last_push: float | None = None
         self._gap: float | None = None                      # moving mean of the time between arrivals
+        # requests that reached the instance are taken in at a poll: every step, or every ``recv_interval`` decode
+        # steps (SGLang's --scheduler-recv-interval), at once after a step with prompt tokens and when idle
+        self.recv_interval = recv_interval
+        self._since_poll = recv_interval
 
     # ---- queue ---------------------------------------------------------------------------------
 
@@ -147,8 +152,7 @@ class Instance:
         start = self.next_start()
         assert start is not None
         self.clock = start
-        while self.arrivals and self.arrivals[0][0] <= start:
-            self.waiting.append(heapq.heappop(self.arrivals)[2])
+        self._poll(start)
         if self.group and self._group_span_worth():
             self.running[:0] = self.group.dissolve()
         if self._span_ok():
@@ -160,6 +164,16 @@ class Instance:
                 else:
                     return None
         return self._step()
+
+    def _poll(self, start: float) -> None:
+        """Take in the requests that have arrived by ``start``, unless the poll interval has not run out on a busy
+        instance (an idle scheduler waits on its queue and takes a request in as it comes)."""
+        busy = self.running or self.group or self.waiting
+        if busy and self._since_poll < self.recv_interval:
+            return
+        self._since_poll = 0
+        while self.arrivals and self.arrivals[0][0] <= start:
+            self.waiting.append(heapq.heappop(self.arrivals)[2])
 
     def _group_span_worth(self) -> bool:
         """Dissolve the group for a decode span only when the span will be long enough to pay for it."""
@@ -347,6 +361,8 @@ class Instance:
             self.steplog.append((dt,) + batch[:4])
         self.clock += dt
         self.c.steps += 1
+        prompt = any(not dec for _, _, dec in step.scheduled)
+        self._since_poll = self.recv_interval if prompt else self._since_poll + 1
         return self.clock
 
     def _advance_group(self, end: float) -> bool:
@@ -419,6 +435,9 @@ class Instance:
         ok = self.kv.allocate(applied.new_blocks)
         assert ok, "span planned beyond the KV blocks available"
         self.c.steps += j
+        # the polls that fell inside the span found nothing (it ends at the next arrival): keep their cadence
+        since = self._since_poll + j
+        self._since_poll = since if since <= self.recv_interval else (since - 1) % self.recv_interval + 1
         if self.steplog is not None:
             dts = np.diff(np.concatenate(([span.starts[0]], ends)))
             self.steplog.append((dts,) + tuple(first_steps(x, j) for x in span.inputs))

@@ -25,7 +25,10 @@ Both add the front end's time per request (``request_overhead_ms``, HTTP and tok
 a time as in the engine: its service time plus an M/D/1 wait at the request rate, inside the loop (a saturated
 front end caps throughput); the opening burst's ``C`` prompts leave it one service time apart.
 
-Limits hold as in the engine: ``max_num_seqs`` and the KV capacity bound ``n``; beyond them users wait.
+Limits hold as in the engine: ``max_num_seqs`` and the KV capacity bound ``n``; beyond them users wait. A unified
+scheduler that polls for new requests only every ``scheduler_recv_interval`` decode steps (SGLang) adds half that
+interval of decode steps to a request's wait when it finds the instance busy. Disaggregated, the first token comes
+with the KV copy (as in the engine): a decode instance's poll only delays the tokens after it.
 
 **What a benchmark measures is not only the steady state.** InferenceX (``vllm bench serve``-style) runs
 ``10·C`` requests per point after a separate warm-up, so the measured window opens with all ``C`` prompts
@@ -165,6 +168,13 @@ def _measured(c: np.ndarray, ttft_ss: np.ndarray, e2e_ss: np.ndarray, burst_ttft
     return ttft, np.maximum(stretch, 1.0)
 
 
+def _poll_wait_steps(config: SimConfig, users: np.ndarray) -> np.ndarray:
+    """Mean decode steps a request waits for the scheduler's next poll beyond the step it arrives in: polls every
+    ``scheduler_recv_interval`` decode steps, arrivals spread evenly in between, so (N - 1) / 2; none when the
+    request finds the instance idle (one user per instance: its own request was the only one)."""
+    return (config.scheduler_recv_interval - 1) / 2.0 * np.clip(users - 1.0, 0.0, 1.0)
+
+
 def _wave_steps(c: np.ndarray, per_step: float) -> np.ndarray:
     """Mean number of steps until the i-th of ``c`` simultaneous prompts is done, ``per_step`` prompts a step."""
     waves = np.ceil(c / max(per_step, 1e-9))
@@ -217,6 +227,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
 
     c = c_all / config.replicas
     request_s = cost.framework.request_overhead_ms * 1e-3
+    poll = _poll_wait_steps(config, c)
 
     lg, ltd, ltm = np.log(grid), np.log(t_d), np.log(t_m)
 
@@ -228,7 +239,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
         s = (1.0 - f) * td + f * tm
         lam = n * AL / ((O - 1.0) * s)
         service = np.ceil(P / np.clip(np.minimum(P, budget - n * q_dec), 1.0, None)) * tm
-        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c)
+        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c) + poll * td
         return s, lam, ttft_min
 
     def h(n: np.ndarray) -> np.ndarray:
