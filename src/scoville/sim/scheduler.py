@@ -169,7 +169,7 @@ class Instance:
         """Take in the requests that have arrived by ``start``, unless the poll interval has not run out on a busy
         instance (an idle scheduler waits on its queue and takes a request in as it comes)."""
         busy = self.running or self.group or self.waiting
-        if busy and self._since_poll < self.recv_interval:
+        if self.recv_interval > 1 and busy and self._since_poll < self.recv_interval:
             return
         self._since_poll = 0
         while self.arrivals and self.arrivals[0][0] <= start:
