@@ -274,7 +274,8 @@ def test_a_family_measured_below_nvidia_efficiency_runs_its_roofline_times_slowe
 @needs_tables
 def test_elementwise_kernels_run_at_the_floor_and_rate_the_quantize_tables_measured():
     """Norms and activations are priced on the launch floor and streaming rate measured for an elementwise kernel
-    on the system (a microsecond or two, most of HBM bandwidth), not on the priors; a datasheet chip keeps them."""
+    on the system (a microsecond or two, most of HBM bandwidth), not on the priors, as many of them a layer as
+    the framework launches."""
     kt = tables.KernelTables("h200_sxm", "trtllm")
     measured = kt.elementwise()
     assert measured is not None

@@ -361,8 +361,9 @@ class Instance:
             self.steplog.append((dt,) + batch[:4])
         self.clock += dt
         self.c.steps += 1
-        prompt = any(not dec for _, _, dec in step.scheduled)
-        self._since_poll = self.recv_interval if prompt else self._since_poll + 1
+        if self.recv_interval > 1:   # polling every step needs no count
+            prompt = any(not dec for _, _, dec in step.scheduled)
+            self._since_poll = self.recv_interval if prompt else self._since_poll + 1
         return self.clock
 
     def _advance_group(self, end: float) -> bool:
@@ -435,9 +436,9 @@ class Instance:
         ok = self.kv.allocate(applied.new_blocks)
         assert ok, "span planned beyond the KV blocks available"
         self.c.steps += j
-        # the polls that fell inside the span found nothing (it ends at the next arrival): keep their cadence
-        since = self._since_poll + j
-        self._since_poll = since if since <= self.recv_interval else (since - 1) % self.recv_interval + 1
+        if self.recv_interval > 1:   # the polls inside the span found nothing (it ends at the next arrival)
+            since = self._since_poll + j
+            self._since_poll = since if since <= self.recv_interval else (since - 1) % self.recv_interval + 1
         if self.steplog is not None:
             dts = np.diff(np.concatenate(([span.starts[0]], ends)))
             self.steplog.append((dts,) + tuple(first_steps(x, j) for x in span.inputs))

@@ -374,10 +374,11 @@ def _interp_nk(ns: np.ndarray, ks: np.ndarray, t: np.ndarray, n: float, k: float
     return np.exp(row0 * (1 - wn) + row1 * wn + en + ek)
 
 
-def build_ops(model: ModelArch, hw: Hardware, lay: Layout, precision: dict[str, str], kv_dtype: str,
-              framework: str = "vllm", backend: str = "auto", elementwise_kernels: int = 6) -> OpSet:
+def build_ops(model: ModelArch, hw: Hardware, lay: Layout, precision: dict[str, str], kv_dtype: str, *,
+              framework: str, backend: str, elementwise_kernels: int) -> OpSet:
     """Every operator curve of one instance shape (see module docstring); cached per process, since a
-    search asks for the same shape once per draft count and token budget."""
+    search asks for the same shape once per draft count and token budget. ``framework`` and
+    ``elementwise_kernels`` come from the step's ``FrameworkCosts`` (one place states each stack's count)."""
     key = (msgspec.json.encode(model), msgspec.json.encode(hw), lay, tuple(sorted(precision.items())), kv_dtype,
            framework, backend, elementwise_kernels)
     return _build_ops(*key)

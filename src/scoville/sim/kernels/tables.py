@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -450,18 +451,21 @@ def _unpack(packed: tuple[np.ndarray, ...] | None) -> tuple[object, str | None]:
     return result, str(source) or None
 
 
+def _cached_or_none(system: str, key: str, compute: Callable[[], tuple[np.ndarray, ...] | None]) -> Any:
+    """``compute()``'s arrays through the disk cache, where an answer of None is cached too (as a one-array
+    marker) so that a table that lacks the slice is not re-read on every start."""
+    packed = cached(tables_version(system), key, lambda: compute() or (np.array("none"),))
+    return None if packed is None or len(packed) == 1 else packed
+
+
 @lru_cache(maxsize=32)
 def _gemm_cube(system: str, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    packed = cached(tables_version(system), f"gemm|{system}|{dtype}",
-                    lambda: _gemm_cube_uncached(system, dtype) or (np.array("none"),))
-    return None if len(packed) == 1 else packed  # type: ignore[return-value, arg-type]
+    return _cached_or_none(system, f"gemm|{system}|{dtype}", lambda: _gemm_cube_uncached(system, dtype))
 
 
 @lru_cache(maxsize=32)
 def _elementwise_rates(system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    packed = cached(tables_version(system), f"elementwise|{system}",
-                    lambda: _elementwise_rates_uncached(system) or (np.array("none"),))
-    return None if len(packed) == 1 else packed  # type: ignore[return-value, arg-type]
+    return _cached_or_none(system, f"elementwise|{system}", lambda: _elementwise_rates_uncached(system))
 
 
 def _elementwise_rates_uncached(system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
