@@ -19,8 +19,11 @@ ourselves; every figure here is validation. Four views:
    measured throughput: near a curve's fast end, where a few percent of TPOT is tens of percent of throughput,
    that read states the miss in TPOT's own terms.
    **1c** gives TTFT at light load as a gap in ms by framework and prompt length (a constant gap is a
-   per-request cost the model lacks). **1d** prints view 1 again with a BF16 KV cache: the rows do not
-   record their KV format, and vLLM and SGLang keep the model's dtype unless told otherwise. **2b** reads
+   per-request cost the model lacks); **1f** pairs the same deployment and concurrency at a 1k and an 8k prompt,
+   so the gap's change with the prompt says which cost is missing (a per-request cost, a host floor the
+   longer prefill hides, or prefill kernels slower than their tables). **1d** prints view 1 again with a
+   BF16 KV cache: the rows do not record their KV format, and vLLM and SGLang keep the model's dtype unless
+   told otherwise. **2b** reads
    the same silicon frontier points off the envelope of their groups' own deployments, each predicted on its
    row (no search): what 2)'s error owes to the cost model, and what to the search. **1e** does the same
    for an unrecorded SGLang setting, the scheduler's poll interval for new requests, on TTFT.
@@ -111,7 +114,29 @@ def measured_tput(row: SiliconRow) -> float:
 Envelopes = dict[tuple, list[tuple[float, float]]]   # frontier group -> predicted (tok/s/user, tok/s/GPU) per row
 
 
-def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[str, list[Cmp]], Envelopes]:
+@dataclass(frozen=True)
+class LightTtft:
+    """A light-load TTFT beside its prediction, with the deployment it ran on (views 1c and 1f)."""
+
+    framework: str
+    system: str            # model, hardware and precision, as view 1 names a group
+    deployment: tuple      # (tp, dp, ep, concurrency, osl): two rows that share it differ only in prompt length
+    isl: int
+    split: str
+    measured_ms: float
+    predicted_ms: float
+
+
+@dataclass
+class Pinned:
+    """View 1's comparisons, the light-load TTFTs, and every frontier group's predicted rows (view 2b)."""
+
+    cmps: dict[str, list[Cmp]]
+    light: list[LightTtft]
+    envelopes: Envelopes
+
+
+def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
     """Each aggregated row predicted on its own deployment; also every prediction of a frontier group's rows
     (the points whose upper envelope view 2b compares with the measured frontier). The rows do not record
     their KV-cache format: ``kv_dtype`` None takes ``simulate``'s auto (FP8 where the chip has FP8 math)."""
@@ -120,8 +145,8 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[st
         if r.mode == "agg" and not r.suspected_speculative:
             group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, "gap" in r.source)
             groups[group].append(r)
-    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_light_load": [], "ttft_sglang": [],
-                                 "ttft_sglang_recv": []}
+    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_sglang": [], "ttft_sglang_recv": []}
+    light: list[LightTtft] = []
     envelopes: Envelopes = defaultdict(list)
     skipped = 0
     for key, rs in groups.items():
@@ -147,8 +172,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[st
             out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[i])))
             out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[i])))
             if r.concurrency <= LIGHT_LOAD:
-                out["ttft_light_load"].append(Cmp(f"{fw} {_prompt_bucket(r.isl)}", r.split, r.ttft_ms,
-                                                  est.ttft[i] * 1e3))
+                light.append(LightTtft(fw, name, (tp, dp, ep, r.concurrency, r.osl), r.isl, r.split, r.ttft_ms, ttft))
             if fw == "sglang" and not key[-1]:
                 out["ttft_sglang"].append(Cmp(name, r.split, r.ttft_ms, ttft))
                 out["ttft_sglang_recv"].append(Cmp(name, r.split, r.ttft_ms, polled[_sglang_recv_interval(
@@ -158,7 +182,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> tuple[dict[st
                     (1.0 / float(est.tpot[i]), float(est.total_tput_per_accelerator[i])))
     if skipped:
         print(f"  ({skipped} rows skipped: deployment does not fit or is not expressible)")
-    return out, envelopes
+    return Pinned(out, light, envelopes)
 
 
 LIGHT_LOAD = 8   # users: where TTFT is the request's own path (front end, prefill), not queueing behind others
@@ -201,17 +225,60 @@ def report_sglang_recv(res: dict[str, list[Cmp]]) -> None:
                   f"within 35% {np.mean(np.abs(errs) <= TOL):4.0%}")
 
 
-def report_light_load_ttft(res: dict[str, list[Cmp]]) -> None:
+def report_light_load_ttft(light: list[LightTtft]) -> None:
     """TTFT at light load, as a gap in milliseconds: a constant gap across prompt lengths is a per-request cost
     the model lacks (a front end), a gap growing with the prompt is prefill (kernels slower than their tables)."""
     print(f"\n1c) TTFT at <= {LIGHT_LOAD} users, dev rows: median measured - predicted, by framework and prompt length")
-    for name in sorted({c.group for c in res["ttft_light_load"]}):
-        cs = [c for c in res["ttft_light_load"] if c.group == name and c.split == "dev"]
-        if len(cs) >= 3:
-            gap = np.median([c.measured - c.predicted for c in cs])
-            measured, predicted = np.median([c.measured for c in cs]), np.median([c.predicted for c in cs])
-            print(f"   {name:26s} n={len(cs):4d}  gap {gap:+7.0f} ms  (measured {measured:6.0f}, "
+    buckets: dict[str, list[LightTtft]] = defaultdict(list)
+    for t in light:
+        if t.split == "dev":
+            buckets[f"{t.framework} {_prompt_bucket(t.isl)}"].append(t)
+    for name in sorted(buckets):
+        ts = buckets[name]
+        if len(ts) >= 3:
+            gap = np.median([t.measured_ms - t.predicted_ms for t in ts])
+            measured, predicted = np.median([t.measured_ms for t in ts]), np.median([t.predicted_ms for t in ts])
+            print(f"   {name:26s} n={len(ts):4d}  gap {gap:+7.0f} ms  (measured {measured:6.0f}, "
                   f"predicted {predicted:6.0f} ms)")
+
+
+SHORT_PROMPT, LONG_PROMPT = 1024, 8192
+
+
+def report_prompt_scaling(light: list[LightTtft]) -> None:
+    """The light-load TTFT gap at a 1k and at an 8k prompt on the same deployment and concurrency (dev rows,
+    paired): what kind of cost the model lacks. The same gap at both lengths is a per-request cost outside the
+    prefill kernels; a gap that shrinks as the prompt grows is a floor the longer prefill's kernels hide (host
+    dispatch of an uncaptured, eager prefill step: its GPU work waits on the CPU only while that work is short);
+    a growing gap is prefill kernels slower than their tables."""
+    print(f"\n1f) TTFT at <= {LIGHT_LOAD} users, {SHORT_PROMPT}- vs {LONG_PROMPT}-token prompts on the same deployment "
+          "and concurrency\n   (dev rows, paired): median gap measured - predicted, and what its change with the "
+          "prompt says (gaps over 20 ms)")
+    by_run: dict[tuple, dict[int, LightTtft]] = defaultdict(dict)
+    for t in light:
+        if t.split == "dev" and t.isl in (SHORT_PROMPT, LONG_PROMPT):
+            by_run[(t.framework, t.system, t.deployment)][t.isl] = t
+    pairs: dict[tuple[str, str], list[tuple[LightTtft, LightTtft]]] = defaultdict(list)
+    for (fw, system, _), runs in by_run.items():
+        if len(runs) == 2:
+            pairs[(fw, system)].append((runs[SHORT_PROMPT], runs[LONG_PROMPT]))
+    for fw, system in sorted(pairs):
+        ps = pairs[(fw, system)]
+        short = float(np.median([s.measured_ms - s.predicted_ms for s, _ in ps]))
+        long = float(np.median([ln.measured_ms - ln.predicted_ms for _, ln in ps]))
+        print(f"   {fw:7s} {system:36s} pairs={len(ps):3d}  gap {short:+6.0f} ms at 1k, {long:+6.0f} ms at 8k  "
+              f"{_gap_kind(short, long)}".rstrip())
+
+
+def _gap_kind(short: float, long: float) -> str:
+    """What a light-load TTFT gap's change from a short to a long prompt says (view 1f); blank below 20 ms."""
+    if max(short, long) <= 20:
+        return ""
+    if long < 0.5 * short:
+        return "(a floor the long prefill hides)"
+    if long > 1.5 * short + 20:
+        return "(prefill slower than its kernels)"
+    return "(a per-request cost)"
 
 
 def _short(model: str) -> str:
@@ -636,10 +703,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"validation set: {len(rows)} distinct measurements from silicon_sample.csv "
           f"({sum(r.split == 'dev' for r in rows)} dev, {sum(r.split == 'holdout' for r in rows)} holdout); "
           f"{sum(r.suspected_speculative for r in rows)} suspected speculative runs left out of view 1")
-    by_row, envelopes = pinned(rows)
+    view1 = pinned(rows)
+    by_row, envelopes = view1.cmps, view1.envelopes
     report_pinned(by_row)
-    report_light_load_ttft(by_row)
-    report_kv_sensitivity(by_row, pinned(rows, kv_dtype="bf16")[0])
+    report_light_load_ttft(view1.light)
+    report_prompt_scaling(view1.light)
+    report_kv_sensitivity(by_row, pinned(rows, kv_dtype="bf16").cmps)
     report_sglang_recv(by_row)
     report_pinned_public(pinned_public())
     if args.quick:
