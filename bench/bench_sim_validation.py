@@ -59,7 +59,7 @@ from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
-from scoville.sim.search import SearchSpace, search  # noqa: E402
+from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import resolve_kv_dtype  # noqa: E402
 from validation_data import SiliconRow, load_silicon  # noqa: E402
@@ -318,8 +318,10 @@ class MeasuredPoint:
     tput: float
     source: str
     max_gpus: int | None = None   # largest deployment measured in the group (silicon rows: unified)
-    speculative: bool = False     # the group holds suspected speculative runs (validation_data): search MTP too
     max_concurrency: int | None = None   # highest concurrency measured in the group (silicon rows, unified)
+    # the highest concurrency of the group's suspected speculative runs (validation_data): the search adds MTP up
+    # to it; None where the group has none
+    max_speculative_concurrency: int | None = None
 
 
 def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
@@ -335,12 +337,13 @@ def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
         pts.sort(key=lambda p: -p[0])
         # disaggregated totals (validation_data) are InferenceX frontiers over everything it ran: default search
         gpus = max(r.accelerators for r in rs) if mode == "agg" else None
-        speculative = any(r.suspected_speculative for r in rs)
+        speculative = [r.concurrency for r in rs if r.suspected_speculative]
+        spec_users = max(speculative) if speculative else None
         users = max(r.concurrency for r in rs) if mode == "agg" else None
         best = -1.0
         for x, y, split in pts:
             if y > best:
-                out.append(MeasuredPoint(g, split, x, y, "silicon_sample", gpus, speculative, users))
+                out.append(MeasuredPoint(g, split, x, y, "silicon_sample", gpus, users, spec_users))
                 best = y
     return out
 
@@ -448,40 +451,53 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
         model, hw, prec, fw, isl, osl = g
         base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
                          kv_dtype=resolve_kv_dtype(None, hw, model, fw), framework=fw)
-        # silicon groups are unified deployments of a few sizes up to the concurrency they were run at,
-        # speculative only where the group shows plain/MTP pairs: search that space (a frontier of runs that
-        # stopped at 64 users says nothing of 300); public points are InferenceX's frontiers over everything
-        # it ran: the default search
-        gpus = max((p.max_gpus or 0) for p in pts)
-        mtp = "auto" if any(p.speculative for p in pts) else "off"
-        users = max((p.max_concurrency or 0) for p in pts)
-        space = (SearchSpace(max_concurrency=users, disaggregation=False, mtp=mtp, max_accelerators=gpus)
-                 if gpus else SearchSpace(max_concurrency=1024))
         t0 = time.perf_counter()
         try:
-            res = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48, space=space)
+            front = _search_measured_space(base, isl, osl, pts)
         except UserError as e:
             print(f"   {g}: {e}")
             continue
         t_total += time.perf_counter() - t0
-        xs = np.array([p.interactivity for p in res.frontier])[::-1]
-        ys = np.array([p.total_tput_per_accelerator for p in res.frontier])[::-1]
+        xs = np.array([p.interactivity for p in front])[::-1]
+        ys = np.array([p.total_tput_per_accelerator for p in front])[::-1]
         if key[6]:      # ratios use the search over the measured deployment space where there is one
             curves[g] = (xs, ys)
         else:
             curves.setdefault(g, (xs, ys))
         tag = "" if key[6] else " [disagg]" if any(p.source == "silicon_sample" for p in pts) else " [public]"
         name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}{tag}"
-        shift = np.exp(Z90 * np.array([p.sigma for p in res.frontier])[::-1])
+        shift = np.exp(Z90 * np.array([p.sigma for p in front])[::-1])
         for p in pts:
             pred = _achievable(xs, ys, p.interactivity)
             # the band of a frontier read: the frontier of every point at its slow-and-lean corner (TPOT and
             # throughput share one sigma, so they move together) up to that of its fast-and-rich corner
             lo = _achievable(xs / shift, ys / shift, p.interactivity)
             hi = _achievable(xs * shift, ys * shift, p.interactivity)
-            out.append(Cmp(name, p.split, p.tput, pred, _chosen_layout(res.frontier, p.interactivity), band=(lo, hi),
+            out.append(Cmp(name, p.split, p.tput, pred, _chosen_layout(front, p.interactivity), band=(lo, hi),
                            speed=(p.interactivity, _fastest_at(xs, ys, p.tput))))
     return out, curves, t_total
+
+
+def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[MeasuredPoint]) -> list[FrontierPoint]:
+    """The predicted frontier over the deployment space a group's points were measured in. Silicon groups are
+    unified deployments of a few sizes up to the concurrency they were run at (a frontier of runs that stopped
+    at 64 users says nothing of 300), with MTP only as far as the group's speculative runs went (InferenceX ran
+    DeepSeek-R1 with MTP up to 16-256 users, depending on the group, and plain beyond): the plain search and
+    the MTP search each over their own measured range, merged. Public points are InferenceX's frontiers over
+    everything it ran: the default search."""
+    gpus = max((p.max_gpus or 0) for p in pts)
+    if not gpus:
+        return search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48,
+                      space=SearchSpace(max_concurrency=1024)).frontier
+    users = max((p.max_concurrency or 0) for p in pts)
+    spec_users = max((p.max_speculative_concurrency or 0) for p in pts)
+    spaces = [SearchSpace(max_concurrency=users, disaggregation=False, mtp="off", max_accelerators=gpus)]
+    if spec_users:
+        spaces.append(SearchSpace(max_concurrency=spec_users, disaggregation=False, mtp="auto", max_accelerators=gpus))
+    front = [f for space in spaces
+             for f in search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48, space=space).frontier]
+    keep = pareto(np.array([f.interactivity for f in front]), np.array([f.total_tput_per_accelerator for f in front]))
+    return [front[i] for i in keep]
 
 
 def _achievable(xs: np.ndarray, ys: np.ndarray, interactivity: float) -> float:
@@ -511,8 +527,9 @@ def _chosen_layout(front: list, interactivity: float) -> tuple[int, int, int] | 
 def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
     print("\n2) predicted frontier vs measured frontier points: throughput per GPU at the same interactivity\n"
           "   (silicon groups: the search over their deployment space - unified, up to the largest GPU count and\n"
-          "   concurrency measured, MTP only in groups with plain/speculative pairs; public InferenceX points and\n"
-          "   GB200 disaggregated totals: the default search, as `scoville simulate` runs it)")
+          "   concurrency measured, MTP only in groups with plain/speculative pairs and only up to the concurrency\n"
+          "   their speculative runs reached; public InferenceX points and GB200 disaggregated totals: the default\n"
+          "   search, as `scoville simulate` runs it)")
     print(f"   {'group':52s} {'n':>3s} {'med err':>8s} {'|err| med':>9s} {'within35':>8s}")
     for name in sorted({c.group for c in res}):
         errs = np.array([c.err for c in res if c.group == name])
