@@ -43,6 +43,7 @@ class SimulateSpec(Spec):
     mtp: str = Field("auto", description="auto | off | K[:ACCEPT]")
     max_accelerators: int | None = Field(None, ge=1)
     disaggregation: bool = True
+    unified: bool = Field(True, description="search unified instances; off: disaggregated pools only")
     fidelity: Literal["analytic", "des"] | None = None
     cost_backend: Literal["auto", "measured", "transfer"] = "auto"
     profile: Path | None = None
@@ -190,7 +191,8 @@ def _simulate(spec: SimulateSpec, on_search: Progress | None, on_point: Progress
 
     levels = [p.concurrency or 1 for p in points]
     space = SearchSpace(max_accelerators=spec.max_accelerators, mtp="off" if mtp_mode == "off" else "auto",
-                        disaggregation=spec.disaggregation, min_concurrency=min(levels), max_concurrency=max(levels))
+                        disaggregation=spec.disaggregation, unified=spec.unified, min_concurrency=min(levels),
+                        max_concurrency=max(levels))
     mean_isl, mean_osl, spread = mean_lengths(workload)
     result = search(base, mean_isl, mean_osl, space=space, osl_spread=spread, points=len(points),
                     progress=on_search)

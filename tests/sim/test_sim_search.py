@@ -83,6 +83,20 @@ def test_disaggregated_pools_are_sized_and_priced(result):
         assert d.kv_transfer == ("scaleup" if p.config.accelerators <= 72 else "scaleout")
 
 
+def test_no_unified_searches_disaggregated_pools_only():
+    base = SimConfig(hardware="gb200", model="gpt-oss-120b", kv_dtype="fp8", framework="trtllm")
+    both = search(base, 0.9 * 8192, 0.9 * 1024, space=SearchSpace(mtp="off", max_concurrency=512), points=8)
+    pools = search(base, 0.9 * 8192, 0.9 * 1024, space=SearchSpace(mtp="off", max_concurrency=512, unified=False),
+                   points=8)
+    assert pools.frontier and all(p.config.disaggregation is not None for p in pools.frontier)
+    # a narrower search never beats the wider one at either end of the frontier (thinning keeps both ends)
+    assert max(p.total_tput_per_accelerator for p in both.frontier) >= max(
+        p.total_tput_per_accelerator for p in pools.frontier)
+    assert both.frontier[0].interactivity >= pools.frontier[0].interactivity
+    with pytest.raises(UserError, match="nothing to search"):
+        search(base, ISL, OSL, space=SearchSpace(unified=False, disaggregation=False))
+
+
 def test_a_model_that_fits_nowhere_is_one_line():
     with pytest.raises(UserError, match="does not fit"):
         search(SimConfig(hardware="h100", model="deepseek-r1"), ISL, OSL, space=SearchSpace(max_accelerators=8))
@@ -162,3 +176,6 @@ def test_simulate_command_pinned_config_and_errors(tmp_path: Path):
     mtp = runner.invoke(app, ["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--mtp", "x:y",
                               "--runs", str(tmp_path / "runs")])
     assert mtp.exit_code != 0 and "--mtp" in str(mtp.exception)
+    nothing = runner.invoke(app, ["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--no-unified",
+                                  "--no-disagg", "--runs", str(tmp_path / "runs")])
+    assert nothing.exit_code != 0 and "--no-unified or --no-disagg" in str(nothing.exception)

@@ -79,6 +79,9 @@ def register(app: typer.Typer) -> None:
                                        "or two domains' worth when the model needs more).")] = None,
         disaggregation: Annotated[bool, typer.Option(
             "--disagg/--no-disagg", help="Search prefill/decode pools too.")] = True,
+        unified: Annotated[bool, typer.Option(
+            "--unified/--no-unified", help="Search unified instances too (--no-unified: disaggregated pools "
+                                           "only, as InferenceX's NVL72 results ran).")] = True,
         fidelity: Annotated[str | None, typer.Option(
             help="analytic (estimator, ~1 s) | des (replay every frontier request in the engine).")] = None,
         cost_backend: Annotated[str, typer.Option(
@@ -123,8 +126,8 @@ def register(app: typer.Typer) -> None:
 
         spec = SimulateSpec.of_flat(
             hardware=hardware, model=model, config=config, precision=precision, kv_dtype=kv_dtype,
-            framework=framework, mtp=mtp, max_accelerators=max_accelerators,
-            disaggregation=disaggregation, fidelity=fidelity, cost_backend=cost_backend, profile=profile,
+            framework=framework, mtp=mtp, max_accelerators=max_accelerators, disaggregation=disaggregation,
+            unified=unified, fidelity=fidelity, cost_backend=cost_backend, profile=profile,
             power=power, compat=compat, seed=seed, runs=runs, executor=executor, ray_address=ray_address,
             workers=workers, report=report, scenario=scenario, isl=isl, osl=osl, range_ratio=range_ratio,
             trace=trace, trace_format=trace_format, time_scale=time_scale, sample=sample, max_sessions=max_sessions,

@@ -70,6 +70,8 @@ class SearchSpace:
     budgets: tuple[int, ...] = (4096, 8192, 16384)
     prefill_budget: int = 16384
     disaggregation: bool = True
+    unified: bool = True                         # search unified instances (off: disaggregated pools only,
+                                                 # as InferenceX's Dynamo results on NVL72 ran)
     max_pool_replicas: int = 16
     min_concurrency: int = 1
     max_concurrency: int = 8192
@@ -214,6 +216,9 @@ def search(base: SimConfig, isl: float, osl: float, *, space: SearchSpace = Sear
            progress: Callable[[int, int], None] | None = None) -> SearchResult:
     """Search deployments of ``base``'s model on ``base``'s hardware for mean lengths ``isl``/``osl``."""
     t0 = time.perf_counter()
+    if not (space.unified or space.disaggregation):
+        raise SimConfigError("nothing to search: unified instances and disaggregated pools are both off; "
+                             "drop --no-unified or --no-disagg")
     model = load_model(base.model)
     layouts = instance_layouts(base, space, isl + osl)
     drafts = draft_options(base, model, space)
@@ -224,7 +229,7 @@ def search(base: SimConfig, isl: float, osl: float, *, space: SearchSpace = Sear
                                          "disaggregation": None,
                                          "speculative": d.model_dump() if d else None,
                                          "max_num_batched_tokens": b, "max_num_seqs": int(conc[-1])})
-               for (p, d) in promising for b in space.budgets]
+               for (p, d) in promising for b in space.budgets] if space.unified else []
     curves: list[_Curve] = []
     for i, cfg in enumerate(unified):
         curves.append(_Curve(cfg, estimate(cfg, isl, osl, conc, protocol, osl_spread)))
