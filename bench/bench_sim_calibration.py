@@ -8,10 +8,12 @@ GB300, all served by TensorRT-LLM/Dynamo) are the only end-to-end figures the si
 every other public result is validation (``bench_sim_validation.py``). What the fit sets is what no
 kernel table knows: TensorRT-LLM's host time per step and per sequence. Kernel times come from the
 measured tables, and ``kernel_scale`` (a whole module against the sum of its kernels) from the module
-tables (``bench_module_scale.py``); with it held, the seeds land 17-27% slow (see the note in
-``tests/sim/test_cost_calibration.py``). Each figure is read off the frontier of a full
-default search (no MTP: the published 8k/1k ends are the non-speculative curves), with the concurrency
-capped where InferenceX stopped (512 for gpt-oss, 1024 otherwise).
+tables (``bench_module_scale.py``); see the note in ``tests/sim/test_cost_calibration.py`` for where the seeds
+land. Each figure is read off the frontier of a search over the deployments InferenceX ran them on: Dynamo
+disaggregated prefill/decode pools (every InferenceX NVL72 configuration of the three models has
+``disagg: true``; the reference file says ``deployments: disaggregated``), no MTP (the published 8k/1k ends
+are the non-speculative curves), and the concurrency capped where InferenceX's configuration stopped
+(``max_concurrency`` in the reference file: 512 for gpt-oss, 3,228 for DeepSeek-R1, 2,253 for Kimi K2.5).
 
 Then the Jalapeno what-if: the same search on the preliminary Jalapeno entry beside its published claims,
 with what each claim requires of the chip.
@@ -39,7 +41,6 @@ from scoville.sim.search import SearchSpace, search
 
 FIT_KEYS = ("step_overhead_us", "seq_overhead_us")
 PRIOR = {"step_overhead_us": (50.0, 1.0), "seq_overhead_us": (0.5, 1.0)}  # (centre, log sd)
-MAX_CONC = {"gpt-oss-120b": 512}
 
 
 @dataclass
@@ -55,12 +56,14 @@ def reference() -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
-def predict(model: str, hardware: str, precision: str | None, framework: FrameworkCosts, mtp: str = "off") -> Figures:
-    """The four yardsticks of the default search's frontier (8k/1k, InferenceX draws and protocol)."""
+def predict(model: str, hardware: str, precision: str | None, framework: FrameworkCosts, mtp: str = "off",
+            unified: bool = True, max_concurrency: int = 1024) -> Figures:
+    """The four yardsticks of the search's frontier (8k/1k, InferenceX draws and protocol); ``unified`` False
+    searches disaggregated pools only."""
     base = SimConfig(hardware=hardware, model=model, precision=precision, kv_dtype="fp8", framework="trtllm")
     with overridden(framework):
         r = search(base, 0.9 * 8192, 0.9 * 1024, osl_spread=1 / 0.9, points=64,
-                   space=SearchSpace(mtp=mtp, max_concurrency=MAX_CONC.get(model, 1024)))
+                   space=SearchSpace(mtp=mtp, max_concurrency=max_concurrency, unified=unified))
     kw = load_hardware(hardware).rated_watts / 1000.0
     x = np.array([p.interactivity for p in r.frontier])
     y = np.array([p.total_tput_per_accelerator for p in r.frontier]) / kw
@@ -71,8 +74,10 @@ def predict(model: str, hardware: str, precision: str | None, framework: Framewo
 def errors(ref: dict[str, Any], costs: FrameworkCosts) -> list[tuple[str, str, float, float]]:
     """(model@hardware, figure, published, predicted) for the 9 seed figures."""
     out = []
+    unified = ref["deployments"] != "disaggregated"
     for pt in ref["points"]:
-        fig = predict(pt["model"], pt["hardware"], pt["precision"], costs)
+        fig = predict(pt["model"], pt["hardware"], pt["precision"], costs, unified=unified,
+                      max_concurrency=pt["max_concurrency"])
         for key in ("peak_tput_per_kw", "max_interactivity", "min_e2e_s", "tput_per_kw_at_max_interactivity"):
             if key in pt:
                 out.append((f"{pt['model']}@{pt['hardware']}", key, float(pt[key]), float(getattr(fig, key))))
@@ -107,15 +112,15 @@ def _with_kernel_factor(hw_name: str, factor: float, folder: Path) -> str:
     return str(path)
 
 
-def required_factor(model: str, precision: str, key: str, claim: float, folder: Path) -> float:
-    """The kernel_factor at which the default search reaches ``claim`` (bisection in log space; kernels
-    faster than the NVIDIA-fitted transfer model when < 1)."""
+def required_factor(model: str, precision: str, key: str, claim: float, folder: Path, max_concurrency: int) -> float:
+    """The kernel_factor at which the search reaches ``claim`` (bisection in log space; kernels faster than the
+    NVIDIA-fitted transfer model when < 1)."""
     lo, hi = math.log(0.02), math.log(5.0)
     better = (lambda v: v <= claim) if key == "min_e2e_s" else (lambda v: v >= claim)
     for _ in range(9):
         mid = (lo + hi) / 2
         fig = predict(model, _with_kernel_factor("jalapeno", math.exp(mid), folder), precision,
-                      load_framework("trtllm"), mtp="auto")
+                      load_framework("trtllm"), mtp="auto", max_concurrency=max_concurrency)
         if better(getattr(fig, key)):
             lo = mid
         else:
@@ -124,22 +129,23 @@ def required_factor(model: str, precision: str, key: str, claim: float, folder: 
 
 
 def jalapeno(ref: dict[str, Any]) -> None:
-    """The what-if: the default search on the preliminary Jalapeno entry beside each published claim, and the
-    kernel speed each claim requires (relative to NVIDIA-grade kernels on the same datasheet)."""
+    """The what-if: the search on the preliminary Jalapeno entry beside each published claim, and the kernel speed
+    each claim requires (relative to NVIDIA-grade kernels on the same datasheet). Its deployments are unknown, so
+    unified instances and disaggregated pools are both searched, and MTP; users up to the seed's cap."""
     claims = ref["claims"]
     hw = load_hardware(claims["hardware"])
     folder = Path(tempfile.mkdtemp(prefix="jalapeno-"))
     print(f"\nJalapeno what-if (preliminary entry; rated {hw.rated_watts:.0f} W; transfer model, TensorRT-LLM-grade "
           f"stack, MTP searched) vs its published claims")
     print(f"  {'model':14s} {'figure':20s} {'claim':>9s} {'scoville':>9s} {'ratio':>6s}  requires kernels at")
-    precisions = {p["model"]: p["precision"] for p in ref["points"]}
+    seeds = {p["model"]: p for p in ref["points"]}
     for c in claims["points"]:
-        prec = precisions[c["model"]]
-        fig = predict(c["model"], "jalapeno", prec, load_framework("trtllm"), mtp="auto")
+        prec, users = seeds[c["model"]]["precision"], seeds[c["model"]]["max_concurrency"]
+        fig = predict(c["model"], "jalapeno", prec, load_framework("trtllm"), mtp="auto", max_concurrency=users)
         for key in ("peak_tput_per_kw", "max_interactivity", "min_e2e_s"):
             if key in c:
                 pred = getattr(fig, key)
-                need = required_factor(c["model"], prec, key, c[key], folder)
+                need = required_factor(c["model"], prec, key, c[key], folder, users)
                 print(f"  {c['model']:14s} {key:20s} {c[key]:9.4g} {pred:9.4g} {pred / c[key]:6.2f}  "
                       f"{need:5.2f}x the NVIDIA-fitted kernel times")
 
