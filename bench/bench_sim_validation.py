@@ -669,22 +669,24 @@ def report_ratios(res: list[Cmp], title: str = "3) GPU-vs-GPU throughput ratios 
 
 # -- 4. trends ----------------------------------------------------------------------------------------------
 def _curve(hw: str, model: str, precision: str | None, framework: str, isl: int = 8192, osl: int = 1024,
-           disagg: bool = True, mtp: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+           disagg: bool = True, unified: bool = True, mtp: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     base = SimConfig(hardware=hw, model=model, precision=precision,
                      kv_dtype=resolve_kv_dtype(None, hw, model, framework), framework=framework)
     r = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=64,
-               space=SearchSpace(max_concurrency=4096, disaggregation=disagg, mtp=mtp))
+               space=SearchSpace(max_concurrency=4096, disaggregation=disagg, unified=unified, mtp=mtp))
     return (np.array([p.interactivity for p in r.frontier])[::-1],
             np.array([p.total_tput_per_accelerator for p in r.frontier])[::-1])
 
 
 def trends(points: list[MeasuredPoint]) -> list[tuple[str, str, str, bool]]:
-    """(statement, published, predicted, holds) for the published trends the issue names. The GB200/B200 ones
-    also give the ratio on InferenceX's own later runs in silicon_sample.csv (the blog's curves are of
-    October 2025 stacks; the file's GB200 disaggregated totals and B200 frontier are of March-April 2026)."""
+    """(statement, published, predicted, holds) for the published trends the issue names, each side searched over
+    the kind of deployment its published curve ran: GB200 NVL72 as InferenceX's Dynamo disaggregated pools, B200
+    as single-node unified instances. The GB200/B200 ones also give the ratio on InferenceX's own later runs in
+    silicon_sample.csv (the blog's curves are of October 2025 stacks; the file's GB200 disaggregated totals and
+    B200 frontier are of March-April 2026)."""
     out = []
-    gb200 = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm")
-    b200 = _curve("b200", "deepseek-r1", "nvfp4", "trtllm")
+    gb200 = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm", unified=False)
+    b200 = _curve("b200", "deepseek-r1", "nvfp4", "trtllm", disagg=False)
 
     def measured(hw: str, disaggregated: bool) -> list[MeasuredPoint]:
         return [p for p in points if p.group == ("deepseek-r1", hw, "nvfp4", "trtllm", 8192, 1024)
