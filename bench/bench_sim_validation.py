@@ -483,12 +483,14 @@ def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[Measur
     unified deployments of a few sizes up to the concurrency they were run at (a frontier of runs that stopped
     at 64 users says nothing of 300), with MTP only as far as the group's speculative runs went (InferenceX ran
     DeepSeek-R1 with MTP up to 16-256 users, depending on the group, and plain beyond): the plain search and
-    the MTP search each over their own measured range, merged. Public points are InferenceX's frontiers over
-    everything it ran: the default search."""
+    the MTP search each over their own measured range, merged. The GB200 disaggregated totals are InferenceX's
+    Dynamo frontiers: disaggregated pools. Public points are InferenceX's frontiers over everything it ran: the
+    default search."""
     gpus = max((p.max_gpus or 0) for p in pts)
     if not gpus:
+        pools_only = all(p.source == "silicon_sample" for p in pts)
         return search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48,
-                      space=SearchSpace(max_concurrency=1024)).frontier
+                      space=SearchSpace(max_concurrency=1024, unified=not pools_only)).frontier
     users = max((p.max_concurrency or 0) for p in pts)
     spec_users = max((p.max_speculative_concurrency or 0) for p in pts)
     spaces = [SearchSpace(max_concurrency=users, disaggregation=False, mtp="off", max_accelerators=gpus)]
@@ -528,8 +530,8 @@ def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
     print("\n2) predicted frontier vs measured frontier points: throughput per GPU at the same interactivity\n"
           "   (silicon groups: the search over their deployment space - unified, up to the largest GPU count and\n"
           "   concurrency measured, MTP only in groups with plain/speculative pairs and only up to the concurrency\n"
-          "   their speculative runs reached; public InferenceX points and GB200 disaggregated totals: the default\n"
-          "   search, as `scoville simulate` runs it)")
+          "   their speculative runs reached; GB200 disaggregated totals: disaggregated pools; public InferenceX\n"
+          "   points: the default search, as `scoville simulate` runs it)")
     print(f"   {'group':52s} {'n':>3s} {'med err':>8s} {'|err| med':>9s} {'within35':>8s}")
     for name in sorted({c.group for c in res}):
         errs = np.array([c.err for c in res if c.group == name])

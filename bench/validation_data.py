@@ -32,7 +32,7 @@ DeepSeek-R1 TensorRT-LLM groups only (59 rows); SGLang's repeated DeepSeek-R1 me
 InferenceX's GB200 DeepSeek-R1 results are Dynamo disaggregated deployments; the file's April CSV writes 55 of
 them as aggregated rows with the deployment's GPU total as tp (12 to 72, EP 1: no aggregated DeepSeek-R1
 layout). ``load_silicon`` keeps that total as ``gpus_total`` and reads the row as disaggregated: it leaves the
-pinned view and joins the frontier view beside the public points, against the default search.
+pinned view and joins the frontier view beside the public points, against a search of disaggregated pools.
 
 Split: every measurement is assigned to ``dev`` or ``holdout`` by a hash of that key. Development looked at
 ``dev`` only (to find missing terms in the model, never to set a number); ``holdout`` is reported apart.
