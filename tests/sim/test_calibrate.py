@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from scoville.cli import main as cli_main
-from scoville.load import LoadPoint
+from scoville.load import LoadPoint, repeat_plan
+from scoville.results.catalog import read_point_rows
 from scoville.sim.calibrate import (
     PARAMS,
     SCHEMA_VERSION,
@@ -28,6 +29,7 @@ from scoville.sim.calibrate import (
     load_profile,
     nelder_mead,
     nnls_small,
+    read_run,
 )
 from scoville.sim.config import SimConfig
 from scoville.sim.driver import simulate_run
@@ -101,6 +103,20 @@ def test_two_load_points_of_one_sweep_predict_the_rest_of_it(world: dict):
     assert [p.label for p in rep.points if p.role == "held-out"] == ["c=2", "c=4"]
     assert rep.max_abs_error("after", "held-out") < 0.10
     assert rep.within(0.10, "held-out") and rep.max_abs_error("before", "held-out") > 0.5
+
+
+def test_the_repeats_of_a_load_are_one_point_at_their_mean(world: dict, tmp_path: Path):
+    cfg = SimConfig(hardware=HW, model=world["model"], profile=str(world["root"] / "truth.yaml"), **SERVING)
+    run = simulate_run(cfg, SyntheticWorkload(isl=512, osl=64, seed=3, name="512/64"), repeat_plan(points([1, 4]), 3),
+                       tmp_path / "runs", seed=1)
+    rows = read_point_rows(run)
+    data = read_run(run)
+    assert [t.label for t in data.targets] == ["c=1", "c=4"]
+    for t in data.targets:
+        mine = [r for r in rows if r["load"] == t.label]
+        assert len(mine) == 3
+        assert t.measured.tpot_s == pytest.approx(np.mean([r["tpot_s_mean"] for r in mine]))
+        assert t.measured.ttft_s == pytest.approx(np.mean([r["ttft_s_mean"] for r in mine]))
 
 
 @pytest.mark.slow   # a full fit

@@ -293,7 +293,10 @@ def _figures(row: dict[str, Any]) -> Figures:
 
 
 def read_run(run_dir: Path) -> RunData:
-    """A run's measured points with the workload and load point that produced each; one-line errors."""
+    """A run's measured points with the workload and load point that produced each; one-line errors. The repeats
+    of a load (``sweep --repeats``) are one point, their mean: on a shared machine a load measured minutes apart
+    moves by ~10%, which a fit on one pass takes for the server's behaviour."""
+    from scoville.analysis.repeats import aggregate_repeats
     from scoville.results.catalog import load_manifest, read_point_rows
     from scoville.workload.scenarios import workload_from_dict
 
@@ -301,7 +304,7 @@ def read_run(run_dir: Path) -> RunData:
     m = load_manifest(run_dir)
     run_id = m.run_id or run_dir.name
     model = m.model.name or ""
-    rows = read_point_rows(run_dir) or []
+    rows = aggregate_repeats(read_point_rows(run_dir) or [])
     plan = {p.index: p for p in m.load_plan.points}
     try:
         workload = workload_from_dict(m.workload)
