@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -332,8 +333,15 @@ def run_cli(*args: str, timeout: float, preexec: Callable[[], None] | None = Non
 
 
 def start_cli(*args: str) -> subprocess.Popen:
-    """Start ``scoville ARGS`` in the background (to signal or kill it mid-run)."""
-    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CLI_ENV)
+    """Start ``scoville ARGS`` in the background (to signal or kill it mid-run), with Ctrl-C's default action as
+    at a terminal: a test suite started as a shell's background job runs with SIGINT ignored, which its children
+    inherit, and a sweep that cannot see Ctrl-C finishes instead of stopping."""
+    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CLI_ENV,
+                            preexec_fn=_interruptible)
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_until(pred: Callable[[], object], timeout: float) -> None:
