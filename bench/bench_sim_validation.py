@@ -335,7 +335,7 @@ def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
         g = tuple(group)
         pts = [(1e3 / r.tpot_ms, measured_tput(r), r.split) for r in rs]
         pts.sort(key=lambda p: -p[0])
-        # disaggregated totals (validation_data) are InferenceX frontiers over everything it ran: default search
+        # disaggregated totals (validation_data) are InferenceX Dynamo frontiers: searched over disaggregated pools
         gpus = max(r.accelerators for r in rs) if mode == "agg" else None
         speculative = [r.concurrency for r in rs if r.suspected_speculative]
         spec_users = max(speculative) if speculative else None
