@@ -142,6 +142,21 @@ def test_draft_passes_cost_but_not_per_token(datasheet):
     assert mtp.weight_bytes_per_accelerator > plain.weight_bytes_per_accelerator   # the MTP layer is resident
 
 
+def test_a_draft_pass_is_a_whole_decoder_block_on_the_same_ranks(datasheet):
+    """The MTP module is one decoder block: each draft pass pays its attention over the sequence's context and
+    the EP dispatch and combine its experts need on a data-parallel, expert-parallel layout, as a main layer does
+    (one token per sequence), besides its projections, experts and the LM head."""
+    mtp = StepCost("deepseek-r1", datasheet(), Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8", drafts=2,
+                   framework="trtllm")
+    ops, b, ctx = mtp.ops, 64, 8000.0
+    x = b / 8                                                   # decoding sequences per rank
+    block = (ops.attn_proj(x) + ops.elementwise(x) + ops.attn_decode(x, ctx) + ops.moe(x * 8) + ops.router(x)
+             + ops.shared_ffn(x) + ops.ep_exchange(x) + ops.lm_head(x))
+    scale = mtp.kernel_factor * mtp.framework.kernel_scale
+    assert mtp.breakdown(3 * b, b, 3 * b * ctx, b * ctx, b, b * ctx)["draft"] == pytest.approx(2 * block * scale)
+    assert ops.attn_decode(x, ctx) > 0 and ops.ep_exchange(x) > 0   # the terms a projection-only draft lacked
+
+
 def test_framework_costs_add_host_time_and_kernel_scale_scales_only_kernels(datasheet):
     hw = datasheet()
     base = StepCost("llama-3.1-8b", hw, framework="vllm")

@@ -242,7 +242,7 @@ class StepCost:
         if ops.ep_exchange is not None:
             comm = comm + m.num_moe_layers * ops.ep_exchange(_pos(xp, Tr, scalar))
         out["comm"] = comm
-        out["draft"] = self._draft_time(Dr, scalar, xp) if self.drafts else 0.0
+        out["draft"] = self._draft_time(Dr, ctx, scalar, xp) if self.drafts else 0.0
         fw = self.framework
         out["overhead"] = (fw.step_overhead_us + fw.seq_overhead_us * S) * 1e-6
         scale = self.kernel_factor * fw.kernel_scale
@@ -253,18 +253,24 @@ class StepCost:
                 out[key] = out[key] * scale
         return out
 
-    def _draft_time(self, Dr: Any, scalar: bool, xp: Any) -> Any:
+    def _draft_time(self, Dr: Any, ctx: Any, scalar: bool, xp: Any) -> Any:
         """``drafts`` sequential passes of one decoder layer (MTP module / EAGLE head) plus the LM head over
-        the decoding sequences (their attention over the recent context is small next to the projections)."""
-        ops = self.ops
+        the decoding sequences, one token each: the layer's projections, its attention over the sequence's
+        context, its experts, and the collectives the main layers pay (TP all-reduces, the EP dispatch and
+        combine), since the MTP module is a whole decoder block on the same ranks."""
+        ops, m = self.ops, self.model
         x = _pos(xp, Dr, scalar)
-        layer = ops.attn_proj(x) + ops.elementwise(x)
+        layer = ops.attn_proj(x) + ops.elementwise(x) + ops.attn_decode(x, _pos(xp, ctx, scalar))
         if ops.moe is not None and ops.router is not None:
             layer = layer + ops.moe(x * self.par.dp) + ops.router(x)
             if ops.shared_ffn is not None:
                 layer = layer + ops.shared_ffn(x)
+            if ops.ep_exchange is not None:
+                layer = layer + ops.ep_exchange(x)
         elif ops.dense_ffn is not None:
             layer = layer + ops.dense_ffn(x)
+        if ops.allreduce is not None:
+            layer = layer + 2 * ops.allreduce(x * m.hidden_size * ACT_BYTES)
         return _where(scalar, Dr > 0, self.drafts * (layer + ops.lm_head(x)), 0.0)
 
     def step_time(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any,
