@@ -142,6 +142,34 @@ def test_draft_passes_cost_but_not_per_token(datasheet):
     assert mtp.weight_bytes_per_accelerator > plain.weight_bytes_per_accelerator   # the MTP layer is resident
 
 
+def test_a_layer_wide_qk_norm_costs_its_kernels_and_under_tp_an_all_reduce(datasheet, tmp_path):
+    """MiniMax M2 normalises a layer's queries and keys over all heads (``qk_norm_type: per_layer``): the sums
+    of squares cross the tensor-parallel ranks, one small all-reduce a layer; a per-head norm needs none."""
+    def model(**extra):
+        p = tmp_path / f"m{len(extra)}{extra.get('qk_norm_type', '')}.json"
+        p.write_text(json.dumps({**TINY, **extra}))
+        return load_model(str(p))
+
+    plain, per_head = model(), model(use_qk_norm=True)
+    per_layer = model(use_qk_norm=True, qk_norm_type="per_layer")
+    assert (plain.qk_norm, per_head.qk_norm, per_layer.qk_norm) == (None, "per_head", "per_layer")
+    b, ctx, hw = 8, 2000.0, datasheet()
+
+    def parts(m, tp):
+        c = StepCost(m, hw, Parallel(tp=tp))
+        return c, c.breakdown(b, b, b * ctx, b * ctx)
+
+    c, base = parts(plain, 2)
+    _, head = parts(per_head, 2)
+    c_layer, layer = parts(per_layer, 2)
+    assert c.ops.qk_norm is None and head["comm"] == base["comm"] and head["attn_proj"] > base["attn_proj"]
+    extra = TINY["num_hidden_layers"] * c_layer.ops.allreduce(b * 2 * 4.0)
+    assert layer["comm"] == pytest.approx(base["comm"] + extra) and extra > 0
+    _, alone = parts(per_layer, 1)
+    _, alone_plain = parts(plain, 1)
+    assert alone["comm"] == alone_plain["comm"] == 0          # one rank: nothing to reduce
+
+
 def test_a_draft_pass_is_a_whole_decoder_block_on_the_same_ranks(datasheet):
     """The MTP module is one decoder block: each draft pass pays its attention over the sequence's context and
     the EP dispatch and combine its experts need on a data-parallel, expert-parallel layout, as a main layer does

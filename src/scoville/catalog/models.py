@@ -57,6 +57,9 @@ class ModelArch(msgspec.Struct, kw_only=True):
     num_sliding_layers: int = 0         # layers attending over at most sliding_window tokens
     attention_bias: bool = False
     attention_sinks: bool = False
+    # RMSNorm of queries and keys (``use_qk_norm``): "per_head" over each head's width, "per_layer" over all of
+    # a layer's heads (MiniMax M2: ``qk_norm_type``), which under tensor parallelism all-reduces the sums
+    qk_norm: str | None = None
     q_lora_rank: int | None = None      # MLA
     kv_lora_rank: int = 0
     qk_nope_head_dim: int = 0
@@ -255,6 +258,7 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
         tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         attention_bias=bool(cfg.get("attention_bias", False)), extra_params=extra, precision=prec,
         default_precision=label,
+        qk_norm=str(cfg.get("qk_norm_type") or "per_head") if cfg.get("use_qk_norm") else None,
     )
     if "kv_lora_rank" in cfg and cfg.get("kv_lora_rank"):  # DeepseekV2/V3, Kimi K2: MLA
         common.update(

@@ -202,7 +202,8 @@ class StepCost:
         Tr, Dr, Spr = T / dp, D / dp, Sp / dp
         L, Lf, Lsw = m.num_layers, m.num_full_layers, m.num_sliding_layers
         out: dict[str, Any] = {}
-        out["attn_proj"] = L * (ops.attn_proj(Tr) + ops.elementwise(Tr))
+        out["attn_proj"] = L * (ops.attn_proj(Tr) + ops.elementwise(Tr)
+                                + (ops.qk_norm(Tr) if ops.qk_norm is not None else 0.0))
         # attention cores: decode sequences at their mean context; prefill chunks at their mean length,
         # scaled by the causal pairs they really attend (prior context included)
         ctx = Kd / _pos(xp, D, scalar)
@@ -239,6 +240,8 @@ class StepCost:
         comm = 0.0
         if ops.allreduce is not None:
             comm = comm + 2 * L * ops.allreduce(_pos(xp, Tr * m.hidden_size * ACT_BYTES, scalar))
+            if m.qk_norm == "per_layer":      # each token's q and k sums of squares (FP32), one all-reduce a layer
+                comm = comm + L * ops.allreduce(_pos(xp, Tr * 2.0 * 4.0, scalar))
         if ops.ep_exchange is not None:
             comm = comm + m.num_moe_layers * ops.ep_exchange(_pos(xp, Tr, scalar))
         out["comm"] = comm

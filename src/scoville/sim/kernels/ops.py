@@ -80,6 +80,7 @@ class OpSet:
     router: Curve | None             # router GEMM of one MoE layer over tokens per rank
     lm_head: Curve                   # over sequences per rank
     elementwise: Curve               # norms, residuals, activations of one layer over tokens per rank
+    qk_norm: Curve | None            # the RMSNorm of one layer's queries and keys (``ModelArch.qk_norm``)
     allreduce: Curve | None          # one TP all-reduce over bytes per rank
     ep_exchange: Curve | None        # one MoE layer's EP dispatch + combine over tokens per rank
     provenance: dict[str, str] = field(default_factory=dict)
@@ -340,15 +341,28 @@ class _Builder:
         # six unfused kernels move ~10 hidden-sized and 3 intermediate-sized BF16 tensors a token; fewer kernels
         # (fusion) move a like share of them
         nbytes = TOKENS * (10.0 * m.hidden_size + 3.0 * inter / lay.tp) * 2.0 * count / 6.0
+        return self._small_kernels("elementwise", count, nbytes, f"{count} kernels a layer ({self.framework})")
+
+    def qk_norm(self, m: ModelArch, lay: Layout) -> np.ndarray:
+        """RMSNorm of one layer's queries and keys (models with ``use_qk_norm``): per head, one kernel each;
+        over the whole layer (MiniMax M2's ``per_layer``: vLLM, SGLang and TensorRT-LLM all run it as
+        ``MiniMaxText01RMSNormTP``), a sum-of-squares and a scaling kernel each, with the sums all-reduced across
+        the tensor-parallel ranks between them (that all-reduce is priced with the other collectives)."""
+        count = 4 if m.qk_norm == "per_layer" else 2
+        width = (m.num_heads + m.num_kv_heads) * m.head_dim / lay.tp
+        nbytes = TOKENS * width * 2.0 * 3.0          # BF16 q and k: read twice, written once
+        return self._small_kernels("qk_norm", count, nbytes, f"{count} kernels a layer ({m.qk_norm} q/k RMSNorm)")
+
+    def _small_kernels(self, op: str, count: int, nbytes: np.ndarray, what: str) -> np.ndarray:
+        """``count`` small kernels moving ``nbytes`` on the TOKENS grid: each a launch floor, the bytes at a
+        streaming rate, both measured on this system where its quantize tables exist, else the priors."""
         measured = self.kt.elementwise() if self.kt else None
         if measured is not None:
             floor, rate = measured
-            self._note("elementwise", f"measured floor {floor * 1e6:.1f} us and {rate / 1e12:.2f} TB/s of an "
-                       f"elementwise kernel ({self._source('elementwise')}); {count} kernels a layer "
-                       f"({self.framework})", 0.3)
+            self._note(op, f"measured floor {floor * 1e6:.1f} us and {rate / 1e12:.2f} TB/s of an elementwise "
+                       f"kernel ({self._source('elementwise')}); {what}", 0.3)
             return count * floor + nbytes / rate
-        self._note("elementwise", f"modelled (no tables: {count} kernels a layer ({self.framework}), their bytes "
-                   "at 0.7 of HBM + 2 us a kernel)", 0.3)
+        self._note(op, f"modelled (no tables: {what}, their bytes at 0.7 of HBM + 2 us a kernel)", 0.3)
         return (count * ELEMENTWISE_TAU_US * 1e-6
                 + nbytes * self.memory_time_factor / (self.hw.hbm_bytes_per_s * ELEMENTWISE_EFF)) * self.platform
 
@@ -424,6 +438,7 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
         router=Curve(TOKENS, b.gemm("router", m.num_experts, h, "bfloat16")) if m.num_moe_layers else None,
         lm_head=Curve(TOKENS, b.gemm("lm_head", m.vocab_size / tp, h, fmt["lm_head"])),
         elementwise=Curve(TOKENS, b.elementwise(m, lay)),
+        qk_norm=Curve(TOKENS, b.qk_norm(m, lay)) if m.qk_norm else None,
         allreduce=Curve(BYTES, b.allreduce(tp)) if tp > 1 else None,
         ep_exchange=(Curve(TOKENS, b.ep_exchange(m, lay, fmt["experts"]))
                      if m.num_moe_layers and lay.ep > 1 and lay.dp > 1 else None),
