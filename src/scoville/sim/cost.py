@@ -202,8 +202,7 @@ class StepCost:
         Tr, Dr, Spr = T / dp, D / dp, Sp / dp
         L, Lf, Lsw = m.num_layers, m.num_full_layers, m.num_sliding_layers
         out: dict[str, Any] = {}
-        out["attn_proj"] = L * (ops.attn_proj(Tr) + ops.elementwise(Tr)
-                                + (ops.qk_norm(Tr) if ops.qk_norm is not None else 0.0))
+        out["attn_proj"] = L * self._projections(Tr)
         # attention cores: decode sequences at their mean context; prefill chunks at their mean length,
         # scaled by the causal pairs they really attend (prior context included)
         ctx = Kd / _pos(xp, D, scalar)
@@ -237,11 +236,7 @@ class StepCost:
                 ffn = ffn + m.num_moe_layers * ops.shared_ffn(Tr)
         out["ffn"] = ffn
         out["lm_head"] = ops.lm_head(_pos(xp, (Td + Sp) / dp, scalar))
-        comm = 0.0
-        if ops.allreduce is not None:
-            comm = comm + 2 * L * ops.allreduce(_pos(xp, Tr * m.hidden_size * ACT_BYTES, scalar))
-            if m.qk_norm == "per_layer":      # each token's q and k sums of squares (FP32), one all-reduce a layer
-                comm = comm + L * ops.allreduce(_pos(xp, Tr * 2.0 * 4.0, scalar))
+        comm = L * self._tp_allreduces(Tr, scalar, xp)
         if ops.ep_exchange is not None:
             comm = comm + m.num_moe_layers * ops.ep_exchange(_pos(xp, Tr, scalar))
         out["comm"] = comm
@@ -261,9 +256,9 @@ class StepCost:
         the decoding sequences, one token each: the layer's projections, its attention over the sequence's
         context, its experts, and the collectives the main layers pay (TP all-reduces, the EP dispatch and
         combine), since the MTP module is a whole decoder block on the same ranks."""
-        ops, m = self.ops, self.model
+        ops = self.ops
         x = _pos(xp, Dr, scalar)
-        layer = ops.attn_proj(x) + ops.elementwise(x) + ops.attn_decode(x, _pos(xp, ctx, scalar))
+        layer = self._projections(x) + ops.attn_decode(x, _pos(xp, ctx, scalar))
         if ops.moe is not None and ops.router is not None:
             layer = layer + ops.moe(x * self.par.dp) + ops.router(x)
             if ops.shared_ffn is not None:
@@ -272,9 +267,25 @@ class StepCost:
                 layer = layer + ops.ep_exchange(x)
         elif ops.dense_ffn is not None:
             layer = layer + ops.dense_ffn(x)
-        if ops.allreduce is not None:
-            layer = layer + 2 * ops.allreduce(x * m.hidden_size * ACT_BYTES)
+        layer = layer + self._tp_allreduces(x, scalar, xp)
         return _where(scalar, Dr > 0, self.drafts * (layer + ops.lm_head(x)), 0.0)
+
+    def _projections(self, x: Any) -> Any:
+        """One layer's attention projections and the small kernels around them (elementwise, q/k norm), over
+        ``x`` tokens per rank: the same for a main layer and a draft pass."""
+        ops = self.ops
+        return ops.attn_proj(x) + ops.elementwise(x) + (ops.qk_norm(x) if ops.qk_norm is not None else 0.0)
+
+    def _tp_allreduces(self, x: Any, scalar: bool, xp: Any) -> Any:
+        """One layer's tensor-parallel all-reduces over ``x`` tokens per rank (none on one rank): after attention
+        and after the feed-forward, and for a layer-wide q/k norm the tokens' sums of squares (FP32 q and k)."""
+        ops, m = self.ops, self.model
+        if ops.allreduce is None:
+            return 0.0
+        out = 2 * ops.allreduce(_pos(xp, x * m.hidden_size * ACT_BYTES, scalar))
+        if m.qk_norm == "per_layer":
+            out = out + ops.allreduce(_pos(xp, x * 2.0 * 4.0, scalar))
+        return out
 
     def step_time(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any,
                   decode_seqs: Any = None, decode_kv: Any = None) -> float | np.ndarray:
