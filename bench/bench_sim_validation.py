@@ -486,18 +486,19 @@ def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[Measur
     the MTP search each over their own measured range, merged. The GB200 disaggregated totals are InferenceX's
     Dynamo frontiers: disaggregated pools. Public points are InferenceX's frontiers over everything it ran: the
     default search."""
+    def frontier_of(space: SearchSpace) -> list[FrontierPoint]:
+        return search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48, space=space).frontier
+
     gpus = max((p.max_gpus or 0) for p in pts)
     if not gpus:
         pools_only = all(p.source == "silicon_sample" for p in pts)
-        return search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48,
-                      space=SearchSpace(max_concurrency=1024, unified=not pools_only)).frontier
+        return frontier_of(SearchSpace(max_concurrency=1024, unified=not pools_only))
     users = max((p.max_concurrency or 0) for p in pts)
     spec_users = max((p.max_speculative_concurrency or 0) for p in pts)
     spaces = [SearchSpace(max_concurrency=users, disaggregation=False, mtp="off", max_accelerators=gpus)]
     if spec_users:
         spaces.append(SearchSpace(max_concurrency=spec_users, disaggregation=False, mtp="auto", max_accelerators=gpus))
-    front = [f for space in spaces
-             for f in search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48, space=space).frontier]
+    front = [f for space in spaces for f in frontier_of(space)]
     keep = pareto(np.array([f.interactivity for f in front]), np.array([f.total_tput_per_accelerator for f in front]))
     return [front[i] for i in keep]
 
