@@ -26,7 +26,9 @@ ourselves; every figure here is validation. Four views:
    told otherwise. **2b** reads
    the same silicon frontier points off the envelope of their groups' own deployments, each predicted on its
    row (no search): what 2)'s error owes to the cost model, and what to the search. **1e** does the same
-   for an unrecorded SGLang setting, the scheduler's poll interval for new requests, on TTFT.
+   for an unrecorded SGLang setting, the scheduler's poll interval for new requests, on TTFT. **1g** shows
+   what the TensorRT-LLM Llama-70B recipe's batch waiting, which view 1 applies where the recipe set it (its
+   date matches the rows'), does to those rows' TTFT.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted. **3b** takes the predicted side
    from the envelopes of view 2b instead of the search (each group's own measured deployments, pinned): how
    well the cost model alone ranks two systems on the deployments that were run.
@@ -145,7 +147,8 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
         if r.mode == "agg" and not r.suspected_speculative:
             group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, "gap" in r.source)
             groups[group].append(r)
-    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_sglang": [], "ttft_sglang_recv": []}
+    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_sglang": [], "ttft_sglang_recv": [],
+                                 "ttft_trtllm_wait": [], "ttft_trtllm_nowait": []}
     light: list[LightTtft] = []
     envelopes: Envelopes = defaultdict(list)
     skipped = 0
@@ -156,7 +159,8 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
             cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": _precision(model, prec, hw),
                                             "kv_dtype": kv_dtype or resolve_kv_dtype(None, hw, model, fw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
-                                            "max_num_seqs": 4096})
+                                            "max_num_seqs": 4096,
+                                            **_trtllm_llama_recipe(model, hw, fw, tp, rs[0].isl, rs[0].osl)})
             est = estimate(cfg, isl, osl, np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread)
         except (UserError, ValueError):
             skipped += len(rs)
@@ -166,6 +170,9 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
         polled = {n: estimate(cfg.model_copy(update={"scheduler_recv_interval": n}), isl, osl,
                               np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread).ttft
                   for n in (10, 30)} if fw == "sglang" and not key[-1] else {}
+        unheld = estimate(cfg.model_copy(update={"batch_wait": None}), isl, osl,
+                          np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread).ttft \
+            if cfg.batch_wait else None
         for i, r in enumerate(rs):
             tpot, ttft, tput = est.tpot[i] * 1e3, est.ttft[i] * 1e3, float(est.total_tput_per_accelerator[i])
             out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[i])))
@@ -177,6 +184,9 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
                 out["ttft_sglang"].append(Cmp(name, r.split, r.ttft_ms, ttft))
                 out["ttft_sglang_recv"].append(Cmp(name, r.split, r.ttft_ms, polled[_sglang_recv_interval(
                     r.concurrency)][i] * 1e3))
+            if unheld is not None:
+                out["ttft_trtllm_wait"].append(Cmp(name, r.split, r.ttft_ms, ttft))
+                out["ttft_trtllm_nowait"].append(Cmp(name, r.split, r.ttft_ms, unheld[i] * 1e3))
             if not key[-1]:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
                 envelopes[(model, hw, prec, fw, r.isl, r.osl)].append(
                     (1.0 / float(est.tpot[i]), float(est.total_tput_per_accelerator[i])))
@@ -210,6 +220,34 @@ def _sglang_recv_interval(concurrency: int) -> int:
     10 below 16 users, 30 from 16): SGLang's scheduler then takes new requests only every that many decode steps
     (``SimConfig.scheduler_recv_interval``)."""
     return 10 if concurrency < 16 else 30
+
+
+TRTLLM_LLAMA_BUDGET = 16384     # --max_num_tokens of InferenceX's TensorRT-LLM Llama-70B recipes
+
+
+def _trtllm_llama_recipe(model: str, hw: str, fw: str, tp: int, isl: int, osl: int) -> dict[str, object]:
+    """The SimConfig settings of InferenceX's TensorRT-LLM Llama-70B recipes for B200 and H200 (benchmarks/
+    70b_fp{8,4}_{b200,h200}_trt_slurm.sh, 2025-10-29/30; the rows were measured 2025-10-29): --max_num_tokens
+    16384, and at 1k/1k below TP8 batch waiting, batch_wait_timeout_iters 20 and batch_wait_max_tokens_ratio
+    0.9 ("will improve the performance" of 1k/1k, says the recipe). Nothing for other rows."""
+    if fw != "trtllm" or model != "llama-3.1-70b" or hw not in ("b200", "h200"):
+        return {}
+    settings: dict[str, object] = {"max_num_batched_tokens": TRTLLM_LLAMA_BUDGET}
+    if isl == osl == 1024 and tp < 8:
+        settings["batch_wait"] = {"iters": 20, "max_tokens_ratio": 0.9}
+    return settings
+
+
+def report_trtllm_batch_wait(res: dict[str, list[Cmp]]) -> None:
+    """What the recipe's batch waiting is worth to TTFT on the rows that ran it (view 1 includes it: the recipe
+    that set it is dated with the rows)."""
+    print("\n1g) TensorRT-LLM batch waiting (InferenceX's Llama-70B recipes at 1k/1k below TP8: prompts held up to")
+    print("   20 decode steps to start together): pinned TTFT of those rows without it, and with it (as view 1)")
+    for label, key in (("without", "ttft_trtllm_nowait"), ("with", "ttft_trtllm_wait")):
+        errs = np.array([c.err for c in res[key]])
+        if errs.size:
+            print(f"   {label:12s} n={errs.size:4d}  TTFT bias {np.median(errs):+4.0%}  "
+                  f"within 35% {np.mean(np.abs(errs) <= TOL):4.0%}")
 
 
 def report_sglang_recv(res: dict[str, list[Cmp]]) -> None:
@@ -732,6 +770,7 @@ def main(argv: list[str] | None = None) -> int:
     report_prompt_scaling(view1.light)
     report_kv_sensitivity(by_row, pinned(rows, kv_dtype="bf16").cmps)
     report_sglang_recv(by_row)
+    report_trtllm_batch_wait(by_row)
     report_pinned_public(pinned_public())
     if args.quick:
         return 0

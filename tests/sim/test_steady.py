@@ -105,3 +105,31 @@ def test_a_scheduler_that_polls_every_n_decode_steps_delays_first_tokens_alike_i
     assert ttft[10][0] == pytest.approx(ttft[1][0]) and ttft[30][0] == pytest.approx(ttft[1][0])   # idle: no wait
     for i in (1, 2):
         assert ttft[1][i] < ttft[10][i] < ttft[30][i]
+
+
+def test_batch_waiting_holds_prompts_behind_decodes_alike_in_estimator_and_engine():
+    """TensorRT-LLM's batch waiting (InferenceX's Llama-70B recipe: 20 steps, 0.9 of the budget): a prompt that
+    finds sequences decoding waits up to 20 decode steps for others to start with it, so TTFT grows by up to 20
+    decode steps (less as arrivals fill the hold) while TPOT stays; one user is never held. Estimator and engine
+    agree on it."""
+    base = {**CASES[0][0], "framework": "trtllm", "max_num_batched_tokens": 16384}
+    conc = [1, 16, 64]
+    points = [LoadPoint(index=i, concurrency=c, num_requests=6 * c + 8, warmup_requests=2 * c)
+              for i, c in enumerate(conc)]
+    measured: dict[bool, list[dict]] = {}
+    for held in (False, True):
+        config = SimConfig.model_validate({**base, "batch_wait": {"iters": 20, "max_tokens_ratio": 0.9}
+                                           if held else None})
+        rows = point_rows(config, scenario(None, isl=1024, osl=1024), points)
+        est = estimate(config, 0.9 * 1024, 0.9 * 1024, np.array(conc, dtype=float), Protocol.steady())
+        for i, r in enumerate(rows):
+            assert est.ttft[i] == pytest.approx(r["ttft_s_mean"], rel=0.35), (held, conc[i])
+            assert est.tpot[i] == pytest.approx(r["tpot_s_mean"], rel=0.08), (held, conc[i])
+        measured[held] = rows
+    plain, held_rows = measured[False], measured[True]
+    assert held_rows[0]["ttft_s_mean"] == pytest.approx(plain[0]["ttft_s_mean"])     # one user: never held
+    for i in (1, 2):
+        extra_steps = (held_rows[i]["ttft_s_mean"] - plain[i]["ttft_s_mean"]) / held_rows[i]["tpot_s_mean"]
+        # at most the 20 held steps, plus the longer prefill step the held prompts then share
+        assert 5.0 < extra_steps < 30.0, (conc[i], extra_steps)
+        assert held_rows[i]["tpot_s_mean"] == pytest.approx(plain[i]["tpot_s_mean"], rel=0.05)

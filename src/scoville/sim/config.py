@@ -115,6 +115,17 @@ class HostOffloadConfig(_Strict):
     bandwidth_gbps: float = Field(..., gt=0, description="host<->HBM GB/s (10^9 B/s), e.g. PCIe 5 x16 ≈ 50")
 
 
+class BatchWaitConfig(_Strict):
+    """TensorRT-LLM's batch waiting (``batch_wait_timeout_iters``, ``batch_wait_max_tokens_ratio``): while
+    sequences decode, new prompts are held until ``iters`` steps have passed since the first of them waited or
+    the held prompt tokens plus the decoding sequences reach ``max_tokens_ratio`` × the step's token budget;
+    then they start together. An idle instance never holds a prompt. InferenceX's TensorRT-LLM Llama-70B
+    recipes (2025-10, B200 and H200) set 20 and 0.9 at 1k/1k below TP8."""
+
+    iters: int = Field(..., ge=1, le=1000)
+    max_tokens_ratio: float = Field(..., gt=0.0, le=1.0)
+
+
 class SimConfig(_Strict):
     """A complete serving configuration for the simulator."""
 
@@ -152,6 +163,9 @@ class SimConfig(_Strict):
     # SGLang DeepSeek-R1 B200 recipes: 10 below 16 users, 30 from 16); 1 = every step, as vLLM and TensorRT-LLM
     # schedule. A step that ran prompt tokens is followed by a poll (SGLang weighs it past any interval).
     scheduler_recv_interval: int = Field(1, ge=1, le=1000)
+    # TensorRT-LLM's batch waiting (BatchWaitConfig); None = prompts start at the first step with room, as every
+    # framework does by default.
+    batch_wait: BatchWaitConfig | None = None
 
     @model_validator(mode="after")
     def _budget_holds_a_verify_step(self) -> SimConfig:

@@ -205,7 +205,8 @@ class SimEngine:
                         rng=np.random.default_rng(seed), emit=self._emit, emit_span=self._emit_span,
                         finish=self._on_finish, handoff=self._handoff if role == "prefill" else None,
                         reuse_reply_blocks=cfg.reuse_reply_blocks, seq_blocks=seq_blocks,
-                        recv_interval=cfg.scheduler_recv_interval)
+                        recv_interval=cfg.scheduler_recv_interval,
+                        batch_wait=cfg.batch_wait if role == "unified" else None)
         inst.lazy = not self.token_events and cfg.speculative is None
         return inst
 

@@ -10,6 +10,9 @@ When a running request needs a block and none is left, the most recently
 admitted request is preempted (its KV is freed and later recomputed, or
 swapped to the host tier when there is one). The step's duration comes from
 the cost model (``StepCost.step_time``) for exactly the batch that ran.
+Two framework settings delay admissions: a poll interval (SGLang's
+``--scheduler-recv-interval``) and TensorRT-LLM's batch waiting, which holds
+new prompts while sequences decode so that several start together.
 
 The parts follow vLLM v1's split: the scheduler *decides* a step as a
 ``StepPlan`` (``sim/stepplan.py``), asks the ``KVManager`` (``sim/kvmanager.py``)
@@ -38,7 +41,7 @@ from scoville.sim.span import Span, apply_span, first_steps, plan_span
 from scoville.sim.stepplan import StepPlan, StepTimer
 
 if TYPE_CHECKING:
-    from scoville.sim.config import SpeculativeConfig
+    from scoville.sim.config import BatchWaitConfig, SpeculativeConfig
 
 
 class Instance:
@@ -63,6 +66,7 @@ class Instance:
         reuse_reply_blocks: bool = False,
         seq_blocks: int = 0,
         recv_interval: int = 1,
+        batch_wait: BatchWaitConfig | None = None,
     ) -> None:
         self.name = name
         self.seq_blocks = seq_blocks        # blocks of sliding-window KV every admitted sequence holds
@@ -96,6 +100,9 @@ class Instance:
         # steps (SGLang's --scheduler-recv-interval), at once after a step with prompt tokens and when idle
         self.recv_interval = recv_interval
         self._since_poll = recv_interval
+        # TensorRT-LLM's batch waiting (BatchWaitConfig): the steps the waiting prompts have been held so far
+        self.batch_wait = batch_wait
+        self._held_steps = 0
 
     # ---- queue ---------------------------------------------------------------------------------
 
@@ -250,9 +257,26 @@ class Instance:
             self.running[:] = ([r for r in self.running if r.decoding]
                                + [r for r in self.running if not r.decoding])
         budget = self._schedule_running(step, budget)
-        if not step.preempted:
+        if not step.preempted and not self._holding(step):
             self._schedule_waiting(step, budget)
         return step
+
+    def _holding(self, step: StepPlan) -> bool:
+        """Whether TensorRT-LLM's batch waiting holds the waiting prompts this step: only while sequences decode,
+        until ``iters`` steps have passed since the hold began or the held prompt tokens plus this step's decode
+        tokens reach ``max_tokens_ratio`` of the budget (the count PyExecutor._waiting_requests keeps)."""
+        wait = self.batch_wait
+        if wait is None or not self.waiting:
+            return False
+        decode_tokens = step.group + sum(n for _, n, dec in step.scheduled if dec)
+        if not decode_tokens:
+            return False
+        held_tokens = sum(r.num_tokens - r.computed for r in self.waiting)
+        if self._held_steps >= wait.iters or held_tokens + decode_tokens >= wait.max_tokens_ratio * self.budget:
+            self._held_steps = 0
+            return False
+        self._held_steps += 1
+        return True
 
     def _schedule_group(self, step: StepPlan, budget: int) -> int:
         """Move decoding requests into the lazy group and give it this step's blocks; the budget left."""

@@ -27,8 +27,10 @@ front end caps throughput); the opening burst's ``C`` prompts leave it one servi
 
 Limits hold as in the engine: ``max_num_seqs`` and the KV capacity bound ``n``; beyond them users wait. A unified
 scheduler that polls for new requests only every ``scheduler_recv_interval`` decode steps (SGLang) adds half that
-interval of decode steps to a request's wait when it finds the instance busy. Disaggregated, the first token comes
-with the KV copy (as in the engine): a decode instance's poll only delays the tokens after it.
+interval of decode steps to a request's wait when it finds the instance busy. TensorRT-LLM's batch waiting
+(``batch_wait``) holds a prompt for up to ``iters`` decode steps so that the prompts arriving meanwhile start with
+it (``_batch_wait``). Disaggregated, the first token comes with the KV copy (as in the engine): a decode
+instance's poll only delays the tokens after it, and a prefill instance has no decodes to hold prompts behind.
 
 **What a benchmark measures is not only the steady state.** InferenceX (``vllm bench serve``-style) runs
 ``10·C`` requests per point after a separate warm-up, so the measured window opens with all ``C`` prompts
@@ -175,6 +177,24 @@ def _poll_wait_steps(config: SimConfig, users: np.ndarray) -> np.ndarray:
     return (config.scheduler_recv_interval - 1) / 2.0 * np.clip(users - 1.0, 0.0, 1.0)
 
 
+def _batch_wait(config: SimConfig, users: np.ndarray, decoding: np.ndarray, arrivals_per_step: np.ndarray,
+                P: float) -> tuple[np.ndarray, np.ndarray]:
+    """TensorRT-LLM's batch waiting (``config.batch_wait``) in the steady state: (mean steps a prompt is held,
+    mean prompts released together). A hold opens when a prompt finds none held and lasts ``W`` steps: the
+    configured ``iters``, or fewer when the held prompts (``arrivals_per_step`` join it each step) and the
+    ``decoding`` sequences reach the token threshold first. Its first prompt waits ``W`` steps and the ``a·W``
+    that join it ``W/2`` on average. No hold with one user per instance (nothing else decodes)."""
+    wait = config.batch_wait
+    if wait is None:
+        return np.zeros_like(users), np.ones_like(users)
+    a = np.maximum(arrivals_per_step, 1e-12)
+    threshold = wait.max_tokens_ratio * config.max_num_batched_tokens
+    to_threshold = ((threshold - decoding) / P - 1.0) / a
+    busy = np.clip(users - 1.0, 0.0, 1.0)
+    W = np.clip(to_threshold, 0.0, float(wait.iters)) * busy
+    return W * (1.0 + a * W / 2.0) / (1.0 + a * W), 1.0 + a * W
+
+
 def _wave_steps(c: np.ndarray, per_step: float) -> np.ndarray:
     """Mean number of steps until the i-th of ``c`` simultaneous prompts is done, ``per_step`` prompts a step."""
     waves = np.ceil(c / max(per_step, 1e-9))
@@ -239,7 +259,10 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
         s = (1.0 - f) * td + f * tm
         lam = n * AL / ((O - 1.0) * s)
         service = np.ceil(P / np.clip(np.minimum(P, budget - n * q_dec), 1.0, None)) * tm
-        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c) + poll * td
+        held, together = _batch_wait(config, c, n * q_dec, n * AL / (O - 1.0), P)
+        # a held prompt waits its decode steps, then shares the prefill step with the others released with it
+        service = service + (together - 1.0) * (tm - td)
+        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c) + (poll + held) * td
         return s, lam, ttft_min
 
     def h(n: np.ndarray) -> np.ndarray:
