@@ -145,7 +145,8 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
         if r.mode == "agg" and not r.suspected_speculative:
-            group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, "gap" in r.source)
+            group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, trtllm_recipe(r),
+                     "gap" in r.source)
             groups[group].append(r)
     out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_sglang": [], "ttft_sglang_recv": [],
                                  "ttft_trtllm_wait": [], "ttft_trtllm_nowait": []}
@@ -160,7 +161,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
                                             "kv_dtype": kv_dtype or resolve_kv_dtype(None, hw, model, fw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
                                             "max_num_seqs": 4096,
-                                            **_trtllm_llama_recipe(model, hw, fw, tp, rs[0].isl, rs[0].osl)})
+                                            **key[9].settings()})
             est = estimate(cfg, isl, osl, np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread)
         except (UserError, ValueError):
             skipped += len(rs)
@@ -222,27 +223,48 @@ def _sglang_recv_interval(concurrency: int) -> int:
     return 10 if concurrency < 16 else 30
 
 
-TRTLLM_LLAMA_BUDGET = 16384     # --max_num_tokens of InferenceX's TensorRT-LLM Llama-70B recipes
+@dataclass(frozen=True)
+class Recipe:
+    """The SimConfig settings a row's InferenceX recipe set beyond the defaults (part of its deployment)."""
+
+    max_num_batched_tokens: int | None = None
+    batch_wait: tuple[int, float] | None = None     # TensorRT-LLM's (batch_wait_timeout_iters, ..._max_tokens_ratio)
+
+    def settings(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        if self.max_num_batched_tokens:
+            out["max_num_batched_tokens"] = self.max_num_batched_tokens
+        if self.batch_wait:
+            out["batch_wait"] = {"iters": self.batch_wait[0], "max_tokens_ratio": self.batch_wait[1]}
+        return out
 
 
-def _trtllm_llama_recipe(model: str, hw: str, fw: str, tp: int, isl: int, osl: int) -> dict[str, object]:
-    """The SimConfig settings of InferenceX's TensorRT-LLM Llama-70B recipes for B200 and H200 (benchmarks/
-    70b_fp{8,4}_{b200,h200}_trt_slurm.sh, 2025-10-29/30; the rows were measured 2025-10-29): --max_num_tokens
-    16384, and at 1k/1k below TP8 batch waiting, batch_wait_timeout_iters 20 and batch_wait_max_tokens_ratio
-    0.9 ("will improve the performance" of 1k/1k, says the recipe). Nothing for other rows."""
-    if fw != "trtllm" or model != "llama-3.1-70b" or hw not in ("b200", "h200"):
-        return {}
-    settings: dict[str, object] = {"max_num_batched_tokens": TRTLLM_LLAMA_BUDGET}
-    if isl == osl == 1024 and tp < 8:
-        settings["batch_wait"] = {"iters": 20, "max_tokens_ratio": 0.9}
-    return settings
+def trtllm_recipe(row: SiliconRow) -> Recipe:
+    """What InferenceX's TensorRT-LLM recipes set, at the row's date, that the simulator models:
+    - Llama-70B on B200 and H200 (benchmarks/70b_fp{8,4}_{b200,h200}_trt_slurm.sh, 2025-10; the rows were
+      measured 2025-10-29): --max_num_tokens 16384, and at 1k/1k below TP8 batch waiting 20 steps / 0.9 ("will
+      improve the performance" of 1k/1k, says the recipe);
+    - DeepSeek-R1 FP8 on B200 (benchmarks/dsr1_fp8_b200_trt.sh from 2026-01-27): at 1k/1k from 64 users batch
+      waiting 40 steps / 0.8 (its token budget is the default 8,192 there). TensorRT-LLM skips batch waiting
+      under attention DP.
+    Nothing for other rows."""
+    if row.framework != "trtllm":
+        return Recipe()
+    one_k = row.isl == row.osl == 1024
+    if row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
+        return Recipe(16384, (20, 0.9) if one_k and row.tp < 8 else None)
+    if (row.model == "deepseek-r1" and row.hardware == "b200" and row.precision == "fp8" and one_k
+            and row.concurrency >= 64 and row.dp == 1 and row.measured >= "2026-01-27"):
+        return Recipe(batch_wait=(40, 0.8))
+    return Recipe()
 
 
 def report_trtllm_batch_wait(res: dict[str, list[Cmp]]) -> None:
     """What the recipe's batch waiting is worth to TTFT on the rows that ran it (view 1 includes it: the recipe
     that set it is dated with the rows)."""
-    print("\n1g) TensorRT-LLM batch waiting (InferenceX's Llama-70B recipes at 1k/1k below TP8: prompts held up to")
-    print("   20 decode steps to start together): pinned TTFT of those rows without it, and with it (as view 1)")
+    print("\n1g) TensorRT-LLM batch waiting (InferenceX's Llama-70B and DeepSeek-R1 FP8 B200 recipes at 1k/1k:")
+    print("   prompts held up to 20 or 40 decode steps to start together): pinned TTFT of those rows without it,")
+    print("   and with it (as view 1)")
     for label, key in (("without", "ttft_trtllm_nowait"), ("with", "ttft_trtllm_wait")):
         errs = np.array([c.err for c in res[key]])
         if errs.size:

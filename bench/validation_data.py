@@ -95,6 +95,7 @@ class SiliconRow:
     source: str
     suspected_speculative: bool = False   # the faster of a plain/speculative pair (module docstring)
     gpus_total: int | None = None         # a disaggregated deployment's GPU total, where the file gives it
+    measured: str = ""                    # the run's date (ISO) where the file gives it: which recipe version ran
 
     @property
     def accelerators(self) -> int:
@@ -182,7 +183,9 @@ def load_silicon() -> list[SiliconRow]:
                 tp=tp, dp=dp, ep=ep,
                 prefill=_pool(r, "prefill_"), decode=_pool(r, "decode_"),
                 ttft_ms=float(r["silicon_ttft_ms"]), tpot_ms=float(r["silicon_tpot_ms"]),
-                source=r["silicon_data_source"].split(";")[0], gpus_total=gpus_total))
+                source=r["silicon_data_source"].split(";")[0], gpus_total=gpus_total,
+                measured=date.group(1) if (date := re.search(r"measured=(\d{4}-\d{2}-\d{2})",
+                                                              r["silicon_data_source"])) else ""))
     out = []
     for rows in by_key.values():
         layouts = {(x.tp, x.dp, x.ep, x.prefill, x.decode) for x in rows}

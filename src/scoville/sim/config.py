@@ -119,8 +119,9 @@ class BatchWaitConfig(_Strict):
     """TensorRT-LLM's batch waiting (``batch_wait_timeout_iters``, ``batch_wait_max_tokens_ratio``): while
     sequences decode, new prompts are held until ``iters`` steps have passed since the first of them waited or
     the held prompt tokens plus the decoding sequences reach ``max_tokens_ratio`` × the step's token budget;
-    then they start together. An idle instance never holds a prompt. InferenceX's TensorRT-LLM Llama-70B
-    recipes (2025-10, B200 and H200) set 20 and 0.9 at 1k/1k below TP8."""
+    then they start together. An idle instance never holds a prompt, and TensorRT-LLM skips it under attention
+    data parallelism. InferenceX's TensorRT-LLM recipes set it for 1k/1k: Llama-70B (2025-10, B200 and H200) 20
+    and 0.9 below TP8; DeepSeek-R1 FP8 B200 (from 2026-01-27) 40 and 0.8 from 64 users."""
 
     iters: int = Field(..., ge=1, le=1000)
     max_tokens_ratio: float = Field(..., gt=0.0, le=1.0)
@@ -166,6 +167,13 @@ class SimConfig(_Strict):
     # TensorRT-LLM's batch waiting (BatchWaitConfig); None = prompts start at the first step with room, as every
     # framework does by default.
     batch_wait: BatchWaitConfig | None = None
+
+    @model_validator(mode="after")
+    def _batch_wait_without_attention_dp(self) -> SimConfig:
+        if self.batch_wait is not None and self.parallel.dp > 1:
+            raise ValueError("batch_wait: TensorRT-LLM does not batch-wait under attention data parallelism "
+                             "(parallel.dp > 1); drop batch_wait or use dp: 1")
+        return self
 
     @model_validator(mode="after")
     def _budget_holds_a_verify_step(self) -> SimConfig:
