@@ -25,10 +25,9 @@ ourselves; every figure here is validation. Four views:
    BF16 KV cache: the rows do not record their KV format, and vLLM and SGLang keep the model's dtype unless
    told otherwise. **2b** reads
    the same silicon frontier points off the envelope of their groups' own deployments, each predicted on its
-   row (no search): what 2)'s error owes to the cost model, and what to the search. **1e** does the same
-   for an unrecorded SGLang setting, the scheduler's poll interval for new requests, on TTFT. **1g** shows
-   what the TensorRT-LLM Llama-70B recipe's batch waiting, which view 1 applies where the recipe set it (its
-   date matches the rows'), does to those rows' TTFT.
+   row (no search): what 2)'s error owes to the cost model, and what to the search. View 1 runs each row
+   with the admission delays its InferenceX recipe set (``inferencex_recipe``: SGLang's poll interval for new
+   requests, TensorRT-LLM's batch waiting); **1e** shows those rows' TTFT without and with them.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted. **3b** takes the predicted side
    from the envelopes of view 2b instead of the search (each group's own measured deployments, pinned): how
    well the cost model alone ranks two systems on the deployments that were run.
@@ -145,11 +144,10 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
         if r.mode == "agg" and not r.suspected_speculative:
-            group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl, trtllm_recipe(r),
-                     "gap" in r.source)
+            group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl,
+                     inferencex_recipe(r), "gap" in r.source)
             groups[group].append(r)
-    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_sglang": [], "ttft_sglang_recv": [],
-                                 "ttft_trtllm_wait": [], "ttft_trtllm_nowait": []}
+    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_delayed": [], "ttft_undelayed": []}
     light: list[LightTtft] = []
     envelopes: Envelopes = defaultdict(list)
     skipped = 0
@@ -167,13 +165,10 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
             skipped += len(rs)
             continue
         name = f"{_short(model)} {hw} {fw} {prec or 'native'}"
-        # InferenceX's SGLang recipe polls for new requests every N decode steps: the same rows with it (view 1e)
-        polled = {n: estimate(cfg.model_copy(update={"scheduler_recv_interval": n}), isl, osl,
-                              np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread).ttft
-                  for n in (10, 30)} if fw == "sglang" and not key[-1] else {}
-        unheld = estimate(cfg.model_copy(update={"batch_wait": None}), isl, osl,
-                          np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread).ttft \
-            if cfg.batch_wait else None
+        # the recipe's admission delays (SGLang's poll interval, TensorRT-LLM's batch waiting) taken out (view 1e)
+        undelayed = estimate(cfg.model_copy(update={"batch_wait": None, "scheduler_recv_interval": 1}), isl, osl,
+                             np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread).ttft \
+            if key[9].delays else None
         for i, r in enumerate(rs):
             tpot, ttft, tput = est.tpot[i] * 1e3, est.ttft[i] * 1e3, float(est.total_tput_per_accelerator[i])
             out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[i])))
@@ -181,13 +176,9 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
             out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[i])))
             if r.concurrency <= LIGHT_LOAD:
                 light.append(LightTtft(fw, name, (tp, dp, ep, r.concurrency, r.osl), r.isl, r.split, r.ttft_ms, ttft))
-            if fw == "sglang" and not key[-1]:
-                out["ttft_sglang"].append(Cmp(name, r.split, r.ttft_ms, ttft))
-                out["ttft_sglang_recv"].append(Cmp(name, r.split, r.ttft_ms, polled[_sglang_recv_interval(
-                    r.concurrency)][i] * 1e3))
-            if unheld is not None:
-                out["ttft_trtllm_wait"].append(Cmp(name, r.split, r.ttft_ms, ttft))
-                out["ttft_trtllm_nowait"].append(Cmp(name, r.split, r.ttft_ms, unheld[i] * 1e3))
+            if undelayed is not None:
+                out["ttft_delayed"].append(Cmp(name, r.split, r.ttft_ms, ttft))
+                out["ttft_undelayed"].append(Cmp(name, r.split, r.ttft_ms, undelayed[i] * 1e3))
             if not key[-1]:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
                 envelopes[(model, hw, prec, fw, r.isl, r.osl)].append(
                     (1.0 / float(est.tpot[i]), float(est.total_tput_per_accelerator[i])))
@@ -216,22 +207,21 @@ def report_kv_sensitivity(auto: dict[str, list[Cmp]], bf16: dict[str, list[Cmp]]
         print(f"   {fw or 'ALL':7s} FP8: {cells[0]}, {cells[1]}   BF16: {cells[2]}, {cells[3]}")
 
 
-def _sglang_recv_interval(concurrency: int) -> int:
-    """``--scheduler-recv-interval`` of InferenceX's SGLang DeepSeek-R1 B200 recipes (benchmarks/dsr1_fp*_b200_*.sh:
-    10 below 16 users, 30 from 16): SGLang's scheduler then takes new requests only every that many decode steps
-    (``SimConfig.scheduler_recv_interval``)."""
-    return 10 if concurrency < 16 else 30
-
-
 @dataclass(frozen=True)
 class Recipe:
     """The SimConfig settings a row's InferenceX recipe set beyond the defaults (part of its deployment)."""
 
     max_num_batched_tokens: int | None = None
     batch_wait: tuple[int, float] | None = None     # TensorRT-LLM's (batch_wait_timeout_iters, ..._max_tokens_ratio)
+    scheduler_recv_interval: int = 1                # SGLang's --scheduler-recv-interval
+
+    @property
+    def delays(self) -> bool:
+        """Whether the recipe delays admissions (batch waiting or a poll interval)."""
+        return self.batch_wait is not None or self.scheduler_recv_interval > 1
 
     def settings(self) -> dict[str, object]:
-        out: dict[str, object] = {}
+        out: dict[str, object] = {"scheduler_recv_interval": self.scheduler_recv_interval}
         if self.max_num_batched_tokens:
             out["max_num_batched_tokens"] = self.max_num_batched_tokens
         if self.batch_wait:
@@ -239,50 +229,43 @@ class Recipe:
         return out
 
 
-def trtllm_recipe(row: SiliconRow) -> Recipe:
-    """What InferenceX's TensorRT-LLM recipes set, at the row's date, that the simulator models:
-    - Llama-70B on B200 and H200 (benchmarks/70b_fp{8,4}_{b200,h200}_trt_slurm.sh, 2025-10; the rows were
+def inferencex_recipe(row: SiliconRow) -> Recipe:
+    """What InferenceX's recipes set, at the row's date, that the simulator models (benchmarks/ in the InferenceX
+    repository; its versions from 2025-10 to 2026-04 were read):
+    - TensorRT-LLM Llama-70B on B200 and H200 (70b_fp{8,4}_{b200,h200}_trt_slurm.sh, 2025-10; the rows were
       measured 2025-10-29): --max_num_tokens 16384, and at 1k/1k below TP8 batch waiting 20 steps / 0.9 ("will
       improve the performance" of 1k/1k, says the recipe);
-    - DeepSeek-R1 FP8 on B200 (benchmarks/dsr1_fp8_b200_trt.sh from 2026-01-27): at 1k/1k from 64 users batch
-      waiting 40 steps / 0.8 (its token budget is the default 8,192 there). TensorRT-LLM skips batch waiting
-      under attention DP.
+    - TensorRT-LLM DeepSeek-R1 FP8 on B200 (dsr1_fp8_b200_trt.sh from 2026-01-27): at 1k/1k from 64 users batch
+      waiting 40 steps / 0.8 (its token budget is the default 8,192 there); TensorRT-LLM skips batch waiting
+      under attention DP;
+    - SGLang DeepSeek-R1 on B200 and B300 (dsr1_fp{8,4}_{b200,b300}*.sh, every version): --scheduler-recv-interval
+      10 below 16 users and 30 from 16 (10 at any load on the FP8 TP4 8k/1k deployment of 2026-03); the H200
+      recipe sets none.
     Nothing for other rows."""
-    if row.framework != "trtllm":
-        return Recipe()
     one_k = row.isl == row.osl == 1024
-    if row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
+    if row.framework == "trtllm" and row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
         return Recipe(16384, (20, 0.9) if one_k and row.tp < 8 else None)
-    if (row.model == "deepseek-r1" and row.hardware == "b200" and row.precision == "fp8" and one_k
-            and row.concurrency >= 64 and row.dp == 1 and row.measured >= "2026-01-27"):
+    if (row.framework == "trtllm" and row.model == "deepseek-r1" and row.hardware == "b200"
+            and row.precision == "fp8" and one_k and row.concurrency >= 64 and row.dp == 1
+            and row.measured >= "2026-01-27"):
         return Recipe(batch_wait=(40, 0.8))
+    if row.framework == "sglang" and row.model == "deepseek-r1" and row.hardware in ("b200", "b300"):
+        fp8_tp4 = row.precision == "fp8" and row.tp == 4
+        return Recipe(scheduler_recv_interval=10 if row.concurrency < 16 or fp8_tp4 else 30)
     return Recipe()
 
 
-def report_trtllm_batch_wait(res: dict[str, list[Cmp]]) -> None:
-    """What the recipe's batch waiting is worth to TTFT on the rows that ran it (view 1 includes it: the recipe
-    that set it is dated with the rows)."""
-    print("\n1g) TensorRT-LLM batch waiting (InferenceX's Llama-70B and DeepSeek-R1 FP8 B200 recipes at 1k/1k:")
-    print("   prompts held up to 20 or 40 decode steps to start together): pinned TTFT of those rows without it,")
-    print("   and with it (as view 1)")
-    for label, key in (("without", "ttft_trtllm_nowait"), ("with", "ttft_trtllm_wait")):
-        errs = np.array([c.err for c in res[key]])
-        if errs.size:
-            print(f"   {label:12s} n={errs.size:4d}  TTFT bias {np.median(errs):+4.0%}  "
-                  f"within 35% {np.mean(np.abs(errs) <= TOL):4.0%}")
-
-
-def report_sglang_recv(res: dict[str, list[Cmp]]) -> None:
-    """What an unrecorded SGLang setting is worth to TTFT: the pinned SGLang rows again with the poll interval of
-    InferenceX's B200 recipe set (not in view 1: the rows do not say which recipe version, hence which interval,
-    they ran)."""
-    print("\n1e) the unrecorded SGLang poll interval: pinned SGLang TTFT with SGLang's default (every step), and")
-    print("   with InferenceX's B200 recipe (--scheduler-recv-interval 10 below 16 users, 30 from 16)")
-    for label, key in (("every step", "ttft_sglang"), ("recipe's", "ttft_sglang_recv")):
-        errs = np.array([c.err for c in res[key]])
-        if errs.size:
-            print(f"   {label:12s} n={errs.size:4d}  TTFT bias {np.median(errs):+4.0%}  "
-                  f"within 35% {np.mean(np.abs(errs) <= TOL):4.0%}")
+def report_recipe_delays(res: dict[str, list[Cmp]]) -> None:
+    """What the recipes' admission delays are worth to TTFT on the rows that ran them (view 1 includes them)."""
+    print("\n1e) the recipes' admission delays (SGLang DeepSeek-R1 B200/B300: a poll for new requests every 10 or")
+    print("   30 decode steps; TensorRT-LLM Llama-70B and DeepSeek-R1 FP8 B200 at 1k/1k: batch waiting, prompts held")
+    print("   up to 20 or 40 decode steps): pinned TTFT of those rows without them, and with them (as view 1)")
+    for fw in ("sglang", "trtllm"):
+        for label, key in (("without", "ttft_undelayed"), ("with", "ttft_delayed")):
+            errs = np.array([c.err for c in res[key] if f" {fw} " in f"{c.group} "])
+            if errs.size:
+                print(f"   {fw:7s} {label:8s} n={errs.size:4d}  TTFT bias {np.median(errs):+4.0%}  "
+                      f"within 35% {np.mean(np.abs(errs) <= TOL):4.0%}")
 
 
 def report_light_load_ttft(light: list[LightTtft]) -> None:
@@ -791,8 +774,7 @@ def main(argv: list[str] | None = None) -> int:
     report_light_load_ttft(view1.light)
     report_prompt_scaling(view1.light)
     report_kv_sensitivity(by_row, pinned(rows, kv_dtype="bf16").cmps)
-    report_sglang_recv(by_row)
-    report_trtllm_batch_wait(by_row)
+    report_recipe_delays(by_row)
     report_pinned_public(pinned_public())
     if args.quick:
         return 0
