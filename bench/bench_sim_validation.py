@@ -214,6 +214,7 @@ class Recipe:
     max_num_batched_tokens: int | None = None
     batch_wait: tuple[int, float] | None = None     # TensorRT-LLM's (batch_wait_timeout_iters, ..._max_tokens_ratio)
     scheduler_recv_interval: int = 1                # SGLang's --scheduler-recv-interval
+    gpu_memory_utilization: float | None = None     # SGLang's --mem-fraction-static, where it decides what fits
 
     @property
     def delays(self) -> bool:
@@ -226,6 +227,8 @@ class Recipe:
             out["max_num_batched_tokens"] = self.max_num_batched_tokens
         if self.batch_wait:
             out["batch_wait"] = {"iters": self.batch_wait[0], "max_tokens_ratio": self.batch_wait[1]}
+        if self.gpu_memory_utilization:
+            out["gpu_memory_utilization"] = self.gpu_memory_utilization
         return out
 
 
@@ -239,8 +242,9 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
       waiting 40 steps / 0.8 (its token budget is the default 8,192 there); TensorRT-LLM skips batch waiting
       under attention DP;
     - SGLang DeepSeek-R1 on B200 and B300 (dsr1_fp{8,4}_{b200,b300}*.sh, every version): --scheduler-recv-interval
-      10 below 16 users and 30 from 16 (10 at any load on the FP8 TP4 8k/1k deployment of 2026-03); the H200
-      recipe sets none.
+      10 below 16 users and 30 from 16; the FP8 TP4 8k/1k deployment (only in the 2026-03 recipe) polls every 10
+      and gives SGLang 95% of memory (--mem-fraction-static 0.95: its 168 GB of weights a GPU leave the default
+      90% no KV cache). The H200 recipe sets none.
     Nothing for other rows."""
     one_k = row.isl == row.osl == 1024
     if row.framework == "trtllm" and row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
@@ -250,8 +254,9 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
             and row.measured >= "2026-01-27"):
         return Recipe(batch_wait=(40, 0.8))
     if row.framework == "sglang" and row.model == "deepseek-r1" and row.hardware in ("b200", "b300"):
-        fp8_tp4 = row.precision == "fp8" and row.tp == 4
-        return Recipe(scheduler_recv_interval=10 if row.concurrency < 16 or fp8_tp4 else 30)
+        if row.precision == "fp8" and row.tp == 4:
+            return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
+        return Recipe(scheduler_recv_interval=10 if row.concurrency < 16 else 30)
     return Recipe()
 
 
