@@ -152,23 +152,22 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
     envelopes: Envelopes = defaultdict(list)
     skipped = 0
     for key, rs in groups.items():
-        model, hw, fw, prec, tp, dp, ep = key[:7]
+        model, hw, fw, prec, tp, dp, ep, _, _, recipe, gap_rows = key
         isl, osl, spread = _lengths(rs[0])
+        users = np.array([r.concurrency for r in rs], dtype=float)
         try:
             cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": _precision(model, prec, hw),
                                             "kv_dtype": kv_dtype or resolve_kv_dtype(None, hw, model, fw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
-                                            "max_num_seqs": 4096,
-                                            **key[9].settings()})
-            est = estimate(cfg, isl, osl, np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread)
+                                            "max_num_seqs": 4096, **recipe.settings()})
+            est = estimate(cfg, isl, osl, users, osl_spread=spread)
         except (UserError, ValueError):
             skipped += len(rs)
             continue
         name = f"{_short(model)} {hw} {fw} {prec or 'native'}"
         # the recipe's admission delays (SGLang's poll interval, TensorRT-LLM's batch waiting) taken out (view 1e)
         undelayed = estimate(cfg.model_copy(update={"batch_wait": None, "scheduler_recv_interval": 1}), isl, osl,
-                             np.array([r.concurrency for r in rs], dtype=float), osl_spread=spread).ttft \
-            if key[9].delays else None
+                             users, osl_spread=spread).ttft if recipe.delays else None
         for i, r in enumerate(rs):
             tpot, ttft, tput = est.tpot[i] * 1e3, est.ttft[i] * 1e3, float(est.total_tput_per_accelerator[i])
             out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[i])))
@@ -179,7 +178,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
             if undelayed is not None:
                 out["ttft_delayed"].append(Cmp(name, r.split, r.ttft_ms, ttft))
                 out["ttft_undelayed"].append(Cmp(name, r.split, r.ttft_ms, undelayed[i] * 1e3))
-            if not key[-1]:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
+            if not gap_rows:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
                 envelopes[(model, hw, prec, fw, r.isl, r.osl)].append(
                     (1.0 / float(est.tpot[i]), float(est.total_tput_per_accelerator[i])))
     if skipped:

@@ -31,16 +31,23 @@ CASES = [
 CONC = [1, 16, 64]
 
 
+def engine_beside_estimator(config: SimConfig, isl: int, osl: int, conc: list[int] = CONC) -> list[dict]:
+    """The engine's rows at each closed-loop level, checked against the steady-state estimate (TPOT within 8%,
+    throughput within 15%, TTFT within 35%)."""
+    rows = point_rows(config, scenario(None, isl=isl, osl=osl), [
+        LoadPoint(index=i, concurrency=c, num_requests=6 * c + 8, warmup_requests=2 * c) for i, c in enumerate(conc)])
+    est = estimate(config, 0.9 * isl, 0.9 * osl, np.array(conc, dtype=float), Protocol.steady())
+    for i, r in enumerate(rows):
+        assert est.tpot[i] == pytest.approx(r["tpot_s_mean"], rel=0.08), conc[i]
+        assert est.total_tput_per_accelerator[i] == pytest.approx(r["total_throughput_per_accelerator"],
+                                                                 rel=0.15), conc[i]
+        assert est.ttft[i] == pytest.approx(r["ttft_s_mean"], rel=0.35), conc[i]
+    return rows
+
+
 @pytest.mark.parametrize("cfg, isl, osl", CASES, ids=["unified-gqa", "unified-mla", "disaggregated"])
 def test_estimator_agrees_with_the_engine(cfg, isl, osl):
-    config = SimConfig.model_validate(cfg)
-    rows = point_rows(config, scenario(None, isl=isl, osl=osl), [
-        LoadPoint(index=i, concurrency=c, num_requests=6 * c + 8, warmup_requests=2 * c) for i, c in enumerate(CONC)])
-    est = estimate(config, 0.9 * isl, 0.9 * osl, np.array(CONC, dtype=float), Protocol.steady())
-    for i, r in enumerate(rows):
-        assert est.tpot[i] == pytest.approx(r["tpot_s_mean"], rel=0.08)
-        assert est.total_tput_per_accelerator[i] == pytest.approx(r["total_throughput_per_accelerator"], rel=0.15)
-        assert est.ttft[i] == pytest.approx(r["ttft_s_mean"], rel=0.35)
+    engine_beside_estimator(SimConfig.model_validate(cfg), isl, osl)
 
 
 def test_the_opening_burst_raises_ttft_with_concurrency_and_nothing_else():
@@ -90,17 +97,9 @@ def test_a_scheduler_that_polls_every_n_decode_steps_delays_first_tokens_alike_i
     """SGLang's --scheduler-recv-interval: a request waits for the next poll, (N - 1) / 2 decode steps on average
     (none when it finds the instance idle); TPOT does not change. Estimator and engine agree on it."""
     base = dict(CASES[1][0])
-    conc = [1, 16, 64]
-    points = [LoadPoint(index=i, concurrency=c, num_requests=6 * c + 8, warmup_requests=2 * c)
-              for i, c in enumerate(conc)]
     ttft: dict[int, list[float]] = {}
     for n in (1, 10, 30):
-        config = SimConfig.model_validate({**base, "scheduler_recv_interval": n})
-        rows = point_rows(config, scenario(None, isl=1024, osl=1024), points)
-        est = estimate(config, 0.9 * 1024, 0.9 * 1024, np.array(conc, dtype=float), Protocol.steady())
-        for i, r in enumerate(rows):
-            assert est.ttft[i] == pytest.approx(r["ttft_s_mean"], rel=0.35), (n, conc[i])
-            assert est.tpot[i] == pytest.approx(r["tpot_s_mean"], rel=0.08), (n, conc[i])
+        rows = engine_beside_estimator(SimConfig.model_validate({**base, "scheduler_recv_interval": n}), 1024, 1024)
         ttft[n] = [r["ttft_s_mean"] for r in rows]
     assert ttft[10][0] == pytest.approx(ttft[1][0]) and ttft[30][0] == pytest.approx(ttft[1][0])   # idle: no wait
     for i in (1, 2):
@@ -113,23 +112,12 @@ def test_batch_waiting_holds_prompts_behind_decodes_alike_in_estimator_and_engin
     decode steps (less as arrivals fill the hold) while TPOT stays; one user is never held. Estimator and engine
     agree on it."""
     base = {**CASES[0][0], "framework": "trtllm", "max_num_batched_tokens": 16384}
-    conc = [1, 16, 64]
-    points = [LoadPoint(index=i, concurrency=c, num_requests=6 * c + 8, warmup_requests=2 * c)
-              for i, c in enumerate(conc)]
-    measured: dict[bool, list[dict]] = {}
-    for held in (False, True):
-        config = SimConfig.model_validate({**base, "batch_wait": {"iters": 20, "max_tokens_ratio": 0.9}
-                                           if held else None})
-        rows = point_rows(config, scenario(None, isl=1024, osl=1024), points)
-        est = estimate(config, 0.9 * 1024, 0.9 * 1024, np.array(conc, dtype=float), Protocol.steady())
-        for i, r in enumerate(rows):
-            assert est.ttft[i] == pytest.approx(r["ttft_s_mean"], rel=0.35), (held, conc[i])
-            assert est.tpot[i] == pytest.approx(r["tpot_s_mean"], rel=0.08), (held, conc[i])
-        measured[held] = rows
-    plain, held_rows = measured[False], measured[True]
+    plain = engine_beside_estimator(SimConfig.model_validate(base), 1024, 1024)
+    held_rows = engine_beside_estimator(SimConfig.model_validate(
+        {**base, "batch_wait": {"iters": 20, "max_tokens_ratio": 0.9}}), 1024, 1024)
     assert held_rows[0]["ttft_s_mean"] == pytest.approx(plain[0]["ttft_s_mean"])     # one user: never held
     for i in (1, 2):
         extra_steps = (held_rows[i]["ttft_s_mean"] - plain[i]["ttft_s_mean"]) / held_rows[i]["tpot_s_mean"]
         # at most the 20 held steps, plus the longer prefill step the held prompts then share
-        assert 5.0 < extra_steps < 30.0, (conc[i], extra_steps)
+        assert 5.0 < extra_steps < 30.0, (CONC[i], extra_steps)
         assert held_rows[i]["tpot_s_mean"] == pytest.approx(plain[i]["tpot_s_mean"], rel=0.05)

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from scoville.sim.config import SimConfig
+from scoville.sim.config import BatchWaitConfig, SimConfig
 from scoville.sim.engine import step_cost
 
 
@@ -177,22 +177,18 @@ def _poll_wait_steps(config: SimConfig, users: np.ndarray) -> np.ndarray:
     return (config.scheduler_recv_interval - 1) / 2.0 * np.clip(users - 1.0, 0.0, 1.0)
 
 
-def _batch_wait(config: SimConfig, users: np.ndarray, decoding: np.ndarray, arrivals_per_step: np.ndarray,
-                P: float) -> tuple[np.ndarray, np.ndarray]:
-    """TensorRT-LLM's batch waiting (``config.batch_wait``) in the steady state: (mean steps a prompt is held,
-    mean prompts released together). A hold opens when a prompt finds none held and lasts ``W`` steps: the
-    configured ``iters``, or fewer when the held prompts (``arrivals_per_step`` join it each step) and the
-    ``decoding`` sequences reach the token threshold first. Its first prompt waits ``W`` steps and the ``a·W``
-    that join it ``W/2`` on average. No hold with one user per instance (nothing else decodes)."""
-    wait = config.batch_wait
-    if wait is None:
-        return np.zeros_like(users), np.ones_like(users)
+def _batch_wait(wait: BatchWaitConfig, budget: float, users: np.ndarray, decoding: np.ndarray,
+                arrivals_per_step: np.ndarray, P: float) -> tuple[np.ndarray, np.ndarray]:
+    """TensorRT-LLM's batch waiting in the steady state: (mean steps a prompt is held, mean prompts released with
+    it). A hold opens when a prompt finds none held and lasts ``W`` steps: ``wait.iters``, or fewer when the held
+    prompts (``arrivals_per_step`` join it each step) and the ``decoding`` sequences reach the token threshold
+    first. Its first prompt waits ``W`` steps and the ``a·W`` that join it ``W/2`` on average. No hold with one
+    user per instance (nothing else decodes)."""
     a = np.maximum(arrivals_per_step, 1e-12)
-    threshold = wait.max_tokens_ratio * config.max_num_batched_tokens
-    to_threshold = ((threshold - decoding) / P - 1.0) / a
+    to_threshold = ((wait.max_tokens_ratio * budget - decoding) / P - 1.0) / a
     busy = np.clip(users - 1.0, 0.0, 1.0)
     W = np.clip(to_threshold, 0.0, float(wait.iters)) * busy
-    return W * (1.0 + a * W / 2.0) / (1.0 + a * W), 1.0 + a * W
+    return W * (1.0 + a * W / 2.0) / (1.0 + a * W), a * W
 
 
 def _wave_steps(c: np.ndarray, per_step: float) -> np.ndarray:
@@ -259,10 +255,12 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
         s = (1.0 - f) * td + f * tm
         lam = n * AL / ((O - 1.0) * s)
         service = np.ceil(P / np.clip(np.minimum(P, budget - n * q_dec), 1.0, None)) * tm
-        held, together = _batch_wait(config, c, n * q_dec, n * AL / (O - 1.0), P)
-        # a held prompt waits its decode steps, then shares the prefill step with the others released with it
-        service = service + (together - 1.0) * (tm - td)
-        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c) + (poll + held) * td
+        wait_steps = poll
+        if config.batch_wait is not None:   # a held prompt waits decode steps, then shares its prefill step
+            held, others = _batch_wait(config.batch_wait, budget, c, n * q_dec, n * AL / (O - 1.0), P)
+            service = service + others * (tm - td)
+            wait_steps = poll + held
+        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c) + wait_steps * td
         return s, lam, ttft_min
 
     def h(n: np.ndarray) -> np.ndarray:
