@@ -14,7 +14,8 @@ ourselves; every figure here is validation. Four views:
    framework, lengths) with measured points, the default search's frontier is read at every measured
    frontier point's interactivity, and the throughput per GPU compared (the published curve is the best
    of the published deployments; the search may find better ones, which shows as a positive error).
-   Public points of ``data/reference/validation_public.yaml`` (AMD MI300X/MI325X/MI355X among them) join.
+   Public points of ``data/reference/validation_public.yaml`` (AMD MI300X/MI325X/MI355X among them) join; a
+   compare page that names no framework is the envelope over the frameworks InferenceX runs on that GPU.
    The same points are also read the other way, as the interactivity the predicted frontier reaches at the
    measured throughput: near a curve's fast end, where a few percent of TPOT is tens of percent of throughput,
    that read states the miss in TPOT's own terms.
@@ -413,6 +414,15 @@ def _pinned_public(p: dict) -> bool:
     return bool(dep.get("tp") and p.get("concurrency") and p.get("gpus") and not dep.get("disagg"))
 
 
+ANY_FRAMEWORK = "any"   # a public curve that is the envelope over frameworks (InferenceX compare pages)
+
+
+def _frameworks_ran(hw: str) -> tuple[str, ...]:
+    """The frameworks InferenceX runs on a GPU (TensorRT-LLM on NVIDIA only), whose envelope its compare pages
+    plot."""
+    return ("vllm", "sglang", "trtllm") if load_hardware(hw).vendor == "nvidia" else ("vllm", "sglang")
+
+
 def public_points() -> list[MeasuredPoint]:
     """Public frontier points (InferenceX compare pages, blogs: no single deployment behind them) with
     interactivity and throughput per GPU, of a model and system we simulate."""
@@ -424,7 +434,9 @@ def public_points() -> list[MeasuredPoint]:
         if not model or not x or not y or not p.get("isl") or not p.get("osl") or _pinned_public(p):
             continue
         prec = {"fp4": "fp4", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp8": "fp8"}.get(p.get("precision") or "")
-        out.append(MeasuredPoint((model, p["hardware"], prec, _public_framework(p), int(p["isl"]), int(p["osl"])),
+        # a compare page states no framework: its curve is the envelope of every framework run on that GPU
+        fw = _public_framework(p) if p.get("framework") else ANY_FRAMEWORK
+        out.append(MeasuredPoint((model, p["hardware"], prec, fw, int(p["isl"]), int(p["osl"])),
                                  "public", x, y, p["source"]))
     return out
 
@@ -496,14 +508,20 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
     for key, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
         g = key[:6]
         model, hw, prec, fw, isl, osl = g
-        base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
-                         kv_dtype=resolve_kv_dtype(None, hw, model, fw), framework=fw)
         t0 = time.perf_counter()
         try:
-            front = _search_measured_space(base, isl, osl, pts)
+            front = []
+            for framework in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
+                base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
+                                 kv_dtype=resolve_kv_dtype(None, hw, model, framework), framework=framework)
+                front += _search_measured_space(base, isl, osl, pts)
         except UserError as e:
             print(f"   {g}: {e}")
             continue
+        if fw == ANY_FRAMEWORK:
+            keep = pareto(np.array([f.interactivity for f in front]),
+                          np.array([f.total_tput_per_accelerator for f in front]))
+            front = [front[i] for i in keep]
         t_total += time.perf_counter() - t0
         xs = np.array([p.interactivity for p in front])[::-1]
         ys = np.array([p.total_tput_per_accelerator for p in front])[::-1]
@@ -532,7 +550,7 @@ def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[Measur
     DeepSeek-R1 with MTP up to 16-256 users, depending on the group, and plain beyond): the plain search and
     the MTP search each over their own measured range, merged. The GB200 disaggregated totals are InferenceX's
     Dynamo frontiers: disaggregated pools. Public points are InferenceX's frontiers over everything it ran: the
-    default search."""
+    default search (``frontier`` merges it over the frameworks where the page names none)."""
     def frontier_of(space: SearchSpace) -> list[FrontierPoint]:
         return search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48, space=space).frontier
 
@@ -579,7 +597,9 @@ def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
           "   (silicon groups: the search over their deployment space - unified, up to the largest GPU count and\n"
           "   concurrency measured, MTP only in groups with plain/speculative pairs and only up to the concurrency\n"
           "   their speculative runs reached; GB200 disaggregated totals: disaggregated pools; public InferenceX\n"
-          "   points: the default search, as `scoville simulate` runs it)")
+          "   points: the default search, as `scoville simulate` runs it; a compare page that names no framework\n"
+          "   plots the envelope of every framework run on that GPU, so its group ('any') is the envelope of the\n"
+          "   default search under each)")
     print(f"   {'group':52s} {'n':>3s} {'med err':>8s} {'|err| med':>9s} {'within35':>8s}")
     for name in sorted({c.group for c in res}):
         errs = np.array([c.err for c in res if c.group == name])
