@@ -519,9 +519,7 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
             print(f"   {g}: {e}")
             continue
         if fw == ANY_FRAMEWORK:
-            keep = pareto(np.array([f.interactivity for f in front]),
-                          np.array([f.total_tput_per_accelerator for f in front]))
-            front = [front[i] for i in keep]
+            front = _pareto_points(front)
         t_total += time.perf_counter() - t0
         xs = np.array([p.interactivity for p in front])[::-1]
         ys = np.array([p.total_tput_per_accelerator for p in front])[::-1]
@@ -563,7 +561,12 @@ def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[Measur
     spaces = [SearchSpace(max_concurrency=users, disaggregation=False, mtp="off", max_accelerators=gpus)]
     if spec_users:
         spaces.append(SearchSpace(max_concurrency=spec_users, disaggregation=False, mtp="auto", max_accelerators=gpus))
-    front = [f for space in spaces for f in frontier_of(space)]
+    return _pareto_points([f for space in spaces for f in frontier_of(space)])
+
+
+def _pareto_points(front: list[FrontierPoint]) -> list[FrontierPoint]:
+    """The points of several predicted frontiers that no other beats on both interactivity and throughput per
+    GPU, fastest first (as a search's frontier)."""
     keep = pareto(np.array([f.interactivity for f in front]), np.array([f.total_tput_per_accelerator for f in front]))
     return [front[i] for i in keep]
 

@@ -59,7 +59,9 @@ def assert_stored_metrics_match_records(run_dir) -> None:
     with both values (this check once failed on a loaded box with only pytest's truncated dict diff to go on)."""
     stored, rebuilt = read_point_metrics(run_dir), run_metrics(run_dir)
     assert [r["point"] for r in stored] == [r["point"] for r in rebuilt]
-    diffs = {s["point"]: {k: (s.get(k), r.get(k)) for k in s.keys() | r.keys() if s.get(k) != r.get(k)}
+    absent = "<absent>"   # a field one side lacks differs from a None the other holds, as dict equality had it
+    diffs = {s["point"]: {k: (s.get(k, absent), r.get(k, absent)) for k in s.keys() | r.keys()
+                          if s.get(k, absent) != r.get(k, absent)}
              for s, r in zip(stored, rebuilt, strict=True)}
     assert not any(diffs.values()), f"stored vs recomputed, by point: {diffs}"
 
