@@ -208,6 +208,9 @@ def test_unknown_power_mode_and_bad_config_file_are_user_errors(tmp_path: Path):
     bad.write_text("hardware: h200\nmodel: llama-3.1-8b\nparallel: {tp: 0}\n")
     with pytest.raises(SimConfigError, match="parallel.tp"):
         SimConfig.from_file(bad)
+    bad.write_text("hardware: h200\nmodel: llama-3.1-8b\nattention_dp_balance: {timeout_iters: 0}\n")
+    with pytest.raises(SimConfigError, match="attention_dp_balance.timeout_iters"):
+        SimConfig.from_file(bad)
     good = tmp_path / "g.json"
     good.write_text(json.dumps({"parallel": {"tp": 2}, "max_num_seqs": 64}))
     cfg = SimConfig.from_file(good, hardware="h200", model="llama-3.1-8b")

@@ -121,3 +121,35 @@ def test_batch_waiting_holds_prompts_behind_decodes_alike_in_estimator_and_engin
         # at most the 20 held steps, plus the longer prefill step the held prompts then share
         assert 5.0 < extra_steps < 30.0, (CONC[i], extra_steps)
         assert held_rows[i]["tpot_s_mean"] == pytest.approx(plain[i]["tpot_s_mean"], rel=0.05)
+
+
+def test_attention_dp_balance_holds_prompts_until_every_rank_has_one_alike_in_estimator_and_engine():
+    """TensorRT-LLM's attention-DP balance (InferenceX's DeepSeek-R1 DEP recipe: timeout 60 steps, no batching
+    wait): while some of the 8 ranks has no prompt, prompts wait for the counter's timeout, so at these loads
+    (prompts arrive far slower than one per rank in 60 steps) TTFT grows by about half the timeout in decode
+    steps, never by more than all of it plus the shared prefill step; with fewer sequences decoding than ranks
+    nothing is held (one user). Estimator and engine agree on it."""
+    base = {"hardware": "b200", "model": "deepseek-r1", "precision": "nvfp4", "kv_dtype": "fp8",
+            "framework": "trtllm", "parallel": {"tp": 1, "dp": 8, "ep": 8}}
+    plain = engine_beside_estimator(SimConfig.model_validate(base), 1024, 1024)
+    held_rows = engine_beside_estimator(SimConfig.model_validate(
+        {**base, "attention_dp_balance": {"timeout_iters": 60, "batching_wait_iters": 0}}), 1024, 1024)
+    assert held_rows[0]["ttft_s_mean"] == pytest.approx(plain[0]["ttft_s_mean"])     # one user: never held
+    for i in (1, 2):
+        extra_steps = (held_rows[i]["ttft_s_mean"] - plain[i]["ttft_s_mean"]) / held_rows[i]["tpot_s_mean"]
+        assert 15.0 < extra_steps < 70.0, (CONC[i], extra_steps)
+        assert held_rows[i]["tpot_s_mean"] == pytest.approx(plain[i]["tpot_s_mean"], rel=0.1)
+
+
+def test_attention_dp_balance_acts_only_under_attention_data_parallelism():
+    """The balance is a no-op on an instance with one attention rank (TensorRT-LLM checks it only with attention
+    DP on), in the estimator as in the engine."""
+    base = {"hardware": "h200", "model": "llama-3.1-70b", "precision": "fp8", "kv_dtype": "fp8",
+            "framework": "trtllm", "parallel": {"tp": 4}}
+    plain = engine_beside_estimator(SimConfig.model_validate(base), 1024, 1024)
+    balanced = engine_beside_estimator(SimConfig.model_validate({**base, "attention_dp_balance": {}}), 1024, 1024)
+    assert [r["ttft_s_mean"] for r in balanced] == [r["ttft_s_mean"] for r in plain]
+    conc = np.array([16.0, 64.0])
+    est_plain = estimate(SimConfig.model_validate(base), 922, 922, conc)
+    est_balanced = estimate(SimConfig.model_validate({**base, "attention_dp_balance": {}}), 922, 922, conc)
+    assert est_balanced.ttft == pytest.approx(est_plain.ttft) and est_balanced.tpot == pytest.approx(est_plain.tpot)

@@ -21,6 +21,7 @@ A ``--config`` file (YAML or JSON; hardware/model may come from the command line
     enable_prefix_caching: true
     speculative: {num_draft_tokens: 1, acceptance_rate: 0.8}    # MTP
     host_offload: {capacity_gb: 500, bandwidth_gbps: 50}
+    attention_dp_balance: {timeout_iters: 60, batching_wait_iters: 0}   # TensorRT-LLM's, with dp > 1
     disaggregation:                    # omit for unified (chunked prefill mixed with decode)
       prefill: {parallel: {tp: 4}, replicas: 2}
       decode: {parallel: {tp: 1, dp: 16, ep: 16}, replicas: 1}
@@ -127,6 +128,22 @@ class BatchWaitConfig(_Strict):
     max_tokens_ratio: float = Field(..., gt=0.0, le=1.0)
 
 
+class AttentionDpBalanceConfig(_Strict):
+    """TensorRT-LLM's attention-DP balance (``attention_dp_config: enable_balance``): new prompts are held until
+    every attention rank has one, so that the ranks prefill in the same step instead of each stalling the others
+    at the MoE exchange. A step counter runs while some rank has none; when it reaches ``timeout_iters`` the held
+    prompts start anyway (the counter restarts). Once every rank has a prompt they are held
+    ``batching_wait_iters`` steps more, then start together. Nothing is held while a rank has no sequence
+    decoding. It acts only under attention data parallelism (``parallel.dp > 1``) on a unified instance: a
+    disaggregated prefill instance has no decodes to hold prompts behind. TensorRT-LLM's defaults are 50 and 10;
+    InferenceX's TensorRT-LLM DEP recipes (2025-11 to 2026-06) enable it with 60 and 0 for DeepSeek-R1 and the
+    defaults for gpt-oss. Source: PyExecutor ``_balance_adp_requests``; NVIDIA TensorRT-LLM tech blog 10, "ADP
+    Balance Strategy"."""
+
+    timeout_iters: int = Field(50, ge=1, le=10000)
+    batching_wait_iters: int = Field(10, ge=0, le=10000)
+
+
 class SimConfig(_Strict):
     """A complete serving configuration for the simulator."""
 
@@ -167,6 +184,9 @@ class SimConfig(_Strict):
     # TensorRT-LLM's batch waiting (BatchWaitConfig); None = prompts start at the first step with room, as every
     # framework does by default.
     batch_wait: BatchWaitConfig | None = None
+    # TensorRT-LLM's attention-DP balance (AttentionDpBalanceConfig); None = each rank starts its prompts at once,
+    # as vLLM and SGLang do and TensorRT-LLM does by default. Acts only where parallel.dp > 1.
+    attention_dp_balance: AttentionDpBalanceConfig | None = None
 
     @model_validator(mode="after")
     def _batch_wait_without_attention_dp(self) -> SimConfig:

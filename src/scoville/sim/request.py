@@ -33,7 +33,7 @@ class Req:
     __slots__ = ("spec", "rid", "prompt", "target", "num_tokens", "computed", "generated", "n_blocks",
                  "hashed", "keys", "next_register", "cached_tokens", "admitted", "t_first", "times", "counts",
                  "swapped", "lost", "kv_ready", "instance", "final_keys", "pending_times", "pending_counts",
-                 "group_start", "group_serial", "window_blocks")
+                 "group_start", "group_serial", "window_blocks", "rank")
 
     def __init__(self, spec: RequestSpec, keys: list[Hashable]) -> None:
         self.spec = spec
@@ -62,6 +62,7 @@ class Req:
         self.kv_ready = False              # arrived with its prompt KV (disaggregated decode)
         self.instance: Instance | None = None
         self.final_keys: list[Hashable] = []  # cached keys of its prompt + output blocks, at finish
+        self.rank = 0                      # its attention data-parallel rank (only TensorRT-LLM's balance reads it)
 
     @property
     def decoding(self) -> bool:

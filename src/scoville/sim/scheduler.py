@@ -10,9 +10,12 @@ When a running request needs a block and none is left, the most recently
 admitted request is preempted (its KV is freed and later recomputed, or
 swapped to the host tier when there is one). The step's duration comes from
 the cost model (``StepCost.step_time``) for exactly the batch that ran.
-Two framework settings delay admissions: a poll interval (SGLang's
-``--scheduler-recv-interval``) and TensorRT-LLM's batch waiting, which holds
-new prompts while sequences decode so that several start together.
+Three framework settings delay admissions: a poll interval (SGLang's
+``--scheduler-recv-interval``), TensorRT-LLM's batch waiting, which holds
+new prompts while sequences decode so that several start together, and
+TensorRT-LLM's attention-DP balance, which holds them until every attention
+rank has one (a request is given a rank when it arrives: the one with the
+fewest requests, as TensorRT-LLM's router does).
 
 The parts follow vLLM v1's split: the scheduler *decides* a step as a
 ``StepPlan`` (``sim/stepplan.py``), asks the ``KVManager`` (``sim/kvmanager.py``)
@@ -41,7 +44,7 @@ from scoville.sim.span import Span, apply_span, first_steps, plan_span
 from scoville.sim.stepplan import StepPlan, StepTimer
 
 if TYPE_CHECKING:
-    from scoville.sim.config import BatchWaitConfig, SpeculativeConfig
+    from scoville.sim.config import AttentionDpBalanceConfig, BatchWaitConfig, SpeculativeConfig
 
 
 class Instance:
@@ -67,6 +70,8 @@ class Instance:
         seq_blocks: int = 0,
         recv_interval: int = 1,
         batch_wait: BatchWaitConfig | None = None,
+        attention_dp: int = 1,
+        adp_balance: AttentionDpBalanceConfig | None = None,
     ) -> None:
         self.name = name
         self.seq_blocks = seq_blocks        # blocks of sliding-window KV every admitted sequence holds
@@ -103,18 +108,36 @@ class Instance:
         # TensorRT-LLM's batch waiting (BatchWaitConfig): the steps the waiting prompts have been held so far
         self.batch_wait = batch_wait
         self._held_steps = 0
+        # TensorRT-LLM's attention-DP balance over ``attention_dp`` ranks (None below two ranks): the step count at
+        # which its timeout counter last restarted (in between it counts every step, and restarts on its own each
+        # ``timeout_iters`` steps), the steps held since every rank had a prompt, and how many of the waiting
+        # prompts a release has let go (they start over as many steps as the token budget needs)
+        self.adp_balance = adp_balance if attention_dp > 1 else None
+        self.attention_dp = attention_dp
+        self._adp_anchor = 0
+        self._adp_batching = 0
+        self._adp_released = 0
 
     # ---- queue ---------------------------------------------------------------------------------
 
     def push(self, req: Req, t: float) -> None:
         """A request reaches this scheduler at ``t``; any planned span is void (it did not see it)."""
         req.instance = self
+        if self.adp_balance is not None:
+            req.rank = self._least_loaded_rank()
         if self._last_push is not None and t >= self._last_push:
             gap = t - self._last_push
             self._gap = gap if self._gap is None else 0.8 * self._gap + 0.2 * gap
         self._last_push = t
         heapq.heappush(self.arrivals, (t, next(self._seq), req))
         self.plan = None  # a plan made without this arrival may no longer hold
+
+    def _least_loaded_rank(self) -> int:
+        """The attention rank with the fewest requests here (the lowest such rank), where a new one goes."""
+        loads = [0] * self.attention_dp
+        for r in itertools.chain(self.running, self.group.members, self.waiting, (a[2] for a in self.arrivals)):
+            loads[r.rank] += 1
+        return loads.index(min(loads))
 
     def load(self) -> int:
         """Requests here in any state (the least-loaded router's key)."""
@@ -257,8 +280,10 @@ class Instance:
             self.running[:] = ([r for r in self.running if r.decoding]
                                + [r for r in self.running if not r.decoding])
         budget = self._schedule_running(step, budget)
-        if not step.preempted and not self._holding(step):
+        if not step.preempted and not self._holding(step) and not self._balancing():
+            admitted = len(self.waiting)
             self._schedule_waiting(step, budget)
+            self._adp_released = max(self._adp_released - (admitted - len(self.waiting)), 0)
         return step
 
     def _holding(self, step: StepPlan) -> bool:
@@ -277,6 +302,39 @@ class Instance:
             return False
         self._held_steps += 1
         return True
+
+    def _balancing(self) -> bool:
+        """Whether TensorRT-LLM's attention-DP balance holds the waiting prompts this step (PyExecutor
+        ``_balance_adp_requests``): while some rank has no prompt, until its counter, which counts every step and
+        restarts when it times out, reaches ``timeout_iters``; once every rank has one, ``batching_wait_iters``
+        steps more; never while a rank has no sequence decoding. A release lets go of every prompt waiting then."""
+        balance = self.adp_balance
+        if balance is None or not self.waiting or self._adp_released:
+            return False
+        dp = self.attention_dp
+        decoding = {r.rank for r in self.group.members}
+        decoding.update(r.rank for r in self.running if r.decoding)
+        step_no = self.c.steps + 1
+        if len(decoding) < dp:
+            return self._adp_release(step_no)
+        prompts = {r.rank for r in self.waiting}
+        prompts.update(r.rank for r in self.running if not r.decoding)
+        if len(prompts) == dp:
+            if self._adp_batching < balance.batching_wait_iters:
+                self._adp_batching += 1
+                self._adp_anchor = step_no
+                return True
+            self._adp_batching = 0
+            return self._adp_release(step_no)
+        if (step_no - self._adp_anchor) % balance.timeout_iters == 0:
+            return self._adp_release(step_no)
+        return True
+
+    def _adp_release(self, step_no: int) -> bool:
+        """Let the waiting prompts go and restart the balance's counter (False: nothing is held)."""
+        self._adp_anchor = step_no
+        self._adp_released = len(self.waiting)
+        return False
 
     def _schedule_group(self, step: StepPlan, budget: int) -> int:
         """Move decoding requests into the lazy group and give it this step's blocks; the budget left."""

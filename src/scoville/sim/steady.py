@@ -29,8 +29,10 @@ Limits hold as in the engine: ``max_num_seqs`` and the KV capacity bound ``n``; 
 scheduler that polls for new requests only every ``scheduler_recv_interval`` decode steps (SGLang) adds half that
 interval of decode steps to a request's wait when it finds the instance busy. TensorRT-LLM's batch waiting
 (``batch_wait``) holds a prompt for up to ``iters`` decode steps so that the prompts arriving meanwhile start with
-it (``_batch_wait``). Disaggregated, the first token comes with the KV copy (as in the engine): a decode
-instance's poll only delays the tokens after it, and a prefill instance has no decodes to hold prompts behind.
+it (``_batch_wait``); its attention-DP balance (``attention_dp_balance``) holds prompts until every attention rank
+has one or its counter times out (``_adp_hold``). Disaggregated, the first token comes with the KV copy (as in the
+engine): a decode instance's poll only delays the tokens after it, and a prefill instance has no decodes to hold
+prompts behind.
 
 **What a benchmark measures is not only the steady state.** InferenceX (``vllm bench serve``-style) runs
 ``10·C`` requests per point after a separate warm-up, so the measured window opens with all ``C`` prompts
@@ -49,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from scoville.sim.config import BatchWaitConfig, SimConfig
+from scoville.sim.config import AttentionDpBalanceConfig, BatchWaitConfig, SimConfig
 from scoville.sim.engine import step_cost
 
 
@@ -191,6 +193,32 @@ def _batch_wait(wait: BatchWaitConfig, budget: float, users: np.ndarray, decodin
     return W * (1.0 + a * W / 2.0) / (1.0 + a * W), a * W
 
 
+def _adp_hold(balance: AttentionDpBalanceConfig, dp: int, arrivals_per_step: np.ndarray,
+              decoding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TensorRT-LLM's attention-DP balance in the steady state: (mean steps a prompt is held beyond the step it
+    would start in, mean prompts released with it beyond those arriving in one step).
+
+    Its counter restarts at every release, so releases cut time into cycles. Arrivals reach each of the ``dp``
+    ranks at ``a / dp`` a step (a request goes to the rank with the fewest, which is where one just finished:
+    random over the ranks), so every rank has a prompt by step ``t`` with probability ``(1 - exp(-a t / dp))^dp``;
+    a cycle lasts that first covering step plus ``batching_wait_iters``, or ``timeout_iters`` if none comes
+    first. A prompt lands in a cycle as likely as its length and waits the rest of it: ``E[L^2] / (2 E[L])``
+    steps, with ``a E[L^2] / E[L]`` others; without the balance a cycle is one step. Nothing is held while
+    fewer than ``dp`` sequences decode (some rank then has none, and TensorRT-LLM releases at once)."""
+    T, wait = balance.timeout_iters, balance.batching_wait_iters
+    a = np.maximum(np.asarray(arrivals_per_step, dtype=np.float64), 1e-12)[..., None]
+    t = np.arange(1.0, T + 1.0)
+    covered = (-np.expm1(-a * t / dp)) ** dp
+    first = np.diff(covered, axis=-1, prepend=0.0)
+    timeout = 1.0 - covered[..., -1]
+    mean_l = (first * (t + wait)).sum(axis=-1) + timeout * T
+    mean_l2 = (first * (t + wait) ** 2).sum(axis=-1) + timeout * T**2
+    ranks_decode = np.clip(np.asarray(decoding, dtype=np.float64) - (dp - 1.0), 0.0, 1.0)
+    held = np.maximum(mean_l2 / (2.0 * mean_l) - 0.5, 0.0) * ranks_decode
+    others = a[..., 0] * np.maximum(mean_l2 / mean_l - 1.0, 0.0) * ranks_decode
+    return held, others
+
+
 def _wave_steps(c: np.ndarray, per_step: float) -> np.ndarray:
     """Mean number of steps until the i-th of ``c`` simultaneous prompts is done, ``per_step`` prompts a step."""
     waves = np.ceil(c / max(per_step, 1e-9))
@@ -244,6 +272,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     c = c_all / config.replicas
     request_s = cost.framework.request_overhead_ms * 1e-3
     poll = _poll_wait_steps(config, c)
+    balance = config.attention_dp_balance if config.parallel.dp > 1 else None
 
     lg, ltd, ltm = np.log(grid), np.log(t_d), np.log(t_m)
 
@@ -260,6 +289,10 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             held, others = _batch_wait(config.batch_wait, budget, c, n * q_dec, n * AL / (O - 1.0), P)
             service = service + others * (tm - td)
             wait_steps = poll + held
+        if balance is not None:             # held until every attention rank has a prompt, then released together
+            held, others = _adp_hold(balance, config.parallel.dp, n * AL / (O - 1.0), n)
+            service = service + others * (tm - td)
+            wait_steps = wait_steps + held
         ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c) + wait_steps * td
         return s, lam, ttft_min
 
