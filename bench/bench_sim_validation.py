@@ -63,7 +63,7 @@ from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
-from scoville.simulation import resolve_kv_dtype  # noqa: E402
+from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
 from validation_data import SiliconRow, load_silicon  # noqa: E402
 
 TOL = 0.35
@@ -166,8 +166,10 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
             skipped += len(rs)
             continue
         name = f"{_short(model)} {hw} {fw} {prec or 'native'}"
-        # the recipe's admission delays (SGLang's poll interval, TensorRT-LLM's batch waiting) taken out (view 1e)
-        undelayed = estimate(cfg.model_copy(update={"batch_wait": None, "scheduler_recv_interval": 1}), isl, osl,
+        # the recipe's admission delays (SGLang's poll interval, TensorRT-LLM's batch waiting and attention-DP
+        # balance) taken out (view 1e)
+        undelayed = estimate(cfg.model_copy(update={"batch_wait": None, "scheduler_recv_interval": 1,
+                                                     "attention_dp_balance": None}), isl, osl,
                              users, osl_spread=spread).ttft if recipe.delays else None
         for i, r in enumerate(rs):
             tpot, ttft, tput = est.tpot[i] * 1e3, est.ttft[i] * 1e3, float(est.total_tput_per_accelerator[i])
@@ -177,8 +179,8 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
             if r.concurrency <= LIGHT_LOAD:
                 light.append(LightTtft(fw, name, (tp, dp, ep, r.concurrency, r.osl), r.isl, r.split, r.ttft_ms, ttft))
             if undelayed is not None:
-                out["ttft_delayed"].append(Cmp(name, r.split, r.ttft_ms, ttft))
-                out["ttft_undelayed"].append(Cmp(name, r.split, r.ttft_ms, undelayed[i] * 1e3))
+                out["ttft_delayed"].append(Cmp(f"{name} [{recipe.delay}]", r.split, r.ttft_ms, ttft))
+                out["ttft_undelayed"].append(Cmp(f"{name} [{recipe.delay}]", r.split, r.ttft_ms, undelayed[i] * 1e3))
             if not gap_rows:     # rows of the published curves (the frontier view leaves the 'gap' rows out too)
                 envelopes[(model, hw, prec, fw, r.isl, r.osl)].append(
                     (1.0 / float(est.tpot[i]), float(est.total_tput_per_accelerator[i])))
@@ -215,11 +217,21 @@ class Recipe:
     batch_wait: tuple[int, float] | None = None     # TensorRT-LLM's (batch_wait_timeout_iters, ..._max_tokens_ratio)
     scheduler_recv_interval: int = 1                # SGLang's --scheduler-recv-interval
     gpu_memory_utilization: float | None = None     # SGLang's --mem-fraction-static, where it decides what fits
+    adp_balance: tuple[int, int] | None = None      # TensorRT-LLM's attention-DP balance (timeout, batching wait)
 
     @property
     def delays(self) -> bool:
-        """Whether the recipe delays admissions (batch waiting or a poll interval)."""
-        return self.batch_wait is not None or self.scheduler_recv_interval > 1
+        """Whether the recipe delays admissions (batch waiting, a poll interval or the attention-DP balance)."""
+        return self.delay is not None
+
+    @property
+    def delay(self) -> str | None:
+        """The admission delay the recipe sets (view 1e reports each apart), None without one."""
+        if self.adp_balance is not None:
+            return "attention-DP balance"
+        if self.batch_wait is not None:
+            return "batch waiting"
+        return "poll interval" if self.scheduler_recv_interval > 1 else None
 
     def settings(self) -> dict[str, object]:
         out: dict[str, object] = {"scheduler_recv_interval": self.scheduler_recv_interval}
@@ -229,7 +241,15 @@ class Recipe:
             out["batch_wait"] = {"iters": self.batch_wait[0], "max_tokens_ratio": self.batch_wait[1]}
         if self.gpu_memory_utilization:
             out["gpu_memory_utilization"] = self.gpu_memory_utilization
+        if self.adp_balance:
+            out["attention_dp_balance"] = {"timeout_iters": self.adp_balance[0],
+                                           "batching_wait_iters": self.adp_balance[1]}
         return out
+
+
+# InferenceX's TensorRT-LLM attention-DP balance per model (timeout_iters, batching_wait_iters); TensorRT-LLM's
+# defaults for the others
+TRTLLM_ADP_BALANCE = {"deepseek-r1": (60, 0)}
 
 
 def inferencex_recipe(row: SiliconRow) -> Recipe:
@@ -241,6 +261,9 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
     - TensorRT-LLM DeepSeek-R1 FP8 on B200 (dsr1_fp8_b200_trt.sh from 2026-01-27): at 1k/1k from 64 users batch
       waiting 40 steps / 0.8 (its token budget is the default 8,192 there); TensorRT-LLM skips batch waiting
       under attention DP;
+    - TensorRT-LLM under attention DP (every DEP recipe from 2025-11-21, the earliest read, to 2026-06):
+      ``attention_dp_config.enable_balance``, with timeout_iters 60 and batching_wait_iters 0 for DeepSeek-R1
+      (dsr1_fp{4,8}_b200_trt, dsr1_fp8_h200_trt) and TensorRT-LLM's defaults, 50 and 10, for gpt-oss;
     - SGLang DeepSeek-R1 on B200 and B300 (dsr1_fp{8,4}_{b200,b300}*.sh, every version): --scheduler-recv-interval
       10 below 16 users and 30 from 16; the FP8 TP4 8k/1k deployment (only in the 2026-03 recipe) polls every 10
       and gives SGLang 95% of memory (--mem-fraction-static 0.95: its 168 GB of weights a GPU leave the default
@@ -253,6 +276,8 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
             and row.precision == "fp8" and one_k and row.concurrency >= 64 and row.dp == 1
             and row.measured >= "2026-01-27"):
         return Recipe(batch_wait=(40, 0.8))
+    if row.framework == "trtllm" and row.dp > 1:
+        return Recipe(adp_balance=TRTLLM_ADP_BALANCE.get(row.model, (50, 10)))
     if row.framework == "sglang" and row.model == "deepseek-r1" and row.hardware in ("b200", "b300"):
         if row.precision == "fp8" and row.tp == 4:
             return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
@@ -264,12 +289,13 @@ def report_recipe_delays(res: dict[str, list[Cmp]]) -> None:
     """What the recipes' admission delays are worth to TTFT on the rows that ran them (view 1 includes them)."""
     print("\n1e) the recipes' admission delays (SGLang DeepSeek-R1 B200/B300: a poll for new requests every 10 or")
     print("   30 decode steps; TensorRT-LLM Llama-70B and DeepSeek-R1 FP8 B200 at 1k/1k: batch waiting, prompts held")
-    print("   up to 20 or 40 decode steps): pinned TTFT of those rows without them, and with them (as view 1)")
-    for fw in ("sglang", "trtllm"):
+    print("   up to 20 or 40 decode steps; TensorRT-LLM under attention DP: prompts held until every rank has one, up")
+    print("   to 60 (DeepSeek-R1) or 50 steps): pinned TTFT of those rows without them, and with them (as view 1)")
+    for fw, delay in (("sglang", "poll interval"), ("trtllm", "batch waiting"), ("trtllm", "attention-DP balance")):
         for label, key in (("without", "ttft_undelayed"), ("with", "ttft_delayed")):
-            errs = np.array([c.err for c in res[key] if f" {fw} " in f"{c.group} "])
+            errs = np.array([c.err for c in res[key] if f" {fw} " in f"{c.group} " and c.group.endswith(f"[{delay}]")])
             if errs.size:
-                print(f"   {fw:7s} {label:8s} n={errs.size:4d}  TTFT bias {np.median(errs):+4.0%}  "
+                print(f"   {fw:7s} {delay:20s} {label:8s} n={errs.size:4d}  TTFT bias {np.median(errs):+4.0%}  "
                       f"within 35% {np.mean(np.abs(errs) <= TOL):4.0%}")
 
 
@@ -513,7 +539,8 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
             front = []
             for framework in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
                 base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
-                                 kv_dtype=resolve_kv_dtype(None, hw, model, framework), framework=framework)
+                                 kv_dtype=resolve_kv_dtype(None, hw, model, framework), framework=framework,
+                                 attention_dp_balance=default_attention_dp_balance(framework))
                 front += _search_measured_space(base, isl, osl, pts)
         except UserError as e:
             print(f"   {g}: {e}")

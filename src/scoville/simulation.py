@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from scoville.load import LoadPoint, LoadSpec
-from scoville.sim.config import SimConfig, SimConfigError, SpeculativeConfig
+from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SimConfigError, SpeculativeConfig
 from scoville.spec import Spec
 from scoville.workload.options import WorkloadSpec
 
@@ -147,10 +147,19 @@ def base_config(spec: SimulateSpec, pinned_drafts: SpeculativeConfig | None) -> 
                                    **common)
     if not spec.hardware or not spec.model:
         raise SimConfigError("give --hardware and --model (or a --config file that names them)")
+    balance = default_attention_dp_balance(spec.framework)
     return SimConfig.parse({"hardware": spec.hardware, "model": spec.model, "precision": spec.precision,
                             "kv_dtype": resolve_kv_dtype(spec.kv_dtype, spec.hardware, spec.model, spec.framework),
-                            "speculative": pinned_drafts.model_dump() if pinned_drafts else None, **common},
+                            "speculative": pinned_drafts.model_dump() if pinned_drafts else None,
+                            "attention_dp_balance": balance.model_dump() if balance else None, **common},
                            where="options")
+
+
+def default_attention_dp_balance(framework: str) -> AttentionDpBalanceConfig | None:
+    """How the search deploys ``framework`` under attention data parallelism: TensorRT-LLM with its balance on at
+    its default timeout and batching wait (its own default is off, but every InferenceX TensorRT-LLM DEP recipe
+    turns it on); vLLM and SGLang have no such hold. It acts only on the layouts with dp > 1."""
+    return AttentionDpBalanceConfig() if framework == "trtllm" else None
 
 
 def simulate(spec: SimulateSpec, *, on_search: Progress | None = None, on_point: Progress | None = None) -> Simulation:

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from scoville.errors import UserError
 from scoville.results.store import read_point_metrics
-from scoville.sim.config import SimConfig
+from scoville.sim.config import AttentionDpBalanceConfig, SimConfig
 from scoville.sim.kernels import tables
 from scoville.sim.search import MTP_ACCEPTANCE, SearchSpace, draft_options, instance_layouts, pareto, search
 from scoville.sim.steady import estimate
-from scoville.simulation import fp8_cache_is_slower, resolve_kv_dtype
+from scoville.simulation import SimulateSpec, base_config, fp8_cache_is_slower, resolve_kv_dtype
 
 BASE = SimConfig(hardware="h200", model="llama-3.1-8b", kv_dtype="fp8")
 ISL, OSL = 0.9 * 1024, 0.9 * 1024
@@ -113,6 +113,18 @@ def test_auto_kv_cache_is_fp8_unless_the_frameworks_own_kernel_runs_it_slower():
     assert resolve_kv_dtype("auto", "h200") == "fp8"                      # nothing to compare without the stack
     assert resolve_kv_dtype("fp8", "h200", "deepseek-r1", "sglang") == "fp8"   # an explicit choice stands
     assert resolve_kv_dtype("auto", "a100", "deepseek-r1", "sglang") == "bf16"   # no FP8 math
+
+
+def test_the_search_deploys_tensorrt_llm_attention_dp_with_its_balance_and_the_others_without():
+    """InferenceX's TensorRT-LLM DEP recipes all enable the attention-DP balance (TensorRT-LLM's own default is
+    off), so the search's TensorRT-LLM layouts hold it at TensorRT-LLM's default timeout and batching wait;
+    vLLM and SGLang have no such hold."""
+    def balance(framework: str) -> AttentionDpBalanceConfig | None:
+        spec = SimulateSpec.of_flat(hardware="b200", model="deepseek-r1", framework=framework)
+        return base_config(spec, None).attention_dp_balance
+
+    assert balance("trtllm") == AttentionDpBalanceConfig(timeout_iters=50, batching_wait_iters=10)
+    assert balance("vllm") is None and balance("sglang") is None
 
 
 def _app() -> typer.Typer:
