@@ -193,18 +193,18 @@ def _batch_wait(wait: BatchWaitConfig, budget: float, users: np.ndarray, decodin
     return W * (1.0 + a * W / 2.0) / (1.0 + a * W), a * W
 
 
-def _adp_hold(balance: AttentionDpBalanceConfig, dp: int, arrivals_per_step: np.ndarray,
-              decoding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """TensorRT-LLM's attention-DP balance in the steady state: (mean steps a prompt is held beyond the step it
-    would start in, mean prompts released with it beyond those arriving in one step).
+def _adp_hold(balance: AttentionDpBalanceConfig, dp: int,
+              arrivals_per_step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TensorRT-LLM's attention-DP balance in the steady state while every rank decodes: (mean steps a prompt is
+    held beyond the step it would start in, mean prompts released with it beyond those arriving in one step).
 
     Its counter restarts at every release, so releases cut time into cycles. Arrivals reach each of the ``dp``
     ranks at ``a / dp`` a step (a request goes to the rank with the fewest, which is where one just finished:
     random over the ranks), so every rank has a prompt by step ``t`` with probability ``(1 - exp(-a t / dp))^dp``;
     a cycle lasts that first covering step plus ``batching_wait_iters``, or ``timeout_iters`` if none comes
     first. A prompt lands in a cycle as likely as its length and waits the rest of it: ``E[L^2] / (2 E[L])``
-    steps, with ``a E[L^2] / E[L]`` others; without the balance a cycle is one step. Nothing is held while
-    fewer than ``dp`` sequences decode (some rank then has none, and TensorRT-LLM releases at once)."""
+    steps, with ``a E[L^2] / E[L]`` others; without the balance a cycle is one step. (Nothing is held while
+    some rank has no sequence decoding: ``_ranks_decode``.)"""
     T, wait = balance.timeout_iters, balance.batching_wait_iters
     a = np.maximum(np.asarray(arrivals_per_step, dtype=np.float64), 1e-12)[..., None]
     t = np.arange(1.0, T + 1.0)
@@ -213,10 +213,14 @@ def _adp_hold(balance: AttentionDpBalanceConfig, dp: int, arrivals_per_step: np.
     timeout = 1.0 - covered[..., -1]
     mean_l = (first * (t + wait)).sum(axis=-1) + timeout * T
     mean_l2 = (first * (t + wait) ** 2).sum(axis=-1) + timeout * T**2
-    ranks_decode = np.clip(np.asarray(decoding, dtype=np.float64) - (dp - 1.0), 0.0, 1.0)
-    held = np.maximum(mean_l2 / (2.0 * mean_l) - 0.5, 0.0) * ranks_decode
-    others = a[..., 0] * np.maximum(mean_l2 / mean_l - 1.0, 0.0) * ranks_decode
-    return held, others
+    return np.maximum(mean_l2 / (2.0 * mean_l) - 0.5, 0.0), a[..., 0] * np.maximum(mean_l2 / mean_l - 1.0, 0.0)
+
+
+def _ranks_decode(decoding: np.ndarray, dp: int) -> np.ndarray:
+    """Whether every one of ``dp`` attention ranks has a sequence decoding, with ``decoding`` sequences spread
+    evenly over them (TensorRT-LLM's balance holds nothing otherwise); linear in between, as ``decoding`` is a
+    mean."""
+    return np.clip(decoding - (dp - 1.0), 0.0, 1.0)
 
 
 def _wave_steps(c: np.ndarray, per_step: float) -> np.ndarray:
@@ -272,7 +276,10 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     c = c_all / config.replicas
     request_s = cost.framework.request_overhead_ms * 1e-3
     poll = _poll_wait_steps(config, c)
-    balance = config.attention_dp_balance if config.parallel.dp > 1 else None
+    dp = config.parallel.dp
+    balance = config.attention_dp_balance if dp > 1 else None
+    if balance is not None:     # the hold depends on n alone (arrivals a step): tabulated once per deployment
+        adp_held, adp_others = _adp_hold(balance, dp, grid * AL / (O - 1.0))
 
     lg, ltd, ltm = np.log(grid), np.log(t_d), np.log(t_m)
 
@@ -290,9 +297,9 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             service = service + others * (tm - td)
             wait_steps = poll + held
         if balance is not None:             # held until every attention rank has a prompt, then released together
-            held, others = _adp_hold(balance, config.parallel.dp, n * AL / (O - 1.0), n)
-            service = service + others * (tm - td)
-            wait_steps = wait_steps + held
+            every_rank = _ranks_decode(n, dp)
+            service = service + every_rank * np.interp(n, grid, adp_others) * (tm - td)
+            wait_steps = wait_steps + every_rank * np.interp(n, grid, adp_held)
         ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c) + wait_steps * td
         return s, lam, ttft_min
 
