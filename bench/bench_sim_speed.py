@@ -29,10 +29,12 @@ from pathlib import Path
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 t0 = time.perf_counter()
 from scoville.sim.analytic import write_analytic_run
-from scoville.sim.config import SimConfig
+from scoville.sim.config import AttentionDpBalanceConfig, SimConfig
 from scoville.sim.search import search
 from scoville.workload.synthetic import scenario
-base = SimConfig(hardware="gb300", model="deepseek-r1", precision="nvfp4", kv_dtype="fp8", framework="trtllm")
+# the config simulate searches from (its default_attention_dp_balance for TensorRT-LLM)
+base = SimConfig(hardware="gb300", model="deepseek-r1", precision="nvfp4", kv_dtype="fp8", framework="trtllm",
+                 attention_dp_balance=AttentionDpBalanceConfig())
 r = search(base, 0.9 * 8192, 0.9 * 1024, osl_spread=1 / 0.9)
 write_analytic_run(base, scenario("8k1k"), r.frontier, Path(tempfile.mkdtemp()), search=r.summary())
 print(time.perf_counter() - t0, r.evaluated, len(r.frontier))
