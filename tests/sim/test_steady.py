@@ -27,6 +27,10 @@ CASES = [
     ({"hardware": "gb200", "model": "gpt-oss-120b", "framework": "trtllm",
       "disaggregation": {"prefill": {"parallel": {"tp": 1}, "replicas": 2}, "decode": {"parallel": {"tp": 4}}}},
      8192, 1024),
+    # short prompts: a prefill step carries the prompts that arrived, not the 8 its budget holds
+    ({"hardware": "gb200", "model": "gpt-oss-120b", "framework": "trtllm",
+      "disaggregation": {"prefill": {"parallel": {"tp": 1}, "replicas": 2}, "decode": {"parallel": {"tp": 4}}}},
+     1024, 1024),
 ]
 CONC = [1, 16, 64]
 
@@ -45,7 +49,8 @@ def engine_beside_estimator(config: SimConfig, isl: int, osl: int, conc: list[in
     return rows
 
 
-@pytest.mark.parametrize("cfg, isl, osl", CASES, ids=["unified-gqa", "unified-mla", "disaggregated"])
+@pytest.mark.parametrize("cfg, isl, osl", CASES,
+                         ids=["unified-gqa", "unified-mla", "disaggregated", "disaggregated-short-prompts"])
 def test_estimator_agrees_with_the_engine(cfg, isl, osl):
     engine_beside_estimator(SimConfig.model_validate(cfg), isl, osl)
 

@@ -18,8 +18,9 @@ into a steady state that a handful of equations describe, using the same step-co
   to first token, and ``n`` is where the two agree (bisection; ``h(n)`` falls as ``n`` grows).
 
 **Disaggregated**: decode instances run pure decode steps over ``N/replicas`` sequences; prefill instances
-batch whole prompts up to their token budget, with an M/D/1 wait at utilisation ``λ / capacity``; time to
-first token adds the KV copy. The same bisection on ``N`` (users decoding) closes the loop.
+start every waiting prompt each step, up to their token budget, so a busy one's step carries the prompts that
+arrived during the last (``k = λ t(k)``, ``_prefill_step``), with an M/D/1 wait at utilisation ``λ / capacity``
+as the budget fills; time to first token adds the KV copy. The same bisection on ``N`` (users decoding) closes the loop.
 
 Both add the front end's time per request (``request_overhead_ms``, HTTP and tokenisation), served one request at
 a time as in the engine: its service time plus an M/D/1 wait at the request rate, inside the loop (a saturated
@@ -327,6 +328,24 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
                           accelerators=config.accelerators, isl=P, osl=float(osl))
 
 
+def _prefill_step(batch: np.ndarray, t_prompts: np.ndarray, arrivals_per_s: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(duration of the prefill step a prompt runs in, its mean wait for the step under way) on a prefill instance
+    that starts, each step, every prompt waiting (up to the ``batch[-1]`` its budget holds), ``t_prompts[i]`` for
+    ``batch[i]`` prompts. Busy, each step carries the prompts that arrived during the last one: ``k = λ t(k)``,
+    the smallest such ``k``; below one prompt per step it carries one, and a prompt finds a step under way as
+    often as the instance is busy and waits half of it. (At the budget the queue grows: the caller's M/D/1 wait.)"""
+    lam = np.asarray(arrivals_per_s, dtype=np.float64)[..., None]
+    excess = lam * t_prompts - batch                                  # > 0: more arrive during a step than it ran
+    i = np.argmax(excess <= 0.0, axis=-1)                             # the first batch size that keeps up
+    below, at = np.take_along_axis(excess, np.maximum(i - 1, 0)[..., None], -1)[..., 0], \
+        np.take_along_axis(excess, i[..., None], -1)[..., 0]
+    k = np.where(i > 0, batch[np.maximum(i - 1, 0)] + below / np.maximum(below - at, 1e-12), 1.0)   # the crossing
+    k = np.where((excess > 0.0).all(axis=-1), batch[-1], k)
+    t = np.interp(k, batch, t_prompts)
+    busy = np.clip(lam[..., 0] * t / k, 0.0, 1.0)
+    return t, busy * t / 2.0
+
+
 def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
                   protocol: Protocol = INFERENCEX, osl_spread: float = 1.0) -> SteadyEstimate:
     """Closed-loop steady state of a prefill pool feeding a decode pool (see module docstring)."""
@@ -344,11 +363,13 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     per = max(1.0, math.floor(p_budget / P))
     chunk = min(P, p_budget)
     steps = math.ceil(P / chunk)
-    t_batch = steps * float(pc.step_time(per * chunk, per, per * (chunk * (chunk + 1) / 2 + chunk * (P - chunk) / 2),
-                                         per * (P / 2 + chunk / 2), 0, 0))
+    batch = np.arange(1.0, per + 1.0)                                   # prompts a prefill step may carry
+    t_prompts = steps * np.asarray(pc.step_time(batch * chunk, batch,
+                                                batch * (chunk * (chunk + 1) / 2 + chunk * (P - chunk) / 2),
+                                                batch * (P / 2 + chunk / 2), 0 * batch, 0 * batch))
+    t_batch = float(t_prompts[-1])
     xfer = pc.kv_transfer_time(int(P), d.kv_transfer == "scaleout")
     capacity = d.prefill.replicas * per / t_batch                      # prompts/s the prefill pool sustains
-    service = t_batch + xfer
     sig_p = float(pc.sigma(per * chunk, per, per * chunk * chunk / 2, per * chunk, 0, 0))
     # decode: pure decode steps over n sequences per instance
     d_seqs = float(d.decode.max_num_seqs or config.max_num_seqs)
@@ -365,7 +386,9 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     def state(N: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = _interp(grid, t_d, N / reps)
         lam = N * AL / ((O - 1.0) * s)
-        ttft_min = service + _mdl_wait(t_batch, lam / capacity) + _front_end(request_s, lam / fronts, c_all / fronts)
+        t_step, wait = _prefill_step(batch, t_prompts, lam / d.prefill.replicas)
+        wait = np.maximum(wait, _mdl_wait(t_batch, lam / capacity))
+        ttft_min = t_step + xfer + wait + _front_end(request_s, lam / fronts, c_all / fronts)
         return s, lam, ttft_min
 
     def h(N: np.ndarray) -> np.ndarray:
