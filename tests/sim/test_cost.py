@@ -413,3 +413,19 @@ def test_unknown_family_and_bad_fields_name_the_field(tmp_path):
     binary.write_bytes(bytes(range(256)) * 4)
     with pytest.raises(UserError, match="not a text file|not valid YAML"):
         load_hardware(str(binary))
+
+
+def test_data_parallel_attention_prices_each_prompt_chunk_on_its_own_rank():
+    """A prompt chunk lives on one attention rank and every rank waits for the busiest at the expert exchange:
+    one 4k chunk beside 64 decodes on DEP8 costs most of what eight do (one a rank, in parallel; only the routed
+    experts see eight times the tokens), and a ninth, sharing a rank, adds about one chunk again."""
+    cost = StepCost("deepseek-r1", "b200", Parallel(tp=1, dp=8, ep=8), "nvfp4", "fp8")
+    n, ctx, P = 64, 4096, 4096
+
+    def step(chunks: int) -> float:
+        return float(cost.step_time(n + chunks * P, n + chunks, n * ctx + chunks * P * (P + 1) / 2,
+                                    n * ctx + chunks * P, n, n * ctx))
+
+    one_chunk = step(1) - step(0)
+    assert step(8) < step(0) + 2 * one_chunk
+    assert step(9) - step(8) > 0.5 * one_chunk

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import itertools
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -14,7 +15,7 @@ from scoville.load import LoadPoint
 from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.driver import simulate_point
 from scoville.sim.engine import SimEngine, block_keys, step_cost
-from scoville.sim.frameworks import load_framework
+from scoville.sim.frameworks import load_framework, overridden
 from scoville.workload.sessions import chat_multiturn
 from scoville.workload.spec import RequestSpec
 
@@ -105,6 +106,23 @@ def test_max_num_seqs_and_token_budget_bound_each_step():
     first = per_request(run_events(eng2, [spec(0, isl=4000, osl=2)]))["r0"][0].t
     one_step = step_cost(cfg, cfg.parallel).step_time(1024, 1, 1024 * 1025 / 2, 1024)
     assert first > 3.5 * one_step
+
+
+@pytest.mark.parametrize("framework, prefill_steps", [("vllm", 1), ("sglang", 4)])
+def test_each_attention_rank_schedules_its_own_token_budget(framework, prefill_steps):
+    """Under data-parallel attention a prompt lives on one rank and each rank spends its own budget: vLLM's
+    --max-num-batched-tokens holds per rank, so four 4000-token prompts start together on DP4 with a 4096 budget
+    and prefill in one step, where TP4 runs them one a step; SGLang divides its flag by the DP size (1024 a
+    rank), so its four ranks take four chunked steps, still together. Prompts reach the scheduler at once."""
+    with overridden(msgspec.structs.replace(load_framework(framework), request_overhead_ms=0.0)):
+        for parallel, together in (({"tp": 4}, False), ({"tp": 1, "dp": 4}, True)):
+            cfg = SimConfig(**BASE, framework=framework, parallel=parallel, max_num_batched_tokens=4096)
+            eng = SimEngine(cfg)
+            firsts = {r: evs[0].t for r, evs in per_request(run_events(eng, [spec(i, isl=4000, osl=2)
+                                                                             for i in range(4)])).items()}
+            assert (len(set(firsts.values())) == 1) == together, parallel
+            if together:
+                assert eng.counters()["steps"] == prefill_steps + 1      # the prefill steps, then one decode
 
 
 def test_a_burst_reaches_the_scheduler_one_request_time_apart():

@@ -133,7 +133,8 @@ def test_attention_dp_balance_holds_prompts_until_every_rank_has_one_alike_in_es
     wait): while some of the 8 ranks has no prompt, prompts wait for the counter's timeout, so at these loads
     (prompts arrive far slower than one per rank in 60 steps) TTFT grows by about half the timeout in decode
     steps, never by more than all of it plus the shared prefill step; with fewer sequences decoding than ranks
-    nothing is held (one user). Estimator and engine agree on it."""
+    nothing is held (one user). TPOT falls: the prompts released together prefill on distinct ranks in the same
+    steps, where one at a time each stalled every rank behind the one prefilling. Estimator and engine agree."""
     base = {"hardware": "b200", "model": "deepseek-r1", "precision": "nvfp4", "kv_dtype": "fp8",
             "framework": "trtllm", "parallel": {"tp": 1, "dp": 8, "ep": 8}}
     plain = engine_beside_estimator(SimConfig.model_validate(base), 1024, 1024)
@@ -143,7 +144,7 @@ def test_attention_dp_balance_holds_prompts_until_every_rank_has_one_alike_in_es
     for i in (1, 2):
         extra_steps = (held_rows[i]["ttft_s_mean"] - plain[i]["ttft_s_mean"]) / held_rows[i]["tpot_s_mean"]
         assert 15.0 < extra_steps < 70.0, (CONC[i], extra_steps)
-        assert held_rows[i]["tpot_s_mean"] == pytest.approx(plain[i]["tpot_s_mean"], rel=0.1)
+        assert 0.7 * plain[i]["tpot_s_mean"] < held_rows[i]["tpot_s_mean"] < plain[i]["tpot_s_mean"]
 
 
 def test_attention_dp_balance_acts_only_under_attention_data_parallelism():

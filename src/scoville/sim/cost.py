@@ -36,7 +36,7 @@ import numpy as np
 from scoville.catalog.hardware import Hardware, load_hardware
 from scoville.catalog.models import COMPUTE_PRECISION, KV_BYTES, WEIGHT_BYTES, ModelArch, load_model
 from scoville.errors import UserError
-from scoville.sim.frameworks import FrameworkCosts, load_framework
+from scoville.sim.frameworks import FrameworkCosts, load_framework, rank_token_budget
 from scoville.sim.kernels.ops import Layout, OpSet, build_ops
 
 ACT_BYTES = 2.0            # BF16 activations between operators
@@ -199,7 +199,14 @@ class StepCost:
         Kp = K - Kd                                                # context the chunks attend (incl. themselves)
         Ap = A - Kd * q_dec
         dp = p.dp
-        Tr, Dr, Spr = T / dp, D / dp, Sp / dp
+        # Data-parallel attention: decodes spread evenly over the ranks, but a prompt chunk lives on one rank (the
+        # step's chunks on distinct ranks first), and every rank waits for the busiest at each layer's expert
+        # exchange: the attention side, the router, shared experts and the collectives run at the busiest rank's
+        # tokens, the routed experts over all of them.
+        Dr = D / dp
+        Spr = Sp if dp == 1 else xp.ceil(Sp / dp - 1e-9)             # chunks on the busiest rank
+        chunk = Tp / _pos(xp, Sp, scalar)
+        Tr = Dr * q_dec + Spr * chunk
         L, Lf, Lsw = m.num_layers, m.num_full_layers, m.num_sliding_layers
         out: dict[str, Any] = {}
         out["attn_proj"] = L * self._projections(Tr)
@@ -213,7 +220,6 @@ class StepCost:
             cap = min(ctx, w) if scalar else np.minimum(ctx, w)
             sliding = Lsw * ops.attn_decode(_pos(xp, dec_batch, scalar), _pos(xp, cap, scalar))
             core = core + _where(scalar, Dr > 0, sliding, 0.0)
-        chunk = Tp / _pos(xp, Sp, scalar)
         fresh_pairs = _pos(xp, chunk * (chunk + 1.0) / 2.0, scalar)
         scale = (Ap / _pos(xp, Sp, scalar)) / fresh_pairs
         scale = max(scale, 1.0) if scalar else np.maximum(scale, 1.0)
@@ -225,7 +231,8 @@ class StepCost:
         core = core + _where(scalar, Tp > 0.5, pre_all, 0.0)
         if ops.mla_absorb is not None and ops.mla_kv_up is not None:   # built together (``build_ops``: MLA only)
             core = core + _where(scalar, Td > 0, L * ops.mla_absorb(_pos(xp, Td / dp, scalar)), 0.0)
-            core = core + _where(scalar, Tp > 0.5, L * ops.mla_kv_up(_pos(xp, Kp / dp, scalar)), 0.0)
+            busiest_kv = Kp * Spr / _pos(xp, Sp, scalar)             # the busiest rank's chunks' context
+            core = core + _where(scalar, Tp > 0.5, L * ops.mla_kv_up(_pos(xp, busiest_kv, scalar)), 0.0)
         out["attn_core"] = core
         ffn = 0.0
         if ops.dense_ffn is not None:
@@ -235,7 +242,7 @@ class StepCost:
             if ops.shared_ffn is not None:
                 ffn = ffn + m.num_moe_layers * ops.shared_ffn(Tr)
         out["ffn"] = ffn
-        out["lm_head"] = ops.lm_head(_pos(xp, (Td + Sp) / dp, scalar))
+        out["lm_head"] = ops.lm_head(_pos(xp, Td / dp + Spr, scalar))
         comm = L * self._tp_allreduces(Tr, scalar, xp)
         if ops.ep_exchange is not None:
             comm = comm + m.num_moe_layers * ops.ep_exchange(_pos(xp, Tr, scalar))
@@ -343,10 +350,15 @@ class StepCost:
         return cu, mu
 
     # -- memory ------------------------------------------------------------------------------------
+    def rank_budget(self, max_num_batched_tokens: int) -> int:
+        """Tokens one attention rank schedules a step under this framework's budget flag (``rank_token_budget``);
+        the instance's ranks together schedule ``dp`` times that."""
+        return rank_token_budget(self.framework.name, max_num_batched_tokens, self.par.dp)
+
     def activation_bytes_per_accelerator(self, max_num_batched_tokens: int = 8192) -> float:
-        """Peak activation workspace: hidden-sized tensors for a full token budget plus the logits."""
+        """Peak activation workspace: hidden-sized tensors for a rank's full token budget plus the logits."""
         m = self.model
-        toks = max_num_batched_tokens / self.par.dp
+        toks = self.rank_budget(max_num_batched_tokens)
         return (toks * m.hidden_size * ACT_BYTES * ACTIVATION_TENSORS / self.par.tp
                 + 1024 * m.vocab_size * 4 / self.par.tp)
 

@@ -200,7 +200,7 @@ class SimEngine:
                             cfg.host_offload.bandwidth_gbps * 1e9)
         kv = KVCache(blocks, cfg.block_size, prefix_caching=cfg.enable_prefix_caching and role != "decode", host=host)
         seed = int(self._rng.integers(2**63))
-        inst = Instance(name, role, cost, kv, max_num_seqs=max_seqs, max_num_batched_tokens=budget,
+        inst = Instance(name, role, cost, kv, max_num_seqs=max_seqs, max_num_batched_tokens=cost.rank_budget(budget),
                         chunked_prefill=cfg.chunked_prefill, speculative=cfg.speculative,
                         rng=np.random.default_rng(seed), emit=self._emit, emit_span=self._emit_span,
                         finish=self._on_finish, handoff=self._handoff if role == "prefill" else None,
@@ -365,9 +365,9 @@ class SimEngine:
                 return (f"request needs {need + p.seq_blocks} KV blocks ({req.prompt}+{req.target} tokens"
                         f"{f' + {p.seq_blocks} sliding-window' if p.seq_blocks else ''}) but instance {p.name} "
                         f"holds {p.kv.num_blocks}; shorten it or give the instance more memory")
-        if not self.config.chunked_prefill and req.prompt > inst.budget:
-            return (f"prompt of {req.prompt} tokens exceeds max_num_batched_tokens={inst.budget} with "
-                    f"chunked_prefill off")
+        if not self.config.chunked_prefill and req.prompt > inst.rank_budget:
+            return (f"prompt of {req.prompt} tokens exceeds the {inst.rank_budget} tokens an attention rank "
+                    f"schedules (max_num_batched_tokens) with chunked_prefill off")
         return None
 
     def _fail(self, req: Req, now: float, why: str) -> None:

@@ -59,6 +59,20 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
         return (self.step_overhead_us + self.seq_overhead_us * seqs) * 1e-6
 
 
+def rank_token_budget(framework: str, max_num_batched_tokens: int, dp: int) -> int:
+    """Tokens one attention rank may schedule a step, from the framework's token-budget flag: vLLM's
+    ``--max-num-batched-tokens`` and TensorRT-LLM's ``max_num_tokens`` hold per data-parallel rank (each rank runs
+    its own scheduler with it); SGLang divides ``--chunked-prefill-size`` by the DP size under DP attention
+    (``server_args._handle_data_parallelism``), so its flag is the instance's."""
+    return max(max_num_batched_tokens // dp, 1) if framework == "sglang" else max_num_batched_tokens
+
+
+def token_budget_flag(framework: str, rank_budget: int, dp: int) -> int:
+    """The framework's token-budget flag that gives each of ``dp`` attention ranks ``rank_budget`` tokens (the
+    inverse of :func:`rank_token_budget`)."""
+    return rank_budget * dp if framework == "sglang" else rank_budget
+
+
 @lru_cache(maxsize=1)
 def _all() -> dict[str, FrameworkCosts]:
     path = Path(str(resources.files("scoville") / "data" / "hardware" / "frameworks.yaml"))

@@ -79,7 +79,11 @@ class Instance:
         self.timer = timer
         self.kv = kv
         self.max_num_seqs = max_num_seqs
-        self.budget = max_num_batched_tokens
+        # Under attention data parallelism each of the ``attention_dp`` ranks schedules its own token budget and
+        # holds a prompt's chunk whole: the instance's budget is their sum, a chunk at most a rank's budget less
+        # the rank's share of the step's decode tokens (``_chunk_room``).
+        self.rank_budget = max_num_batched_tokens
+        self.budget = max_num_batched_tokens * attention_dp
         self.chunked = chunked_prefill
         self.drafts = Drafts(speculative.num_draft_tokens if speculative else 0,
                              speculative.acceptance_rate if speculative else 0.0, rng)
@@ -377,14 +381,17 @@ class Instance:
         """
         running, kv, sched = self.running, self.kv, step.scheduled
         drafts, bs, chunked = self.drafts.drafts, kv.block_size, self.chunked
+        decode_tokens = step.group
         i = 0
         while i < len(running):
             r = running[i]
             pend = r.num_tokens - r.computed
             dec = pend == 1 and r.generated > 0
-            n = pend if pend < budget else budget   # a prompt chunk: what is left of it, within the budget
             if dec:
                 n = self.drafts.tokens(r) if drafts else 1
+                decode_tokens += n
+            else:   # a prompt chunk: what is left of it, within the budget and its rank's room
+                n = min(pend, budget, self._chunk_room(decode_tokens))
             if n <= 0 or n > budget:
                 break
             if not chunked and n < pend:
@@ -409,15 +416,21 @@ class Instance:
     def _schedule_waiting(self, step: StepPlan, budget: int) -> None:
         """Admit waiting requests in order while the budget, ``max_num_seqs`` and KV blocks allow."""
         running, waiting = self.running, self.waiting
+        room = self._chunk_room(step.group + sum(n for _, n, dec in step.scheduled if dec))
         while waiting and budget > 0 and len(running) + step.group < self.max_num_seqs:
             r = waiting[0]
-            n = self._admit(r, budget)
+            n = self._admit(r, min(budget, room))
             if n == 0:
                 break
             waiting.popleft()
             running.append(r)
             step.scheduled.append((r, n, r.decoding))
             budget -= n
+
+    def _chunk_room(self, decode_tokens: int) -> int:
+        """The most prompt tokens one chunk may take this step: its rank's budget less the rank's share of the
+        step's ``decode_tokens`` (the whole instance's budget left, on one rank)."""
+        return max(self.rank_budget - -(-decode_tokens // self.attention_dp), 1)
 
     def _admit(self, r: Req, budget: int) -> int:
         """Allocate KV for a waiting request's first chunk; its token count, or 0 if it cannot start."""

@@ -48,6 +48,7 @@ from scoville.sim.config import (
 )
 from scoville.sim.cost import MissingKernelTables
 from scoville.sim.engine import step_cost
+from scoville.sim.frameworks import token_budget_flag
 from scoville.sim.steady import INFERENCEX, Protocol, SteadyEstimate, estimate
 
 # Per-draft acceptance of DeepSeek's MTP head used for k chained drafts (SpeculativeConfig's constant rate a
@@ -67,8 +68,8 @@ class SearchSpace:
 
     max_accelerators: int | None = None          # None: the scale-up domain, or enough nodes to fit the model twice
     mtp: str = "auto"                            # auto: search 0-3 MTP drafts where the model has MTP heads; off
-    budgets: tuple[int, ...] = (4096, 8192, 16384)
-    prefill_budget: int = 16384
+    budgets: tuple[int, ...] = (4096, 8192, 16384)   # tokens a step per attention rank (written as the
+    prefill_budget: int = 16384                      # framework's flag: token_budget_flag)
     disaggregation: bool = True
     unified: bool = True                         # search unified instances (off: disaggregated pools only,
                                                  # as InferenceX's Dynamo results on NVL72 ran)
@@ -228,7 +229,8 @@ def search(base: SimConfig, isl: float, osl: float, *, space: SearchSpace = Sear
     unified = [SimConfig.model_validate({**base.model_dump(), "parallel": p.model_dump(), "replicas": 1,
                                          "disaggregation": None,
                                          "speculative": d.model_dump() if d else None,
-                                         "max_num_batched_tokens": b, "max_num_seqs": int(conc[-1])})
+                                         "max_num_batched_tokens": token_budget_flag(base.framework, b, p.dp),
+                                         "max_num_seqs": int(conc[-1])})
                for (p, d) in promising for b in space.budgets] if space.unified else []
     curves: list[_Curve] = []
     for i, cfg in enumerate(unified):
@@ -335,7 +337,7 @@ def _best_prefill_layouts(base: SimConfig, layouts: list[ParallelConfig], isl: f
     scored = []
     for p in layouts:
         cost = step_cost(base, p)
-        per = max(1, int(budget // isl))
+        per = p.dp * max(1, int(budget // isl))          # whole prompts (or one chunk) on each attention rank
         chunk = min(isl, budget)
         steps = math.ceil(isl / chunk)
         t = steps * float(cost.step_time(per * chunk, per, per * chunk * (chunk + 1) / 2, per * chunk, 0, 0)) / per
@@ -351,7 +353,8 @@ def _disagg_config(base: SimConfig, pre: ParallelConfig, n_p: int, dec: Parallel
         **base.model_dump(), "parallel": dec.model_dump(), "replicas": 1,
         "speculative": draft.model_dump() if draft else None,
         "disaggregation": DisaggregationConfig(
-            prefill=PoolConfig(parallel=pre, replicas=n_p, max_num_batched_tokens=space.prefill_budget),
+            prefill=PoolConfig(parallel=pre, replicas=n_p, max_num_batched_tokens=token_budget_flag(
+                base.framework, space.prefill_budget, pre.dp)),
             decode=PoolConfig(parallel=dec, replicas=n_d, max_num_seqs=max(seqs, 1)),
             kv_transfer="scaleup" if gpus <= hw.scaleup_domain else "scaleout").model_dump(),
     })

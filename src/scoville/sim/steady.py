@@ -16,6 +16,10 @@ into a steady state that a handful of equations describe, using the same step-co
 * a prompt is served in ``ceil(P/q)`` mixed steps after waiting for the prefill slot
   (M/D/1 wait at utilisation ``f``); Little's law on the ``c - n`` users not decoding gives their time
   to first token, and ``n`` is where the two agree (bisection; ``h(n)`` falls as ``n`` grows).
+* with data-parallel attention over ``dp`` ranks, each rank feeds ``n/dp`` decodes and chunks on its own
+  (``q = min(P, rank budget - n/dp)``, a share ``p = f/dp`` of its steps): a step carries a chunk when any rank
+  has one, ``1 - (1-p)^dp`` of steps, with ``dp·p`` over that of them on distinct ranks, and costs what the
+  busiest rank does (``StepCost.breakdown``); at ``dp = 1`` this is the line above.
 
 **Disaggregated**: decode instances run pure decode steps over ``N/replicas`` sequences; prefill instances
 start every waiting prompt each step, up to their token budget, so a busy one's step carries the prompts that
@@ -233,20 +237,21 @@ def _wave_steps(c: np.ndarray, per_step: float) -> np.ndarray:
     return (per_step * full * (full + 1) / 2 + rest * waves) / np.maximum(c, 1.0)
 
 
-def _prompts_per_step(P: float, budget: float) -> float:
-    """Prompts a full-budget prefill step completes (a fraction when one prompt spans several steps)."""
-    return math.floor(budget / P) if budget >= P else 1.0 / math.ceil(P / budget)
-
-
-def _burst_step(cost: Any, P: float, budget: float, c: np.ndarray) -> np.ndarray:
-    """One step of the opening burst: as many of the ``c`` fresh prompts as the token budget holds (a chunk of
-    one prompt when a prompt is longer than the budget)."""
-    if budget >= P:
-        k = np.minimum(c, math.floor(budget / P))
-        return np.asarray(cost.step_time(k * P, k, k * P * (P + 1) / 2, k * P, 0 * k, 0 * k))
-    prior = (P - budget) / 2.0                      # mean context already cached for the chunks of one prompt
-    one = float(cost.step_time(budget, 1, budget * prior + budget * (budget + 1) / 2, prior + budget, 0, 0))
-    return np.full_like(c, one)
+def _burst(cost: Any, P: float, rank_budget: float, dp: int, c: np.ndarray) -> np.ndarray:
+    """Mean time until each of ``c`` simultaneous fresh prompts is done on one instance: each step every rank
+    takes as many whole prompts as its budget holds (or a chunk of one, when a prompt is longer), the first
+    ``c`` the step holds first."""
+    if rank_budget >= P:
+        per_step = dp * math.floor(rank_budget / P)
+        k = np.minimum(c, per_step)
+        one = np.asarray(cost.step_time(k * P, k, k * P * (P + 1) / 2, k * P, 0 * k, 0 * k))
+        return _wave_steps(c, per_step) * one
+    q = rank_budget
+    steps = math.ceil(P / q)                            # chunks per prompt, one a step on its rank
+    prior = (P - q) / 2.0                               # mean context already cached for the chunks of one prompt
+    k = np.minimum(c, dp)
+    one = np.asarray(cost.step_time(k * q, k, k * (q * prior + q * (q + 1) / 2), k * (prior + q), 0 * k, 0 * k))
+    return _wave_steps(c, dp) * steps * one
 
 
 def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
@@ -258,50 +263,65 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     AL = _acceptance_length(config)
     k = config.speculative.num_draft_tokens if config.speculative else 0
     q_dec = 1 + k
-    budget = float(config.max_num_batched_tokens)
+    dp = config.parallel.dp
+    rank_budget = float(cost.rank_budget(config.max_num_batched_tokens))
     cap = config.kv_capacity_tokens or cost.kv_capacity_tokens(config.gpu_memory_utilization,
                                                                config.max_num_batched_tokens)
     ctx = P + O / 2.0
-    n_max = float(max(min(config.max_num_seqs - 1, cap // (P + O), (budget - 1) // q_dec), 1))
+    n_max = float(max(min(config.max_num_seqs - 1, cap // (P + O), dp * ((rank_budget - 1) // q_dec)), 1))
     grid = np.unique(np.concatenate([np.geomspace(1.0, max(n_max, 1.0), N_GRID), [n_max]]))
-    q = np.clip(np.minimum(P, budget - grid * q_dec), 1.0, None)          # chunk fed by a mixed step
+
+    def chunk(n: np.ndarray) -> np.ndarray:
+        """The prompt chunk a rank feeds beside its share of ``n`` decodes."""
+        return np.clip(np.minimum(P, rank_budget - n * q_dec / dp), 1.0, None)
+
+    def rank_chunks(n: np.ndarray) -> np.ndarray:
+        """Chunks a rank must run a step for prompts to keep pace with completions (< 1: a fraction of steps)."""
+        return n * AL * P / ((O - 1.0) * chunk(n) * dp)
+
+    balance = config.attention_dp_balance if dp > 1 else None
+    if balance is not None:     # the hold depends on n alone (arrivals a step): tabulated once per deployment
+        adp_held, adp_others = _adp_hold(balance, dp, grid * AL / (O - 1.0))
+        released = 1.0 + _ranks_decode(grid, dp) * adp_others           # prompts a release lets go together
+        per_mixed = np.minimum(released, dp)                             # ... on distinct ranks, in one step
+    else:                       # each rank chunks on its own: a step has a chunk where any rank has one
+        pr = np.clip(rank_chunks(grid), 0.0, 0.999)
+        per_mixed = pr * dp / (1.0 - (1.0 - pr) ** dp)
+    q = chunk(grid)
     prior = np.maximum(P - q, 0.0) / 2.0                                  # mean context already in cache
     dec_t = grid * q_dec
     t_d, sig_d = cost.time_and_sigma(dec_t, grid, dec_t * ctx, grid * ctx, grid, grid * ctx)
-    t_m, sig_m = cost.time_and_sigma(dec_t + q, grid + 1, dec_t * ctx + q * prior + q * (q + 1) / 2,
-                                     grid * ctx + prior + q, grid, grid * ctx)
-    f_grid = grid * AL * P / ((O - 1.0) * q)
-    feasible = grid[f_grid < 1.0]
+    t_m, sig_m = cost.time_and_sigma(dec_t + per_mixed * q, grid + per_mixed,
+                                     dec_t * ctx + per_mixed * (q * prior + q * (q + 1) / 2),
+                                     grid * ctx + per_mixed * (prior + q), grid, grid * ctx)
+    feasible = grid[rank_chunks(grid) < 1.0]
     n_hi_f = float(feasible.max()) if feasible.size else 1.0
 
     c = c_all / config.replicas
     request_s = cost.framework.request_overhead_ms * 1e-3
     poll = _poll_wait_steps(config, c)
-    dp = config.parallel.dp
-    balance = config.attention_dp_balance if dp > 1 else None
-    if balance is not None:     # the hold depends on n alone (arrivals a step): tabulated once per deployment
-        adp_held, adp_others = _adp_hold(balance, dp, grid * AL / (O - 1.0))
 
     lg, ltd, ltm = np.log(grid), np.log(t_d), np.log(t_m)
 
     def state(n: np.ndarray) -> tuple[np.ndarray, ...]:
         ln = np.log(n)
         td, tm = np.exp(np.interp(ln, lg, ltd)), np.exp(np.interp(ln, lg, ltm))
-        qq = np.interp(n, grid, q)
-        f = np.clip(n * AL * P / ((O - 1.0) * qq), 0.0, 0.999)
-        s = (1.0 - f) * td + f * tm
+        busy = np.clip(rank_chunks(n), 0.0, 0.999)                       # share of a rank's steps with a chunk
+        mixed = np.clip(busy * dp / np.interp(n, grid, per_mixed), 0.0, 0.999)   # share of steps with any
+        s = (1.0 - mixed) * td + mixed * tm
         lam = n * AL / ((O - 1.0) * s)
-        service = np.ceil(P / np.clip(np.minimum(P, budget - n * q_dec), 1.0, None)) * tm
+        service = np.ceil(P / chunk(n)) * tm
         wait_steps = poll
         if config.batch_wait is not None:   # a held prompt waits decode steps, then shares its prefill step
-            held, others = _batch_wait(config.batch_wait, budget, c, n * q_dec, n * AL / (O - 1.0), P)
+            held, others = _batch_wait(config.batch_wait, rank_budget, c, n * q_dec, n * AL / (O - 1.0), P)
             service = service + others * (tm - td)
             wait_steps = poll + held
         if balance is not None:             # held until every attention rank has a prompt, then released together
             every_rank = _ranks_decode(n, dp)
-            service = service + every_rank * np.interp(n, grid, adp_others) * (tm - td)
+            rounds = np.maximum(np.interp(n, grid, released) / dp, 1.0)  # a rank with two prompts runs them in turn
+            service = service * (1.0 + rounds) / 2.0
             wait_steps = wait_steps + every_rank * np.interp(n, grid, adp_held)
-        ttft_min = service + _mdl_wait(service, f) + _front_end(request_s, lam, c) + wait_steps * td
+        ttft_min = service + _mdl_wait(service, busy) + _front_end(request_s, lam, c) + wait_steps * td
         return s, lam, ttft_min
 
     def h(n: np.ndarray) -> np.ndarray:
@@ -317,7 +337,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
     waves = np.minimum(c, n_max + 1)
-    burst = _wave_steps(waves, _prompts_per_step(P, budget)) * _burst_step(cost, P, budget, waves)
+    burst = _burst(cost, P, rank_budget, dp, waves)
     burst = np.maximum(burst, _burst_front_end(request_s, c)) + request_s
     ttft, stretch = _measured(c, ttft, e2e_ss, burst, protocol, osl_spread)
     rate = c / e2e_ss * config.replicas / stretch
@@ -331,18 +351,14 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
 def _prefill_step(batch: np.ndarray, t_prompts: np.ndarray, arrivals_per_s: np.ndarray) -> tuple[np.ndarray, ...]:
     """(duration of the prefill step a prompt runs in, its mean wait for the step under way) on a prefill instance
     that starts, each step, every prompt waiting (up to the ``batch[-1]`` its budget holds), ``t_prompts[i]`` for
-    ``batch[i]`` prompts. Busy, each step carries the prompts that arrived during the last one: ``k = λ t(k)``,
-    the smallest such ``k``; below one prompt per step it carries one, and a prompt finds a step under way as
-    often as the instance is busy and waits half of it. (At the budget the queue grows: the caller's M/D/1 wait.)"""
-    lam = np.asarray(arrivals_per_s, dtype=np.float64)[..., None]
-    excess = lam * t_prompts - batch                                  # > 0: more arrive during a step than it ran
-    i = np.argmax(excess <= 0.0, axis=-1)                             # the first batch size that keeps up
-    below, at = np.take_along_axis(excess, np.maximum(i - 1, 0)[..., None], -1)[..., 0], \
-        np.take_along_axis(excess, i[..., None], -1)[..., 0]
-    k = np.where(i > 0, batch[np.maximum(i - 1, 0)] + below / np.maximum(below - at, 1e-12), 1.0)   # the crossing
-    k = np.where((excess > 0.0).all(axis=-1), batch[-1], k)
+    ``batch[i]`` prompts. Busy, each step carries the prompts that arrived during the last one, ``k = λ t(k)``:
+    ``k`` prompts a step keep up with ``k / t(k)`` arrivals a second, interpolated between whole batches; below
+    one prompt per step it carries one, and a prompt finds a step under way as often as the instance is busy and
+    waits half of it. (At the budget the queue grows: the caller's M/D/1 wait.)"""
+    keeps_up = np.maximum.accumulate(batch / t_prompts)      # a larger batch never keeps up with fewer arrivals
+    k = np.interp(arrivals_per_s, keeps_up, batch)
     t = np.interp(k, batch, t_prompts)
-    busy = np.clip(lam[..., 0] * t / k, 0.0, 1.0)
+    busy = np.clip(arrivals_per_s * t / k, 0.0, 1.0)
     return t, busy * t / 2.0
 
 
@@ -358,10 +374,12 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     k = config.speculative.num_draft_tokens if config.speculative else 0
     q_dec = 1 + k
     ctx = P + O / 2.0
-    # prefill: whole prompts batched up to the pool's token budget (a prompt longer than it is chunked)
-    p_budget = float(d.prefill.max_num_batched_tokens or config.max_num_batched_tokens)
-    per = max(1.0, math.floor(p_budget / P))
-    chunk = min(P, p_budget)
+    # prefill: whole prompts batched up to each rank's token budget (a prompt longer than it is chunked, one chunk
+    # a step on its rank)
+    p_dp = d.prefill.parallel.dp
+    p_rank = float(pc.rank_budget(d.prefill.max_num_batched_tokens or config.max_num_batched_tokens))
+    per = p_dp * max(1.0, math.floor(p_rank / P))
+    chunk = min(P, p_rank)
     steps = math.ceil(P / chunk)
     batch = np.arange(1.0, per + 1.0)                                   # prompts a prefill step may carry
     t_prompts = steps * np.asarray(pc.step_time(batch * chunk, batch,
@@ -373,9 +391,9 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     sig_p = float(pc.sigma(per * chunk, per, per * chunk * chunk / 2, per * chunk, 0, 0))
     # decode: pure decode steps over n sequences per instance
     d_seqs = float(d.decode.max_num_seqs or config.max_num_seqs)
-    d_budget = float(d.decode.max_num_batched_tokens or config.max_num_batched_tokens)
-    cap = config.kv_capacity_tokens or dc.kv_capacity_tokens(config.gpu_memory_utilization, int(d_budget))
-    n_max = float(max(min(d_seqs, cap // (P + O), d_budget // q_dec), 1))
+    d_budget = d.decode.max_num_batched_tokens or config.max_num_batched_tokens
+    cap = config.kv_capacity_tokens or dc.kv_capacity_tokens(config.gpu_memory_utilization, d_budget)
+    n_max = float(max(min(d_seqs, cap // (P + O), d.decode.parallel.dp * (dc.rank_budget(d_budget) // q_dec)), 1))
     grid = np.unique(np.concatenate([np.geomspace(1.0, max(n_max, 1.0), N_GRID), [n_max]]))
     dec_t = grid * q_dec
     t_d, sig_d = dc.time_and_sigma(dec_t, grid, dec_t * ctx, grid * ctx, grid, grid * ctx)
@@ -404,7 +422,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     sigma_ttft = _ttft_sigma(sig_p, _front_end(request_s, lam / fronts, c_all / fronts), ttft, pc.framework.sigma)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
-    burst = _wave_steps(c_all, d.prefill.replicas * per / steps) * t_batch / steps + xfer
+    burst = _wave_steps(c_all, d.prefill.replicas * per) * t_batch + xfer
     burst = np.maximum(burst, _burst_front_end(request_s, c_all / fronts)) + request_s
     ttft, stretch = _measured(c_all, ttft, e2e_ss, burst, protocol, osl_spread)
     rate = c_all / e2e_ss / stretch
