@@ -8,8 +8,11 @@ one exists (max_num_seqs, max_num_batched_tokens, block_size,
 gpu_memory_utilization, enable_prefix_caching) so a reader can map a
 simulated configuration onto a real deployment.
 
-Limits (max_num_seqs, token budget, KV capacity) are per *instance*: one
-model replica of ``parallel.accelerators`` accelerators with one scheduler.
+Limits (max_num_seqs, KV capacity) are per *instance*: one model replica of
+``parallel.accelerators`` accelerators. The token budget is the framework's flag:
+with data-parallel attention (``parallel.dp > 1``) each rank schedules its own,
+which is the flag itself in vLLM and TensorRT-LLM and the flag ÷ dp in SGLang
+(``sim.frameworks.rank_token_budget``).
 
 A ``--config`` file (YAML or JSON; hardware/model may come from the command line)::
 
@@ -161,6 +164,8 @@ class SimConfig(_Strict):
     parallel: ParallelConfig = ParallelConfig()
     replicas: int = Field(1, ge=1)
     max_num_seqs: int = Field(256, ge=1)
+    # The framework's token-budget flag (vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size,
+    # TensorRT-LLM max_num_tokens): per attention rank in vLLM and TensorRT-LLM, per instance in SGLang.
     max_num_batched_tokens: int = Field(8192, ge=1)
     chunked_prefill: bool = True
     block_size: int = Field(16, ge=1)

@@ -62,8 +62,9 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
 def rank_token_budget(framework: str, max_num_batched_tokens: int, dp: int) -> int:
     """Tokens one attention rank may schedule a step, from the framework's token-budget flag: vLLM's
     ``--max-num-batched-tokens`` and TensorRT-LLM's ``max_num_tokens`` hold per data-parallel rank (each rank runs
-    its own scheduler with it); SGLang divides ``--chunked-prefill-size`` by the DP size under DP attention
-    (``server_args._handle_data_parallelism``), so its flag is the instance's."""
+    its own scheduler with it: vLLM's "Data Parallel Deployment" docs, one engine-core process a rank); SGLang
+    divides ``--chunked-prefill-size`` by the DP size under DP attention (``server_args._handle_data_parallelism``),
+    so its flag is the instance's."""
     return max(max_num_batched_tokens // dp, 1) if framework == "sglang" else max_num_batched_tokens
 
 

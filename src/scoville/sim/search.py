@@ -68,8 +68,9 @@ class SearchSpace:
 
     max_accelerators: int | None = None          # None: the scale-up domain, or enough nodes to fit the model twice
     mtp: str = "auto"                            # auto: search 0-3 MTP drafts where the model has MTP heads; off
-    budgets: tuple[int, ...] = (4096, 8192, 16384)   # tokens a step per attention rank (written as the
-    prefill_budget: int = 16384                      # framework's flag: token_budget_flag)
+    # token budgets per attention rank, written into a config as the framework's flag (token_budget_flag)
+    budgets: tuple[int, ...] = (4096, 8192, 16384)
+    prefill_budget: int = 16384
     disaggregation: bool = True
     unified: bool = True                         # search unified instances (off: disaggregated pools only,
                                                  # as InferenceX's Dynamo results on NVL72 ran)
@@ -331,14 +332,14 @@ def _decode_curve(config: SimConfig, isl: float, osl: float, conc: np.ndarray) -
 
 
 def _best_prefill_layouts(base: SimConfig, layouts: list[ParallelConfig], isl: float,
-                          budget: int) -> list[tuple[ParallelConfig, float]]:
+                          rank_budget: int) -> list[tuple[ParallelConfig, float]]:
     """The two prefill layouts with the most prompts per accelerator-second: (layout, seconds per prompt
     per instance)."""
     scored = []
     for p in layouts:
         cost = step_cost(base, p)
-        per = p.dp * max(1, int(budget // isl))          # whole prompts (or one chunk) on each attention rank
-        chunk = min(isl, budget)
+        per = p.dp * max(1, int(rank_budget // isl))     # whole prompts (or one chunk) on each attention rank
+        chunk = min(isl, rank_budget)
         steps = math.ceil(isl / chunk)
         t = steps * float(cost.step_time(per * chunk, per, per * chunk * (chunk + 1) / 2, per * chunk, 0, 0)) / per
         scored.append((t * p.accelerators, p, t))
