@@ -214,7 +214,8 @@ class SimConfig(_Strict):
         return self.parallel.accelerators * self.replicas
 
     def label(self) -> str:
-        """A short human name, e.g. ``tp8 x2`` or ``P tp4x2 : D tp8x1``."""
+        """A short human name, e.g. ``tp8 x2 seqs256 tok8192`` or ``P tp4x2 : D tp8x1`` (``adp-balance`` where
+        TensorRT-LLM's attention-DP balance acts)."""
         def par(p: ParallelConfig) -> str:
             s = f"tp{p.tp}"
             if p.ep > 1:
@@ -226,7 +227,8 @@ class SimConfig(_Strict):
         if self.disaggregation is not None:
             d = self.disaggregation
             return f"P {par(d.prefill.parallel)}x{d.prefill.replicas} : D {par(d.decode.parallel)}x{d.decode.replicas}"
-        return f"{par(self.parallel)} x{self.replicas} seqs{self.max_num_seqs} tok{self.max_num_batched_tokens}"
+        label = f"{par(self.parallel)} x{self.replicas} seqs{self.max_num_seqs} tok{self.max_num_batched_tokens}"
+        return label + (" adp-balance" if self.attention_dp_balance is not None and self.parallel.dp > 1 else "")
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> SimConfig:
