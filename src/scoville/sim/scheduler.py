@@ -297,7 +297,7 @@ class Instance:
         wait = self.batch_wait
         if wait is None or not self.waiting:
             return False
-        decode_tokens = step.group + sum(n for _, n, dec in step.scheduled if dec)
+        decode_tokens = step.decode_tokens
         if not decode_tokens:
             return False
         held_tokens = sum(r.num_tokens - r.computed for r in self.waiting)
@@ -416,7 +416,9 @@ class Instance:
     def _schedule_waiting(self, step: StepPlan, budget: int) -> None:
         """Admit waiting requests in order while the budget, ``max_num_seqs`` and KV blocks allow."""
         running, waiting = self.running, self.waiting
-        room = self._chunk_room(step.group + sum(n for _, n, dec in step.scheduled if dec))
+        if not waiting:
+            return
+        room = self._chunk_room(step.decode_tokens)
         while waiting and budget > 0 and len(running) + step.group < self.max_num_seqs:
             r = waiting[0]
             n = self._admit(r, min(budget, room))

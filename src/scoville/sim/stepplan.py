@@ -51,6 +51,11 @@ class StepPlan:
         """Nothing to run this step (the instance idles until an arrival or a copy is due)."""
         return not self.scheduled and not self.group
 
+    @property
+    def decode_tokens(self) -> int:
+        """Tokens the step feeds decoding sequences: the group's and the scheduled decodes' (with their drafts)."""
+        return self.group + sum(n for _, n, dec in self.scheduled if dec)
+
     def batch(self, group_ctx: int) -> Batch:
         """Token, sequence and attention-context totals the cost model prices (``group_ctx``: the group's KV)."""
         gn = self.group
