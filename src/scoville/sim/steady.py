@@ -237,21 +237,27 @@ def _wave_steps(c: np.ndarray, per_step: float) -> np.ndarray:
     return (per_step * full * (full + 1) / 2 + rest * waves) / np.maximum(c, 1.0)
 
 
+def _prefill_shape(P: float, rank_budget: float, dp: int) -> tuple[float, float, int]:
+    """(chunk, prompts a step, steps a prompt) of prefill-only steps: each of ``dp`` ranks takes as many whole
+    prompts as its budget holds, or one chunk of one prompt when a prompt is longer."""
+    chunk = min(P, rank_budget)
+    return chunk, dp * max(1.0, math.floor(rank_budget / P)), math.ceil(P / chunk)
+
+
+def _prefill_step_time(cost: Any, P: float, chunk: float, k: Any) -> Any:
+    """Seconds of one prefill-only step feeding ``k`` prompts a ``chunk`` each (the chunk of a ``P``-token prompt,
+    its earlier chunks already cached: on average half of the rest)."""
+    prior = (P - chunk) / 2.0
+    return cost.step_time(k * chunk, k, k * (chunk * prior + chunk * (chunk + 1) / 2), k * (prior + chunk),
+                          0 * k, 0 * k)
+
+
 def _burst(cost: Any, P: float, rank_budget: float, dp: int, c: np.ndarray) -> np.ndarray:
-    """Mean time until each of ``c`` simultaneous fresh prompts is done on one instance: each step every rank
-    takes as many whole prompts as its budget holds (or a chunk of one, when a prompt is longer), the first
-    ``c`` the step holds first."""
-    if rank_budget >= P:
-        per_step = dp * math.floor(rank_budget / P)
-        k = np.minimum(c, per_step)
-        one = np.asarray(cost.step_time(k * P, k, k * P * (P + 1) / 2, k * P, 0 * k, 0 * k))
-        return _wave_steps(c, per_step) * one
-    q = rank_budget
-    steps = math.ceil(P / q)                            # chunks per prompt, one a step on its rank
-    prior = (P - q) / 2.0                               # mean context already cached for the chunks of one prompt
-    k = np.minimum(c, dp)
-    one = np.asarray(cost.step_time(k * q, k, k * (q * prior + q * (q + 1) / 2), k * (prior + q), 0 * k, 0 * k))
-    return _wave_steps(c, dp) * steps * one
+    """Mean time until each of ``c`` simultaneous fresh prompts is done on one instance, the steps taking the
+    first prompts first (``_prefill_shape``)."""
+    chunk, per_step, steps = _prefill_shape(P, rank_budget, dp)
+    one = np.asarray(_prefill_step_time(cost, P, chunk, np.minimum(c, per_step)))
+    return _wave_steps(c, per_step) * steps * one
 
 
 def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
@@ -376,15 +382,10 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     ctx = P + O / 2.0
     # prefill: whole prompts batched up to each rank's token budget (a prompt longer than it is chunked, one chunk
     # a step on its rank)
-    p_dp = d.prefill.parallel.dp
     p_rank = float(pc.rank_budget(d.prefill.max_num_batched_tokens or config.max_num_batched_tokens))
-    per = p_dp * max(1.0, math.floor(p_rank / P))
-    chunk = min(P, p_rank)
-    steps = math.ceil(P / chunk)
+    chunk, per, steps = _prefill_shape(P, p_rank, d.prefill.parallel.dp)
     batch = np.arange(1.0, per + 1.0)                                   # prompts a prefill step may carry
-    t_prompts = steps * np.asarray(pc.step_time(batch * chunk, batch,
-                                                batch * (chunk * (chunk + 1) / 2 + chunk * (P - chunk) / 2),
-                                                batch * (P / 2 + chunk / 2), 0 * batch, 0 * batch))
+    t_prompts = steps * np.asarray(_prefill_step_time(pc, P, chunk, batch))
     t_batch = float(t_prompts[-1])
     xfer = pc.kv_transfer_time(int(P), d.kv_transfer == "scaleout")
     capacity = d.prefill.replicas * per / t_batch                      # prompts/s the prefill pool sustains
