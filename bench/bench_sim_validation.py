@@ -60,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
-from scoville.sim.config import SimConfig  # noqa: E402
+from scoville.sim.config import AttentionDpBalanceConfig, SimConfig  # noqa: E402
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
@@ -217,7 +217,7 @@ class Recipe:
     batch_wait: tuple[int, float] | None = None     # TensorRT-LLM's (batch_wait_timeout_iters, ..._max_tokens_ratio)
     scheduler_recv_interval: int = 1                # SGLang's --scheduler-recv-interval
     gpu_memory_utilization: float | None = None     # SGLang's --mem-fraction-static, where it decides what fits
-    adp_balance: tuple[int, int] | None = None      # TensorRT-LLM's attention-DP balance (timeout, batching wait)
+    adp_balance: AttentionDpBalanceConfig | None = None   # TensorRT-LLM's attention-DP balance
 
     @property
     def delays(self) -> bool:
@@ -242,14 +242,12 @@ class Recipe:
         if self.gpu_memory_utilization:
             out["gpu_memory_utilization"] = self.gpu_memory_utilization
         if self.adp_balance:
-            out["attention_dp_balance"] = {"timeout_iters": self.adp_balance[0],
-                                           "batching_wait_iters": self.adp_balance[1]}
+            out["attention_dp_balance"] = self.adp_balance.model_dump()
         return out
 
 
-# InferenceX's TensorRT-LLM attention-DP balance per model (timeout_iters, batching_wait_iters); TensorRT-LLM's
-# defaults for the others
-TRTLLM_ADP_BALANCE = {"deepseek-r1": (60, 0)}
+# InferenceX's TensorRT-LLM attention-DP balance per model; TensorRT-LLM's defaults for the others
+TRTLLM_ADP_BALANCE = {"deepseek-r1": AttentionDpBalanceConfig(timeout_iters=60, batching_wait_iters=0)}
 
 
 def inferencex_recipe(row: SiliconRow) -> Recipe:
@@ -277,7 +275,7 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
             and row.measured >= "2026-01-27"):
         return Recipe(batch_wait=(40, 0.8))
     if row.framework == "trtllm" and row.dp > 1:
-        return Recipe(adp_balance=TRTLLM_ADP_BALANCE.get(row.model, (50, 10)))
+        return Recipe(adp_balance=TRTLLM_ADP_BALANCE.get(row.model, AttentionDpBalanceConfig()))
     if row.framework == "sglang" and row.model == "deepseek-r1" and row.hardware in ("b200", "b300"):
         if row.precision == "fp8" and row.tp == 4:
             return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
