@@ -137,6 +137,25 @@ def test_a_burst_reaches_the_scheduler_one_request_time_apart():
     assert request_s <= alone < 2 * request_s
 
 
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_a_request_arriving_mid_step_starts_one_step_later_under_async_scheduling(async_scheduling):
+    # vLLM's async scheduler (and SGLang's and TensorRT-LLM's overlap schedulers) forms each step while the one
+    # before runs: a request reaching a busy instance during a step misses the step already formed after it
+    cfg = SimConfig(**BASE, async_scheduling=async_scheduling)
+    request_s = load_framework(cfg.framework).request_overhead_ms * 1e-3
+    engine = SimEngine(cfg)
+    engine.submit(spec(0, isl=16, osl=400), 0.0)
+    events = engine.advance(0.2)
+    step = events[-1].t - events[-2].t
+    sent = events[-1].t + 0.5 * step - request_s         # reaches the scheduler half-way through a step
+    engine.submit(spec(1, isl=16, osl=4), sent)
+    events += run_events(engine, [])
+    steps = [e.t for e in per_request(events)["r0"]]      # r0 takes a token every step: the steps' ends
+    in_progress = next(k for k, t in enumerate(steps) if t > sent + request_s)
+    first = per_request(events)["r1"][0].t                 # its prompt's step ends with its first token
+    assert first == pytest.approx(steps[in_progress + 1 + async_scheduling])
+
+
 def test_admission_stops_when_kv_blocks_run_out():
     # 4 prompts of 1000 tokens fit in 4096 tokens of KV (16-token blocks: 63 blocks each), the 5th does not.
     cfg = SimConfig(**BASE, kv_capacity_tokens=4096, max_num_seqs=64)

@@ -55,6 +55,22 @@ def test_estimator_agrees_with_the_engine(cfg, isl, osl):
     engine_beside_estimator(SimConfig.model_validate(cfg), isl, osl)
 
 
+def test_estimator_agrees_with_the_engine_under_a_scheduler_that_forms_each_step_after_the_last():
+    engine_beside_estimator(SimConfig.model_validate({**CASES[0][0], "async_scheduling": False}), 1024, 1024)
+
+
+def test_a_request_at_a_busy_instance_waits_out_the_step_in_progress_and_the_one_formed_ahead():
+    # one user finds the instance idle; more wait for the step in progress (half a step on average, as the steps
+    # are alike here), and an asynchronous scheduler adds the whole step it formed before the request came
+    base = SimConfig.model_validate(CASES[0][0])
+    conc = np.array([1.0, 16.0])
+    ahead = estimate(base, 922, 922, conc, Protocol.steady())
+    sync = estimate(base.model_copy(update={"async_scheduling": False}), 922, 922, conc, Protocol.steady())
+    assert ahead.ttft[0] == pytest.approx(sync.ttft[0])
+    assert ahead.ttft[1] - sync.ttft[1] == pytest.approx(ahead.tpot[1], rel=0.2)
+    assert ahead.tpot == pytest.approx(sync.tpot, rel=0.02)    # fewer users decode while more wait: a little
+
+
 def test_the_opening_burst_raises_ttft_with_concurrency_and_nothing_else():
     config = SimConfig.model_validate(CASES[0][0])
     conc = np.array([1.0, 16.0, 64.0])

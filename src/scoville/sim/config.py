@@ -186,6 +186,12 @@ class SimConfig(_Strict):
     # SGLang DeepSeek-R1 B200 recipes: 10 below 16 users, 30 from 16); 1 = every step, as vLLM and TensorRT-LLM
     # schedule. A step that ran prompt tokens is followed by a poll (SGLang weighs it past any interval).
     scheduler_recv_interval: int = Field(1, ge=1, le=1000)
+    # A unified instance's scheduler forms each step while the one before runs, one step ahead of the GPU (vLLM's
+    # --async-scheduling, "the scheduler operate[s] one step ahead of the current execution", PR #19970, on by
+    # default since PR #27614 of late 2025; SGLang's and TensorRT-LLM's overlap schedulers, on by default): a
+    # request that arrives while a step runs starts in the step after the next. False: each step is formed when
+    # the last one ends, and such a request starts in the next. (Disaggregated pools schedule as before.)
+    async_scheduling: bool = True
     # TensorRT-LLM's batch waiting (BatchWaitConfig); None = prompts start at the first step with room, as every
     # framework does by default.
     batch_wait: BatchWaitConfig | None = None

@@ -207,7 +207,8 @@ class SimEngine:
                         reuse_reply_blocks=cfg.reuse_reply_blocks, seq_blocks=seq_blocks,
                         recv_interval=cfg.scheduler_recv_interval,
                         batch_wait=cfg.batch_wait if role == "unified" else None, attention_dp=parallel.dp,
-                        adp_balance=cfg.attention_dp_balance if role == "unified" else None)
+                        adp_balance=cfg.attention_dp_balance if role == "unified" else None,
+                        schedules_ahead=cfg.async_scheduling and role == "unified")
         inst.lazy = not self.token_events and cfg.speculative is None
         return inst
 

@@ -72,6 +72,7 @@ class Instance:
         batch_wait: BatchWaitConfig | None = None,
         attention_dp: int = 1,
         adp_balance: AttentionDpBalanceConfig | None = None,
+        schedules_ahead: bool = False,
     ) -> None:
         self.name = name
         self.seq_blocks = seq_blocks        # blocks of sliding-window KV every admitted sequence holds
@@ -109,6 +110,10 @@ class Instance:
         # steps (SGLang's --scheduler-recv-interval), at once after a step with prompt tokens and when idle
         self.recv_interval = recv_interval
         self._since_poll = recv_interval
+        # An asynchronous scheduler (SimConfig.async_scheduling) formed this step when the last one started, so a
+        # busy instance takes in only what had arrived by then: the start of the step that ran last.
+        self.schedules_ahead = schedules_ahead
+        self._last_start: float | None = None
         # TensorRT-LLM's batch waiting (BatchWaitConfig): the steps the waiting prompts have been held so far
         self.batch_wait = batch_wait
         self._held_steps = 0
@@ -191,7 +196,8 @@ class Instance:
             self.running[:0] = self.group.dissolve()
         if self._span_ok():
             self.plan = plan_span(list(self.running), self.kv.block_size, self.kv.available, self.timer,
-                                  self.drafts, self.clock, self.arrivals[0][0] if self.arrivals else None)
+                                  self.drafts, self.clock, self.arrivals[0][0] if self.arrivals else None,
+                                  ahead=self.schedules_ahead)
             if self.plan is not None:
                 if self.lazy and len(self.plan.ends) < max(8, len(self.running) // 16):
                     self.plan = None  # a short span costs more than group steps (an arrival is near)
@@ -200,12 +206,15 @@ class Instance:
         return self._step()
 
     def _poll(self, start: float) -> None:
-        """Take in the requests that have arrived by ``start``, unless the poll interval has not run out on a busy
-        instance (an idle scheduler waits on its queue and takes a request in as it comes)."""
+        """Take in the requests that have arrived by ``start`` (by the last step's start when the scheduler runs a
+        step ahead), unless the poll interval has not run out on a busy instance (an idle scheduler waits on its
+        queue and takes a request in as it comes)."""
         busy = self.running or self.group or self.waiting
         if self.recv_interval > 1 and busy and self._since_poll < self.recv_interval:
             return
         self._since_poll = 0
+        if busy and self.schedules_ahead and self._last_start is not None:
+            start = self._last_start
         while self.arrivals and self.arrivals[0][0] <= start:
             self.waiting.append(heapq.heappop(self.arrivals)[2])
 
@@ -456,6 +465,7 @@ class Instance:
         dt = float(self.timer.step_time(*batch)) + self.kvm.copy_s
         if self.steplog is not None:
             self.steplog.append((dt,) + batch[:4])
+        self._last_start = self.clock
         self.clock += dt
         self.c.steps += 1
         if self.recv_interval > 1:   # polling every step needs no count
@@ -539,6 +549,7 @@ class Instance:
         if self.steplog is not None:
             dts = np.diff(np.concatenate(([span.starts[0]], ends)))
             self.steplog.append((dts,) + tuple(first_steps(x, j) for x in span.inputs))
+        self._last_start = float(span.starts[j - 1])
         self.clock = float(ends[-1])
         self._emit_span(span, j, applied.per_req)
         for r in applied.finished:

@@ -127,8 +127,9 @@ def _inputs(steps: _Steps, L: np.ndarray, look: int) -> tuple[Any, Any, Any, Any
 
 
 def plan_span(reqs: list[Req], block_size: int, available: int, timer: StepTimer, drafts: Drafts, clock: float,
-              next_arrival: float | None) -> Span | None:
-    """The decode steps of ``reqs`` from ``clock`` until a finish, a block shortage or ``next_arrival`` starts;
+              next_arrival: float | None, ahead: bool = False) -> Span | None:
+    """The decode steps of ``reqs`` from ``clock`` until a finish, a block shortage or the step that could take in
+    ``next_arrival`` (the first to start after it; with a scheduler that runs a step ahead, the one after that);
     None when the very next step needs more than ``available`` blocks (a preemption: a single step decides)."""
     n = len(reqs)
     L = np.fromiter((r.computed for r in reqs), dtype=np.int64, count=n)
@@ -147,7 +148,7 @@ def plan_span(reqs: list[Req], block_size: int, available: int, timer: StepTimer
     starts = np.concatenate(([clock], ends[:-1]))
     accepted = steps.accepted
     if next_arrival is not None:
-        cut = int(np.searchsorted(starts, next_arrival, side="left"))
+        cut = int(np.searchsorted(starts, next_arrival, side="left")) + int(ahead)
         if cut < k:
             k = max(cut, 1)
             ends, starts = ends[:k], starts[:k]

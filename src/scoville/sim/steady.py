@@ -14,7 +14,9 @@ into a steady state that a handful of equations describe, using the same step-co
   carries a chunk (``f >= 1``: this many decoders cannot be fed);
 * mean step ``s = (1-f)·t_decode(n) + f·t_mixed(n)``; completions ``λ = n·AL / ((O-1)·s)``;
 * a prompt is served in ``ceil(P/q)`` mixed steps after waiting for the prefill slot
-  (M/D/1 wait at utilisation ``f``); Little's law on the ``c - n`` users not decoding gives their time
+  (M/D/1 wait at utilisation ``f``) and, at a busy instance, for the step in progress to end and, under an
+  asynchronous scheduler (``async_scheduling``), the one it formed before the prompt came (``_step_wait``);
+  Little's law on the ``c - n`` users not decoding gives their time
   to first token, and ``n`` is where the two agree (bisection; ``h(n)`` falls as ``n`` grows).
 * with data-parallel attention over ``dp`` ranks, each rank feeds ``n/dp`` decodes and chunks on its own
   (``q = min(P, rank budget - n/dp)``, a share ``p = f/dp`` of its steps): a step carries a chunk when any rank
@@ -184,6 +186,17 @@ def _poll_wait_steps(config: SimConfig, users: np.ndarray) -> np.ndarray:
     return (config.scheduler_recv_interval - 1) / 2.0 * np.clip(users - 1.0, 0.0, 1.0)
 
 
+def _step_wait(td: np.ndarray, tm: np.ndarray, mixed: np.ndarray, users: np.ndarray, ahead: bool) -> np.ndarray:
+    """Mean time a request arriving at a busy instance waits for a step to take it in: the rest of the step in
+    progress (an arrival lands in a step as likely as the step is long: ``E[t^2] / (2 E[t])`` over the decode steps,
+    ``td``, and the ``mixed`` share of steps with a prompt chunk, ``tm``) and, when the scheduler runs a step ahead,
+    the whole next step, formed before the request came. Nothing when the instance is idle (one user per instance:
+    its own request was the only one)."""
+    mean = (1.0 - mixed) * td + mixed * tm
+    rest = ((1.0 - mixed) * td**2 + mixed * tm**2) / (2.0 * mean)
+    return (rest + (mean if ahead else 0.0)) * np.clip(users - 1.0, 0.0, 1.0)
+
+
 def _batch_wait(wait: BatchWaitConfig, budget: float, users: np.ndarray, decoding: np.ndarray,
                 arrivals_per_step: np.ndarray, P: float) -> tuple[np.ndarray, np.ndarray]:
     """TensorRT-LLM's batch waiting in the steady state: (mean steps a prompt is held, mean prompts released with
@@ -327,7 +340,8 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             rounds = np.maximum(np.interp(n, grid, released) / dp, 1.0)  # a rank with two prompts runs them in turn
             service = service * (1.0 + rounds) / 2.0
             wait_steps = wait_steps + every_rank * np.interp(n, grid, adp_held)
-        ttft_min = service + _mdl_wait(service, busy) + _front_end(request_s, lam, c) + wait_steps * td
+        ttft_min = (service + _mdl_wait(service, busy) + _front_end(request_s, lam, c) + wait_steps * td
+                    + _step_wait(td, tm, mixed, c, config.async_scheduling))
         return s, lam, ttft_min
 
     def h(n: np.ndarray) -> np.ndarray:
