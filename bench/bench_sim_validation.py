@@ -249,6 +249,15 @@ class Recipe:
 # InferenceX's TensorRT-LLM attention-DP balance per model; TensorRT-LLM's defaults for the others
 TRTLLM_ADP_BALANCE = {"deepseek-r1": AttentionDpBalanceConfig(timeout_iters=60, batching_wait_iters=0)}
 
+# The vLLM recipes that set --max-num-batched-tokens "$((ISL * 2))", from the date their commit landed (model,
+# hardware, precision as the rows name them); every other vLLM recipe the rows ran passes 8192 or nothing, which
+# is 8192 on these GPUs (vLLM's default for `vllm serve` on >= 70 GiB, 0.11 to 0.19)
+VLLM_TWICE_THE_PROMPT_BUDGET = {("MiniMaxAI/MiniMax-M2.5", "b200", "fp8"): "2026-04-03",
+                                ("MiniMaxAI/MiniMax-M2.5", "b200", "nvfp4"): "2026-04-08",
+                                ("MiniMaxAI/MiniMax-M2.5", "b300", "fp8"): "2026-04-17",
+                                ("MiniMaxAI/MiniMax-M2.5", "b300", "nvfp4"): "2026-04-17",
+                                ("moonshotai/Kimi-K2.5", "b200", "nvfp4"): "2026-04-20"}
+
 
 def inferencex_recipe(row: SiliconRow) -> Recipe:
     """What InferenceX's recipes set, at the row's date, that the simulator models (benchmarks/ in the InferenceX
@@ -266,6 +275,11 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
       10 below 16 users and 30 from 16; the FP8 TP4 8k/1k deployment (only in the 2026-03 recipe) polls every 10
       and gives SGLang 95% of memory (--mem-fraction-static 0.95: its 168 GB of weights a GPU leave the default
       90% no KV cache). The H200 recipe sets none.
+    - vLLM MiniMax-M2.5 on B200 and B300 and Kimi-K2.5 FP4 on B200 (minimaxm2.5_fp{8,4}_{b200,b300}.sh,
+      kimik2.5_fp4_b200.sh, 2026-03 to 2026-04): --max-num-batched-tokens twice the prompt (2,048 at 1k, 16,384
+      at 8k) from the dates in VLLM_TWICE_THE_PROMPT_BUDGET (a row of that very date is taken as after it; the
+      B300 scripts first appeared then, so earlier B300 rows keep the default). Every vLLM recipe the rows ran
+      kept vLLM's async scheduling on (the flag where the release defaulted it off), as ``SimConfig`` does.
     Nothing for other rows."""
     one_k = row.isl == row.osl == 1024
     if row.framework == "trtllm" and row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
@@ -280,6 +294,9 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
         if row.precision == "fp8" and row.tp == 4:
             return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
         return Recipe(scheduler_recv_interval=10 if row.concurrency < 16 else 30)
+    since = VLLM_TWICE_THE_PROMPT_BUDGET.get((row.model_id, row.hardware, row.precision or ""))
+    if row.framework == "vllm" and since is not None and row.measured >= since:
+        return Recipe(max_num_batched_tokens=2 * row.isl)
     return Recipe()
 
 
