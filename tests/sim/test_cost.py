@@ -375,6 +375,17 @@ def test_kv_capacity_is_capacity_minus_weights_activations_reserve():
     assert StepCost("deepseek-r1", "h100").kv_capacity_tokens() == 0    # 671 GB of FP8 on one 80 GB GPU
 
 
+def test_tensorrt_llms_memory_fraction_is_a_share_of_what_the_loaded_model_leaves_free():
+    # DeepSeek-R1 FP8 over four B200s: 168 GB of weights a GPU. vLLM's 0.9 of the whole 192 GB leaves a few GB of
+    # cache; TensorRT-LLM's free_gpu_memory_fraction 0.9 takes 90% of the ~20 GB the weights leave
+    trt = StepCost("deepseek-r1", "b200", Parallel(tp=4), precision="fp8", kv_dtype="fp8", framework="trtllm")
+    vllm = StepCost("deepseek-r1", "b200", Parallel(tp=4), precision="fp8", kv_dtype="fp8", framework="vllm")
+    left = (trt.hw.hbm_bytes - trt.weight_bytes_per_accelerator - trt.activation_bytes_per_accelerator()
+            - trt.hw.runtime_reserve_gb * 1e9)
+    assert trt.kv_capacity_tokens(0.9) == int(0.9 * left * 4 // trt.kv_bytes_per_token)
+    assert trt.kv_capacity_tokens(0.9) > 10 * vllm.kv_capacity_tokens(0.9) > 0
+
+
 def test_kv_transfer_scaleout_slower_than_scaleup():
     c = StepCost("deepseek-r1", "gb200", Parallel(tp=8))
     assert c.kv_transfer_time(8192, scaleout=True) > c.kv_transfer_time(8192, scaleout=False) > 0

@@ -169,6 +169,9 @@ class SimConfig(_Strict):
     max_num_batched_tokens: int = Field(8192, ge=1)
     chunked_prefill: bool = True
     block_size: int = Field(16, ge=1)
+    # The framework's memory share for the KV cache: vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static
+    # of the whole memory (weights come out of it), TensorRT-LLM's free_gpu_memory_fraction of what the loaded model
+    # leaves free (StepCost.kv_capacity_tokens).
     gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
     enable_prefix_caching: bool = False
     # A session's reply blocks stay cached for its next turn. True models an agent that resends the

@@ -363,13 +363,21 @@ class StepCost:
                 + 1024 * m.vocab_size * 4 / self.par.tp)
 
     def kv_capacity_tokens(self, gpu_memory_utilization: float = 0.9, max_num_batched_tokens: int = 8192) -> int:
-        """KV tokens that fit in this instance: capacity x utilisation - weights - activations - runtime
-        reserve (NCCL buffers, CUDA context, allocator slack), summed over ranks, in full-attention tokens
-        (``kv_bytes_per_token``). Sliding-window layers' ``kv_bytes_per_seq`` comes out of the same memory per
-        running sequence; the engine reserves it at admission. 0 when the model does not fit."""
+        """KV tokens that fit in this instance, summed over ranks, in full-attention tokens (``kv_bytes_per_token``):
+        what the framework's memory share leaves after weights, activations and the runtime reserve (NCCL buffers,
+        CUDA context, allocator slack). vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static are
+        shares of the whole memory, weights included; TensorRT-LLM's ``free_gpu_memory_fraction`` is a share of
+        what is free once the model is loaded ("90% of free GPU memory", TensorRT-LLM docs, How to Change KV Cache
+        Behavior), so the same 0.9 leaves it far more room on a chip the weights nearly fill. Sliding-window
+        layers' ``kv_bytes_per_seq`` comes out of the same memory per running sequence; the engine reserves it at
+        admission. 0 when the model does not fit."""
         hw = self.hw
-        free = (hw.hbm_bytes * gpu_memory_utilization - self.weight_bytes_per_accelerator
+        left = (hw.hbm_bytes - self.weight_bytes_per_accelerator
                 - self.activation_bytes_per_accelerator(max_num_batched_tokens) - hw.runtime_reserve_gb * 1e9)
+        if self.framework.name == "trtllm":
+            free = left * gpu_memory_utilization
+        else:
+            free = left - hw.hbm_bytes * (1.0 - gpu_memory_utilization)
         if free <= 0:
             return 0
         return int(free * self.accelerators // self.kv_bytes_per_token)
