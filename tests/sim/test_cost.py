@@ -283,6 +283,22 @@ def test_wide_ep_experts_run_tensorrt_llms_wideep_module_only_where_it_serves_th
 
 
 @needs_tables
+def test_tensorrt_llm_without_attention_dp_runs_its_experts_on_the_faster_of_its_table_and_trtllm_gen():
+    """TensorRT-LLM's collection times FP8 block-scale experts with DeepGEMM only, which at a few tokens a step is
+    2-3x the trtllm-gen kernels of its TRTLLM backend (timed in SGLang's table, FlashInfer's copy of them); the
+    backend InferenceX picks without attention DP. Under attention DP the table's own kernel stays."""
+    def moe(framework: str, tp: int, dp: int, ep: int) -> StepCost:
+        return StepCost("deepseek-r1", "b200", Parallel(tp=tp, dp=dp, ep=ep), precision="fp8", kv_dtype="fp8",
+                        framework=framework)
+    tp8, dep8, sglang = moe("trtllm", 8, 1, 1), moe("trtllm", 1, 8, 8), moe("sglang", 8, 1, 1)
+    assert "TRTLLM backend" in tp8.ops.provenance["moe"] and "/sglang/" in tp8.ops.provenance["moe"]
+    assert "TRTLLM backend" not in dep8.ops.provenance["moe"]
+    assert tp8.ops.moe is not None and sglang.ops.moe is not None
+    for tokens in (4.0, 32.0):
+        assert tp8.ops.moe(tokens) == pytest.approx(sglang.ops.moe(tokens), rel=0.02)   # trtllm-gen wins here
+
+
+@needs_tables
 def test_an_expert_format_missing_from_the_frameworks_table_is_read_from_the_framework_whose_kernel_runs_it():
     """vLLM's B200 collection has no MXFP4 x MXFP8 MoE; vLLM runs it through FlashInfer's trtllm-gen kernel, so
     TensorRT-LLM's measurement prices it (said in the provenance, with a wider band) instead of the datasheet

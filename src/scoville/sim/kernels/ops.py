@@ -39,6 +39,11 @@ MEASURED_SIGMA = 0.08      # table interpolation between grid shapes and the spr
 # on Blackwell vLLM and SGLang serve FP4 experts through FlashInfer's trtllm-gen MoE kernels (InferenceX's
 # gpt-oss B200 vLLM recipe sets VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), which TensorRT-LLM's table measures.
 MOE_KERNEL_DONORS = ("trtllm", "sglang", "vllm")
+# TensorRT-LLM's TRTLLM MoE backend runs the trtllm-gen kernels that FlashInfer also ships; aiconfigurator-core's
+# TensorRT-LLM collections time them only for NVFP4 on B200/GB200 (``moe_torch_flow_min_latency``, within 5% of
+# SGLang's ``sglang_flashinfer_trtllm_moe`` at decode sizes), not for FP8 block scales (DeepGEMM only) nor on
+# B300/GB300, while SGLang's and vLLM's tables time them on every Blackwell part: the donors, in that order.
+TRTLLM_GEN_DONORS = ("sglang", "vllm")
 # Priors for a system without quantize tables (with them: KernelTables.elementwise measures both; on the NVIDIA
 # systems the floor is 1.3-2.1 us and the rate 0.77-0.90 of HBM bandwidth)
 ELEMENTWISE_TAU_US = 2.0   # launch floor of a tiny kernel under CUDA graphs (AIC system YAMLs: ~3 us)
@@ -174,8 +179,26 @@ class _Builder:
                                     "moe", f"{dtype}, ep{lay.ep}, power-law routing{borrowed}",
                                     1.5 if borrowed else 1.0)
             if got is not None:
-                return got
+                return self._or_trtllm_gen(shape, lay, dtype, got)
         return None
+
+    def _or_trtllm_gen(self, shape: tuple[int, int, int, int], lay: Layout, dtype: str,
+                       got: np.ndarray) -> np.ndarray:
+        """TensorRT-LLM without attention DP: the faster, per token count, of its measured MoE and its TRTLLM
+        backend's trtllm-gen kernels (``TRTLLM_GEN_DONORS``), the backend InferenceX's DeepSeek-R1 B200 recipes
+        pick there (MOE_BACKEND=TRTLLM; CUTLASS or DeepGEMM under attention DP, which keeps the table's own)."""
+        kt = self.kt
+        if kt is None or self.framework != "trtllm" or lay.dp > 1:
+            return got
+        for fw in TRTLLM_GEN_DONORS:
+            gen = kt.moe(*shape, lay.moe_tp, lay.ep, dtype, "power_law_1.01", fw, kernel="trtllm")
+            if gen is not None:
+                faster = np.minimum(got, Curve(*gen)(TOKENS))
+                if np.any(faster < got):
+                    self.provenance["moe"] += (f"; TRTLLM backend where faster (trtllm-gen kernels, "
+                                               f"{kt.source('moe:trtllm')})")
+                return faster
+        return got
 
     def wide_ep(self, lay: Layout) -> bool:
         """Whether TensorRT-LLM would serve this layout on its WideEP path: attention data-parallel, experts

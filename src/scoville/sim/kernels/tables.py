@@ -238,11 +238,13 @@ class KernelTables:
 
     # -- MoE: time over global tokens ------------------------------------------------------------------
     def moe(self, hidden: int, inter: int, topk: int, experts: int, tp: int, ep: int, dtype: str,
-            distribution: str, framework: str | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-        """Routed-expert time over global tokens from ``framework``'s table (default: this one's)."""
-        key = (hidden, inter, topk, experts, tp, ep, dtype, distribution)
+            distribution: str, framework: str | None = None,
+            kernel: str = "") -> tuple[np.ndarray, np.ndarray] | None:
+        """Routed-expert time over global tokens from ``framework``'s table (default: this one's), the fastest of
+        its kernels per token count, or of those whose ``kernel_source`` contains ``kernel``."""
+        key = (hidden, inter, topk, experts, tp, ep, dtype, distribution, kernel)
         return self._first("moe", "moe_perf.parquet", _Query("moe", key),  # type: ignore[return-value]
-                           framework=framework)
+                           framework=framework, label=f"moe:{kernel}" if kernel else "moe")
 
     def wideep_moe(self, hidden: int, inter: int, topk: int, experts: int, ep: int, dtype: str,
                    distribution: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -360,9 +362,11 @@ class _Query:
     def __call__(self, t: pa.Table) -> object:
         k = self.key
         if self.kind == "moe":
-            hidden, inter, topk, experts, tp, ep, dtype, dist = k
+            hidden, inter, topk, experts, tp, ep, dtype, dist, kernel = k
             s = _where(t, hidden_size=hidden, inter_size=inter, topk=topk, num_experts=experts, moe_tp_size=tp,
                        moe_ep_size=ep, moe_dtype=dtype, distribution=dist)
+            if kernel and s.num_rows:
+                s = s.filter(pc.match_substring(s["kernel_source"], kernel))
             return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
         if self.kind == "wideep_moe":
             hidden, inter, topk, experts, ep, dtype, dist = k
