@@ -154,6 +154,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
     skipped = 0
     for key, rs in groups.items():
         model, hw, fw, prec, tp, dp, ep, _, _, recipe, gap_rows = key
+        ep = tp * dp if recipe.experts_over_every_gpu else ep
         isl, osl, spread = _lengths(rs[0])
         users = np.array([r.concurrency for r in rs], dtype=float)
         try:
@@ -218,6 +219,7 @@ class Recipe:
     scheduler_recv_interval: int = 1                # SGLang's --scheduler-recv-interval
     gpu_memory_utilization: float | None = None     # SGLang's --mem-fraction-static, where it decides what fits
     adp_balance: AttentionDpBalanceConfig | None = None   # TensorRT-LLM's attention-DP balance
+    experts_over_every_gpu: bool = False            # vLLM --enable-expert-parallel whatever the row's ep says
 
     @property
     def delays(self) -> bool:
@@ -249,6 +251,11 @@ class Recipe:
 # InferenceX's TensorRT-LLM attention-DP balance per model; TensorRT-LLM's defaults for the others
 TRTLLM_ADP_BALANCE = {"deepseek-r1": AttentionDpBalanceConfig(timeout_iters=60, batching_wait_iters=0)}
 
+# The vLLM recipes whose test `[ "$EP_SIZE" -ge 1 ]` passed --enable-expert-parallel to every run (EP_SIZE is 1
+# where the search space names no ep, so the rows say ep 1): from, until (exclusive) the dates of their commits
+VLLM_EXPERT_PARALLEL_ALWAYS = {("MiniMaxAI/MiniMax-M2.5", "b200", "fp8"): ("2026-03-11", "2026-04-03"),
+                               ("MiniMaxAI/MiniMax-M2.5", "h200", "fp8"): ("2026-03-13", "9999")}
+
 # The vLLM recipes that set --max-num-batched-tokens "$((ISL * 2))", from the date their commit landed (model,
 # hardware, precision as the rows name them); every other vLLM recipe the rows ran passes 8192 or nothing, which
 # is 8192 on these GPUs (vLLM's default for `vllm serve` on >= 70 GiB, 0.11 to 0.19)
@@ -278,8 +285,10 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
     - vLLM MiniMax-M2.5 on B200 and B300 and Kimi-K2.5 FP4 on B200 (minimaxm2.5_fp{8,4}_{b200,b300}.sh,
       kimik2.5_fp4_b200.sh, 2026-03 to 2026-04): --max-num-batched-tokens twice the prompt (2,048 at 1k, 16,384
       at 8k) from the dates in VLLM_TWICE_THE_PROMPT_BUDGET (a row of that very date is taken as after it; the
-      B300 scripts first appeared then, so earlier B300 rows keep the default). Every vLLM recipe the rows ran
-      kept vLLM's async scheduling on (the flag where the release defaulted it off), as ``SimConfig`` does.
+      B300 scripts first appeared then, so earlier B300 rows keep the default); MiniMax-M2.5 FP8 on B200 (until
+      2026-04-03) and H200 (from 2026-03-13): expert parallelism over every GPU whatever ep the row records
+      (VLLM_EXPERT_PARALLEL_ALWAYS). Every vLLM recipe the rows ran kept vLLM's async scheduling on (the flag
+      where the release defaulted it off), as ``SimConfig`` does.
     Nothing for other rows."""
     one_k = row.isl == row.osl == 1024
     if row.framework == "trtllm" and row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
@@ -294,9 +303,12 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
         if row.precision == "fp8" and row.tp == 4:
             return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
         return Recipe(scheduler_recv_interval=10 if row.concurrency < 16 else 30)
-    since = VLLM_TWICE_THE_PROMPT_BUDGET.get((row.model_id, row.hardware, row.precision or ""))
-    if row.framework == "vllm" and since is not None and row.measured >= since:
-        return Recipe(max_num_batched_tokens=2 * row.isl)
+    if row.framework == "vllm":
+        key = (row.model_id, row.hardware, row.precision or "")
+        since = VLLM_TWICE_THE_PROMPT_BUDGET.get(key)
+        start, end = VLLM_EXPERT_PARALLEL_ALWAYS.get(key, ("", ""))
+        return Recipe(max_num_batched_tokens=2 * row.isl if since is not None and row.measured >= since else None,
+                      experts_over_every_gpu=start <= row.measured < end)
     return Recipe()
 
 
@@ -690,8 +702,9 @@ def measured_layouts(rows: list[SiliconRow]) -> dict[str, set[tuple[int, int, in
     out: dict[str, set[tuple[int, int, int]]] = defaultdict(set)
     for r in rows:
         if r.mode == "agg" and "gap" not in r.source:
+            ep = r.tp * r.dp if inferencex_recipe(r).experts_over_every_gpu else r.ep
             out[f"{_short(r.model)} {r.hardware} {r.precision or 'native'} {r.framework} {r.isl}/{r.osl}"].add(
-                (r.tp, r.dp, r.ep))
+                (r.tp, r.dp, ep))
     return out
 
 
