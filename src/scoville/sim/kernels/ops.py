@@ -186,7 +186,8 @@ class _Builder:
                        got: np.ndarray) -> np.ndarray:
         """TensorRT-LLM without attention DP: the faster, per token count, of its measured MoE and its TRTLLM
         backend's trtllm-gen kernels (``TRTLLM_GEN_DONORS``), the backend InferenceX's DeepSeek-R1 B200 recipes
-        pick there (MOE_BACKEND=TRTLLM; CUTLASS or DeepGEMM under attention DP, which keeps the table's own)."""
+        pick there (MOE_BACKEND=TRTLLM). Under attention DP, where they pick CUTLASS or DeepGEMM, the table's own
+        measurements stay as they are (on B200/GB200 NVFP4 those include the min-latency kernels; not resolved)."""
         kt = self.kt
         if kt is None or self.framework != "trtllm" or lay.dp > 1:
             return got
