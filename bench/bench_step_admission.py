@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from realvllm.server import SERVED_NAME, RealVllm, ensure_model, ensure_venv  # noqa: E402
+from realvllm.server import SERVED_NAME, RealVllm, RealVllmError, ensure_model, ensure_venv  # noqa: E402
 
 STREAM_TOKENS = 3000      # the background stream's length (its prompt is 16 tokens; the server holds 4,096)
 
@@ -115,6 +115,8 @@ def main() -> int:
     ap.add_argument("--port", type=int, default=8391, help="port for the real vLLM this starts")
     ap.add_argument("--probes", type=int, default=60, help="probes beside the stream (half as many idle)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--venv", type=Path, default=Path("/work/realvllm/venv"), help="the real vLLM's own venv")
+    ap.add_argument("--install", action="store_true", help="install vLLM's CPU build into --venv first (~4 min)")
     ap.add_argument("--server-arg", action="append", default=[],
                     help="an extra `vllm serve` argument for the server this starts (repeatable), "
                          "e.g. --server-arg=--no-async-scheduling")
@@ -124,10 +126,13 @@ def main() -> int:
             raise SystemExit(f"--url must be on loopback (127.0.0.1 or localhost), got {args.url}")
         measure(args.url, args.model, args.probes, args.seed)
         return 0
-    venv = ensure_venv(Path("/work/realvllm/venv"), install=False)
-    model = ensure_model(venv, Path("/work/realvllm/tiny-llama"))
-    with RealVllm(venv, model, port=args.port, log_dir=Path("/tmp"), extra_args=tuple(args.server_arg)) as server:
-        measure(server.url, args.model, args.probes, args.seed)
+    try:
+        venv = ensure_venv(args.venv, install=args.install)
+        model = ensure_model(venv, Path("/work/realvllm/tiny-llama"))
+        with RealVllm(venv, model, port=args.port, log_dir=Path("/tmp"), extra_args=tuple(args.server_arg)) as server:
+            measure(server.url, args.model, args.probes, args.seed)
+    except RealVllmError as e:
+        raise SystemExit(f"bench_step_admission: {e}") from None
     return 0
 
 
