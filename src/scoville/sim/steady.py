@@ -179,22 +179,27 @@ def _measured(c: np.ndarray, ttft_ss: np.ndarray, e2e_ss: np.ndarray, burst_ttft
     return ttft, np.maximum(stretch, 1.0)
 
 
+def _finds_busy(users: np.ndarray) -> np.ndarray:
+    """Whether a request finds its instance busy with others' sequences: not with one user per instance (its own
+    request was the only one); linear up to two, as ``users`` per instance is a mean."""
+    return np.clip(users - 1.0, 0.0, 1.0)
+
+
 def _poll_wait_steps(config: SimConfig, users: np.ndarray) -> np.ndarray:
     """Mean decode steps a request waits for the scheduler's next poll beyond the step it arrives in: polls every
     ``scheduler_recv_interval`` decode steps, arrivals spread evenly in between, so (N - 1) / 2; none when the
-    request finds the instance idle (one user per instance: its own request was the only one)."""
-    return (config.scheduler_recv_interval - 1) / 2.0 * np.clip(users - 1.0, 0.0, 1.0)
+    request finds the instance idle (``_finds_busy``)."""
+    return (config.scheduler_recv_interval - 1) / 2.0 * _finds_busy(users)
 
 
 def _step_wait(td: np.ndarray, tm: np.ndarray, mixed: np.ndarray, users: np.ndarray, ahead: bool) -> np.ndarray:
     """Mean time a request arriving at a busy instance waits for a step to take it in: the rest of the step in
     progress (an arrival lands in a step as likely as the step is long: ``E[t^2] / (2 E[t])`` over the decode steps,
     ``td``, and the ``mixed`` share of steps with a prompt chunk, ``tm``) and, when the scheduler runs a step ahead,
-    the whole next step, formed before the request came. Nothing when the instance is idle (one user per instance:
-    its own request was the only one)."""
+    the whole next step, formed before the request came. Nothing when the instance is idle (``_finds_busy``)."""
     mean = (1.0 - mixed) * td + mixed * tm
     rest = ((1.0 - mixed) * td**2 + mixed * tm**2) / (2.0 * mean)
-    return (rest + (mean if ahead else 0.0)) * np.clip(users - 1.0, 0.0, 1.0)
+    return (rest + (mean if ahead else 0.0)) * _finds_busy(users)
 
 
 def _batch_wait(wait: BatchWaitConfig, budget: float, users: np.ndarray, decoding: np.ndarray,
@@ -206,8 +211,7 @@ def _batch_wait(wait: BatchWaitConfig, budget: float, users: np.ndarray, decodin
     user per instance (nothing else decodes)."""
     a = np.maximum(arrivals_per_step, 1e-12)
     to_threshold = ((wait.max_tokens_ratio * budget - decoding) / P - 1.0) / a
-    busy = np.clip(users - 1.0, 0.0, 1.0)
-    W = np.clip(to_threshold, 0.0, float(wait.iters)) * busy
+    W = np.clip(to_threshold, 0.0, float(wait.iters)) * _finds_busy(users)
     return W * (1.0 + a * W / 2.0) / (1.0 + a * W), a * W
 
 
