@@ -145,7 +145,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
         if r.mode == "agg" and not r.suspected_speculative:
-            group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, r.ep, r.isl, r.osl,
+            group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, served_ep(r), r.isl, r.osl,
                      inferencex_recipe(r), "gap" in r.source)
             groups[group].append(r)
     out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": [], "ttft_delayed": [], "ttft_undelayed": []}
@@ -154,7 +154,6 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
     skipped = 0
     for key, rs in groups.items():
         model, hw, fw, prec, tp, dp, ep, _, _, recipe, gap_rows = key
-        ep = tp * dp if recipe.experts_over_every_gpu else ep
         isl, osl, spread = _lengths(rs[0])
         users = np.array([r.concurrency for r in rs], dtype=float)
         try:
@@ -310,6 +309,12 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
         return Recipe(max_num_batched_tokens=2 * row.isl if since is not None and row.measured >= since else None,
                       experts_over_every_gpu=start <= row.measured < end)
     return Recipe()
+
+
+def served_ep(row: SiliconRow) -> int:
+    """The expert-parallel degree the row's run served with: every GPU where its recipe turned expert parallelism
+    on whatever ep the row records (VLLM_EXPERT_PARALLEL_ALWAYS), else the row's own."""
+    return row.tp * row.dp if inferencex_recipe(row).experts_over_every_gpu else row.ep
 
 
 def report_recipe_delays(res: dict[str, list[Cmp]]) -> None:
@@ -702,9 +707,8 @@ def measured_layouts(rows: list[SiliconRow]) -> dict[str, set[tuple[int, int, in
     out: dict[str, set[tuple[int, int, int]]] = defaultdict(set)
     for r in rows:
         if r.mode == "agg" and "gap" not in r.source:
-            ep = r.tp * r.dp if inferencex_recipe(r).experts_over_every_gpu else r.ep
             out[f"{_short(r.model)} {r.hardware} {r.precision or 'native'} {r.framework} {r.isl}/{r.osl}"].add(
-                (r.tp, r.dp, ep))
+                (r.tp, r.dp, served_ep(r)))
     return out
 
 
