@@ -30,11 +30,14 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from prometheus_client.parser import text_string_to_metric_families
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from realvllm.server import SERVED_NAME, RealVllm, RealVllmError, ensure_model, ensure_venv  # noqa: E402
 
 STREAM_TOKENS = 3000      # the background stream's length (its prompt is 16 tokens; the server holds 4,096)
+PREFILL = "vllm:request_prefill_time_seconds"
 
 
 def stream(url: str, model: str, prompt: list[int], max_tokens: int, times: list[float]) -> float:
@@ -58,18 +61,19 @@ def stream(url: str, model: str, prompt: list[int], max_tokens: int, times: list
 def prefill_seconds(url: str) -> tuple[float, float] | None:
     """(sum, count) of vLLM's ``vllm:request_prefill_time_seconds``: from a request's first scheduling to its first
     token, on the engine's clock (one step under a synchronous scheduler, two when the step was formed ahead);
-    None where the server exports no such metric."""
+    None where the server exports no such metric. Read with prometheus_client's parser, as sweeps scrape."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
     conn.request("GET", "/metrics")
     text = conn.getresponse().read().decode(errors="replace")
     conn.close()
     found: dict[str, float] = {}
-    for line in text.splitlines():
-        for suffix in ("_sum", "_count"):
-            if line.startswith(f"vllm:request_prefill_time_seconds{suffix}{{"):
-                found[suffix] = found.get(suffix, 0.0) + float(line.rsplit(" ", 1)[1])
-    return (found["_sum"], found["_count"]) if len(found) == 2 else None
+    for family in text_string_to_metric_families(text):
+        if family.name == PREFILL:
+            for sample in family.samples:
+                found[sample.name] = found.get(sample.name, 0.0) + sample.value
+    total, count = found.get(f"{PREFILL}_sum"), found.get(f"{PREFILL}_count")
+    return None if total is None or count is None else (total, count)
 
 
 def probe_ttfts(url: str, model: str, probes: int, rng: random.Random) -> list[tuple[float, float]]:
@@ -87,10 +91,21 @@ def measure(url: str, model: str, probes: int, seed: int) -> None:
     rng = random.Random(seed)
     idle = statistics.median(first - sent for sent, first in probe_ttfts(url, model, probes // 2, rng))
     background: list[float] = []
-    worker = threading.Thread(target=stream, args=(url, model, [1, *range(100, 115)], STREAM_TOKENS, background),
-                              daemon=True)
+    failure: list[str] = []
+
+    def keep_decoding() -> None:
+        try:
+            stream(url, model, [1, *range(100, 115)], STREAM_TOKENS, background)
+        except (OSError, SystemExit) as e:     # a thread's exception would otherwise vanish
+            failure.append(str(e))
+
+    worker = threading.Thread(target=keep_decoding, daemon=True)
     worker.start()
     while len(background) < 20:
+        if not worker.is_alive():
+            raise SystemExit(f"the background stream stopped after {len(background)} tokens: "
+                             f"{failure[0] if failure else 'the server ended it'} (it asks for {STREAM_TOKENS} "
+                             "tokens after a 16-token prompt; serve with --max-model-len of at least 3016)")
         time.sleep(0.05)
     before = prefill_seconds(url)
     sent_first = probe_ttfts(url, model, probes, rng)
