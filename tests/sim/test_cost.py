@@ -456,3 +456,19 @@ def test_data_parallel_attention_prices_each_prompt_chunk_on_its_own_rank():
     one_chunk = step(1) - step(0)
     assert step(8) < step(0) + 2 * one_chunk
     assert step(9) - step(8) > 0.5 * one_chunk
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (1, 5), (4, 1), (4, 6)])
+def test_a_surface_reads_the_same_by_the_array_and_by_the_scalar(rows, cols):
+    """The array path (every row at once over the log-time matrix) follows the scalar path's edge rules: below,
+    inside and above each axis's grid."""
+    from scoville.sim.kernels.curve import Surface
+
+    rng = np.random.default_rng(rows * 10 + cols)
+    a, b = np.geomspace(2.0, 64.0, rows), np.geomspace(16.0, 4096.0, cols)
+    surface = Surface(a, b, rng.uniform(1e-5, 1e-3, (rows, cols)))
+    xs, ys = rng.uniform(0.5, 200.0, (3, 7)), rng.uniform(1.0, 20000.0, (3, 7))
+    by_array = surface(xs, ys)
+    assert by_array.shape == (3, 7)
+    by_scalar = [surface(float(x), float(y)) for x, y in zip(xs.ravel(), ys.ravel(), strict=True)]
+    assert by_array.ravel() == pytest.approx(by_scalar, rel=1e-12)

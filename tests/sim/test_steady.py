@@ -176,3 +176,15 @@ def test_attention_dp_balance_acts_only_under_attention_data_parallelism():
     est_plain = estimate(SimConfig.model_validate(base), 922, 922, conc)
     est_balanced = estimate(SimConfig.model_validate({**base, "attention_dp_balance": {}}), 922, 922, conc)
     assert est_balanced.ttft == pytest.approx(est_plain.ttft) and est_balanced.tpot == pytest.approx(est_plain.tpot)
+
+
+def test_the_root_finder_lands_on_smooth_roots_and_inside_the_bracket_of_a_jump():
+    from scoville.sim.steady import _bisect
+
+    lo, hi = np.zeros(4), np.array([10.0, 10.0, 10.0, 10.0])
+    roots = np.array([0.3, 2.0, 7.77, 9.5])
+    assert _bisect(lambda n: np.exp(-n) - np.exp(-roots), lo, hi) == pytest.approx(roots, rel=1e-7)
+    jump = _bisect(lambda n: np.where(n < 4.2, 1.0, -1.0), lo[:1], hi[:1])
+    assert abs(jump[0] - 4.2) <= 10.0 * 2.0 ** -15
+    kept_sign = _bisect(lambda n: np.array([1.0, -1.0]) + 0.0 * n, lo[:2], hi[:2])   # clamps to an end
+    assert kept_sign == pytest.approx([10.0, 0.0], abs=1e-3)

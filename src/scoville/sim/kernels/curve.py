@@ -71,10 +71,13 @@ class Curve:
 class Surface:
     """``time(a, b)`` on a grid ``a_i × b_j`` (sequences × context, batch × prompt length ...).
 
-    Bilinear in log–log–log space with the same edge rules as :class:`Curve` on each axis.
+    Bilinear in log–log–log space with the same edge rules as :class:`Curve` on each axis. An array call
+    interpolates every row along ``b`` in one pass over the log-time matrix (the rows share the ``b`` grid), then
+    across rows: the estimator asks for hundreds of such calls a search, where one :class:`Curve` call per row
+    cost most of the time.
     """
 
-    __slots__ = ("_rows", "_la", "_la_list")
+    __slots__ = ("_rows", "_la", "_la_list", "_lb", "_lt")
 
     def __init__(self, a: Any, b: Any, t: Any) -> None:
         av, bv, tv = (np.asarray(v, dtype=np.float64) for v in (a, b, t))
@@ -85,13 +88,14 @@ class Surface:
         self._la = np.log(av)
         self._la_list = self._la.tolist()
         self._rows = [Curve(bv, row) for row in tv]
+        self._lb, self._lt = self._rows[0]._lx, np.log(tv)
 
     def __call__(self, a: Any, b: Any) -> Any:
         if (isinstance(a, (float, int)) and isinstance(b, (float, int))) or (np.ndim(a) == 0 and np.ndim(b) == 0):
             return self._scalar(float(a), float(b))
         av, bv = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
         la = np.log(np.maximum(av, 1e-300))
-        rows = np.stack([np.log(r(bv)) for r in self._rows])       # (rows, *shape)
+        rows = self._rows_at(np.log(np.maximum(bv, 1e-300)))        # (rows, *shape)
         idx = np.clip(np.searchsorted(self._la, la, side="right"), 1, len(self._la) - 1) if len(self._la) > 1 else None
         if idx is None:
             lt = rows[0] + np.maximum(la - self._la[0], 0.0)
@@ -103,6 +107,17 @@ class Surface:
         lt = t0 + (t1 - t0) * w
         lt = np.where(la > self._la[-1], rows[-1] + (la - self._la[-1]), lt)
         return np.exp(lt)
+
+    def _rows_at(self, lb: np.ndarray) -> np.ndarray:
+        """Every row's log time at log sizes ``lb``, shaped (rows, *lb.shape), by :class:`Curve`'s edge rules: the
+        first value below the grid, in proportion to size above it."""
+        grid, lt = self._lb, self._lt
+        if grid.size == 1:
+            return lt[:, :1].reshape((-1,) + (1,) * lb.ndim) + np.maximum(lb - grid[0], 0.0)
+        j = np.clip(np.searchsorted(grid, lb, side="right"), 1, grid.size - 1)
+        w = np.clip((lb - grid[j - 1]) / (grid[j] - grid[j - 1]), 0.0, 1.0)
+        inside = lt[:, j - 1] * (1.0 - w) + lt[:, j] * w
+        return np.where(lb > grid[-1], lt[:, -1:].reshape((-1,) + (1,) * lb.ndim) + (lb - grid[-1]), inside)
 
     def _scalar(self, a: float, b: float) -> float:
         las = self._la_list
