@@ -7,8 +7,9 @@ aiconfigurator-core ships them for NVIDIA GPUs; for the CPU entry that the real-
 * **GEMM** — a linear layer handed to vLLM's own ``dispatch_cpu_unquantized_gemm`` (oneDNN on this CPU; the
   path it picks for one token differs from the one for two or more, which is why this is measured and not a
   roofline), over tokens ``m`` and the weight shapes ``n × k``;
-* **decode attention** — ``cpu_attention_with_kv_cache`` on a paged BF16 KV cache plus the KV write of the
-  step (``cpu_attn_reshape_and_cache``), one layer, over (sequences, context);
+* **decode attention** — ``cpu_attention_with_kv_cache`` on a paged KV cache of the served dtype (``--dtype``:
+  BF16, or FP32 on a CPU without AVX-512 BF16) plus the KV write of the step (``cpu_attn_reshape_and_cache``),
+  one layer, over (sequences, context);
 * **prefill attention** — the same kernel, causal, over (chunks, chunk length).
 
 Run it with the Python that has vLLM's CPU build (not scoville's venv), pinned like vLLM's model worker
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import itertools
 import os
 import platform
 import time
@@ -62,41 +64,67 @@ def best_ms(fn: Callable[[], object], budget_s: float = 0.25, min_reps: int = 5)
     return best * 1e3
 
 
-def measure_gemm(torch, rows: list[dict], max_call_s: float) -> None:
+COLD_BYTES = 64 * 2**20   # operand copies cycled through per shape: 4x the 16 MiB last-level cache of these slices
+MAX_COPIES = 512
+
+
+def copies(nbytes: float, cold: bool) -> int:
+    """How many copies of a kernel's operands (weights, KV) to cycle through, one per call: enough that a copy is
+    out of the last-level cache by its next turn, as a layer's weights and KV are whenever a served step reaches
+    them (the step streams the whole model through the cache), while the code, the dispatcher and the
+    activations stay as hot as in a served step; one (the operands stay cached between repeats) when not ``cold``.
+    """
+    return max(1, min(MAX_COPIES, -(-COLD_BYTES // max(int(nbytes), 1)))) if cold else 1
+
+
+CACHE_NOTE = {True: f"weights and KV cycled through copies of {COLD_BYTES >> 20} MiB in all, so each call finds "
+                    "its operands out of the last-level cache",
+              False: "operands left cached between repeats"}
+
+
+def measure_gemm(torch, rows: list[dict], max_call_s: float, dtype: str, cold: bool) -> None:
     from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 
+    torch_dtype = getattr(torch, dtype)
     for n in GEMM_N:
         for k in GEMM_K:
-            layer = torch.nn.Linear(k, n, bias=False, dtype=torch.bfloat16)
-            dispatch_cpu_unquantized_gemm(layer, remove_weight=False)
+            layers = [torch.nn.Linear(k, n, bias=False, dtype=torch_dtype)
+                      for _ in range(copies(n * k * torch_dtype.itemsize, cold))]
+            for layer in layers:
+                dispatch_cpu_unquantized_gemm(layer, remove_weight=False)
+            turn = itertools.cycle(layers)
             first = len(rows)
             for m in TOKENS:
                 if 2.0 * m * n * k / 30e9 > max_call_s:
                     break
-                x = torch.randn(m, k, dtype=torch.bfloat16)
+                x = torch.randn(m, k, dtype=torch_dtype)
 
-                def call(layer: Any = layer, x: Any = x) -> object:
+                def call(x: Any = x, turn: Any = turn) -> object:
+                    layer = next(turn)
                     return layer.cpu_linear(x, layer.weight, None)
 
                 ms = best_ms(call)
                 rows.append(dict(framework="VLLM", op_name="gemm", kernel_source="dispatch_cpu_unquantized_gemm",
-                                 gemm_dtype="bfloat16", m=m, n=n, k=k, latency=ms))
-            print(f"gemm n={n} k={k}: m=1 {rows[first]['latency']:.3f} ms, m={rows[-1]['m']} "
-                  f"{rows[-1]['latency']:.3f} ms", flush=True)
+                                 gemm_dtype=dtype, m=m, n=n, k=k, latency=ms))
+            print(f"gemm n={n} k={k} ({len(layers)} copies): m=1 {rows[first]['latency']:.3f} ms, "
+                  f"m={rows[-1]['m']} {rows[-1]['latency']:.3f} ms", flush=True)
 
 
-def _attention(torch, ops, heads: int, kv_heads: int, head_dim: int, seq_lens: list[int], query_lens: list[int]):
+def _attention(torch, ops, heads: int, kv_heads: int, head_dim: int, seq_lens: list[int], query_lens: list[int],
+               dtype: Any, cold: bool):
     """A callable running one layer's KV write + attention for sequences of ``seq_lens`` (KV after the step)
-    feeding ``query_lens`` new tokens each, on a paged BF16 cache laid out as vLLM's CPU backend keeps it."""
+    feeding ``query_lens`` new tokens each, on a paged cache of ``dtype`` (the served dtype: vLLM's CPU backend
+    keeps the cache in it) laid out as vLLM's CPU backend keeps it; each call on the next of ``copies`` disjoint
+    sets of blocks."""
     from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
 
-    isa = _get_attn_isa(torch.bfloat16, BLOCK, head_dim, "auto")
+    isa = _get_attn_isa(dtype, BLOCK, head_dim, "auto")
     blocks_per_seq = [-(-s // BLOCK) for s in seq_lens]
-    num_blocks = sum(blocks_per_seq) + 1
-    cache = torch.zeros(num_blocks, kv_heads, BLOCK * 2, head_dim, dtype=torch.bfloat16).normal_()
+    per_copy = sum(blocks_per_seq)
+    n_copies = copies(per_copy * kv_heads * BLOCK * 2 * head_dim * dtype.itemsize, cold)
+    cache = torch.zeros(per_copy * n_copies + 1, kv_heads, BLOCK * 2, head_dim, dtype=dtype).normal_()
     key_cache, value_cache = cache.chunk(2, dim=2)
-    width = max(blocks_per_seq)
-    table = torch.zeros(len(seq_lens), width, dtype=torch.int32)
+    table = torch.zeros(len(seq_lens), max(blocks_per_seq), dtype=torch.int32)
     start = 0
     for i, nb in enumerate(blocks_per_seq):
         table[i, :nb] = torch.arange(start, start + nb, dtype=torch.int32)
@@ -107,34 +135,37 @@ def _attention(torch, ops, heads: int, kv_heads: int, head_dim: int, seq_lens: l
     lens = torch.tensor(seq_lens, dtype=torch.int32)
     slots = torch.cat([table[i, (torch.arange(s - q, s) // BLOCK)].long() * BLOCK + torch.arange(s - q, s) % BLOCK
                        for i, (s, q) in enumerate(zip(seq_lens, query_lens, strict=True))])
-    q = torch.randn(tokens, heads, head_dim, dtype=torch.bfloat16)
-    k = torch.randn(tokens, kv_heads, head_dim, dtype=torch.bfloat16)
-    v = torch.randn(tokens, kv_heads, head_dim, dtype=torch.bfloat16)
-    out = torch.empty(tokens, heads, head_dim, dtype=torch.bfloat16)
+    turn = itertools.cycle([(table + c * per_copy, slots + c * per_copy * BLOCK) for c in range(n_copies)])
+    q = torch.randn(tokens, heads, head_dim, dtype=dtype)
+    k = torch.randn(tokens, kv_heads, head_dim, dtype=dtype)
+    v = torch.randn(tokens, kv_heads, head_dim, dtype=dtype)
+    out = torch.empty(tokens, heads, head_dim, dtype=dtype)
     meta = ops.cpu_attn_get_scheduler_metadata(
         num_reqs=len(seq_lens), num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, seq_lens=lens,
-        dtype=torch.bfloat16, query_start_loc=qsl, causal=True, sliding_window_size=-1, isa=isa,
+        dtype=dtype, query_start_loc=qsl, causal=True, sliding_window_size=-1, isa=isa,
         enable_kv_split=False)
 
     def run() -> None:
-        ops.cpu_attn_reshape_and_cache(k, v, key_cache, value_cache, slots, isa)
+        blocks, where = next(turn)
+        ops.cpu_attn_reshape_and_cache(k, v, key_cache, value_cache, where, isa)
         ops.cpu_attention_with_kv_cache(
             query=q, key_cache=key_cache, value_cache=value_cache, output=out, query_start_loc=qsl, seq_lens=lens,
-            scale=head_dim ** -0.5, causal=True, alibi_slopes=None, sliding_window=-1, block_table=table,
+            scale=head_dim ** -0.5, causal=True, alibi_slopes=None, sliding_window=-1, block_table=blocks,
             softcap=0.0, scheduler_metadata=meta, s_aux=None)
 
     return run, isa
 
 
-def measure_attention(torch, decode: list[dict], prefill: list[dict], max_call_s: float) -> None:
+def measure_attention(torch, decode: list[dict], prefill: list[dict], max_call_s: float, dtype: str,
+                      cold: bool) -> None:
     from vllm import _custom_ops as ops
 
     for heads, kvh, hd in HEADS:
         common = dict(framework="VLLM", num_heads=heads, num_key_value_heads=kvh, head_dim=hd, beam_width=1,
-                      attn_dtype="bfloat16", kv_cache_dtype="bfloat16", window_size=0)
+                      attn_dtype=dtype, kv_cache_dtype=dtype, window_size=0)
         for b in DECODE_SEQS:
             for ctx in DECODE_CTX:
-                run, isa = _attention(torch, ops, heads, kvh, hd, [ctx] * b, [1] * b)
+                run, isa = _attention(torch, ops, heads, kvh, hd, [ctx] * b, [1] * b, getattr(torch, dtype), cold)
                 decode.append(dict(common, op_name="generation_attention",
                                    kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
                                    batch_size=b, isl=1, step=ctx, latency=best_ms(run)))
@@ -144,7 +175,7 @@ def measure_attention(torch, decode: list[dict], prefill: list[dict], max_call_s
             for n in PREFILL_LEN:
                 if b * n * n * heads * hd * 4 / 2 / 20e9 > max_call_s:
                     break
-                run, isa = _attention(torch, ops, heads, kvh, hd, [n] * b, [n] * b)
+                run, isa = _attention(torch, ops, heads, kvh, hd, [n] * b, [n] * b, getattr(torch, dtype), cold)
                 prefill.append(dict(common, op_name="context_attention",
                                     kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
                                     batch_size=b, isl=n, step=0, latency=best_ms(run)))
@@ -166,6 +197,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="the system's folder under scoville's data/kernels")
     ap.add_argument("--max-call-s", type=float, default=0.15, help="skip shapes whose one call takes longer")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (vLLM's CPU worker here uses one)")
+    ap.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
+                    help="the dtype the server runs (`vllm serve --dtype`): float32 on a CPU without AVX-512 BF16, "
+                         "where vLLM's BF16 GEMMs run ~10x slower than its FP32 ones")
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="leave the operands cached between repeats (how the tables before 2026-12-05 were timed); "
+                         "default: cycle through copies of them, so each call finds them out of the last-level "
+                         "cache, as a served step does")
     args = ap.parse_args()
     import torch
     import vllm
@@ -177,8 +215,8 @@ def main() -> None:
     decode: list[dict] = []
     prefill: list[dict] = []
     t0 = time.time()
-    measure_gemm(torch, gemm, args.max_call_s)
-    measure_attention(torch, decode, prefill, args.max_call_s)
+    measure_gemm(torch, gemm, args.max_call_s, args.dtype, cold=not args.warm_cache)
+    measure_attention(torch, decode, prefill, args.max_call_s, args.dtype, cold=not args.warm_cache)
     write(args.out / "gemm" / "vllm" / version / "gemm_perf.csv", gemm, version, device)
     write(args.out / "attention" / "vllm" / version / "generation_attention_perf.csv", decode, version, device)
     write(args.out / "attention" / "vllm" / version / "context_attention_perf.csv", prefill, version, device)
@@ -187,6 +225,7 @@ def main() -> None:
     (args.out / "SOURCE.md").write_text(
         f"Measured by `bench/measure_cpu_kernels.py` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC "
         f"in {time.time() - t0:.0f} s: vLLM {vllm.__version__}, torch {torch.__version__}, {model}, "
+        f"{args.dtype}, {CACHE_NOTE[not args.warm_cache]}, "
         f"{args.threads} torch thread(s), affinity {sorted(os.sched_getaffinity(0))}, "
         f"load average {os.getloadavg()[0]:.2f} at the end. Best of >= 5 repeats per point; times in ms.\n")
 

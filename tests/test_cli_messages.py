@@ -19,6 +19,16 @@ def test_an_error_quoting_a_pip_extra_keeps_its_brackets(tmp_path, capsys, monke
     assert "does not fit" not in err       # the search used to read the missing tables as "no layout fits"
 
 
+def test_a_model_in_fp32_on_a_chip_without_an_fp32_rate_names_the_field_not_a_layout(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--hardware", "h100", "--model", "llama-3.1-8b", "--precision", "fp32",
+              "--scenario", "1k1k", "--runs", str(tmp_path)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert e.value.code == 2
+    assert "add flops_tflops.fp32" in err and "does not fit" not in err, err
+
+
 def test_sweep_help_fits_an_80_column_terminal_without_cutting_an_option_name(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")    # typer's help console reads it when it renders
     main(["sweep", "--help"])

@@ -37,8 +37,8 @@ class SimulateSpec(Spec):
     config: Path | None = Field(None, description="pin one SimConfig (YAML/JSON) instead of searching")
     workload: WorkloadSpec = WorkloadSpec()
     load: LoadSpec = LoadSpec()
-    precision: str | None = Field(None, description="native, fp8, nvfp4/mxfp4/fp4, int4, bf16")
-    kv_dtype: Literal["auto", "bf16", "fp8"] = "auto"
+    precision: str | None = Field(None, description="native, fp8, nvfp4/mxfp4/fp4, int4, bf16, fp32")
+    kv_dtype: Literal["auto", "bf16", "fp8", "fp32"] = "auto"
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
     mtp: str = Field("auto", description="auto | off | K[:ACCEPT]")
     max_accelerators: int | None = Field(None, ge=1)
@@ -80,20 +80,24 @@ def parse_mtp(value: str | None) -> tuple[str, SpeculativeConfig | None]:
     return "pinned", spec
 
 
-def resolve_kv_dtype(value: str | None, hardware: str, model: str | None = None, framework: str | None = None) -> str:
+def resolve_kv_dtype(value: str | None, hardware: str, model: str | None = None, framework: str | None = None,
+                     precision: str | None = None) -> str:
     """``kv_dtype="auto"``: FP8 where the chip has FP8 math (what InferenceX's recipes run), else BF16; and BF16
     where the serving framework's own measured decode attention runs slower on an FP8 cache than on BF16
-    (:func:`fp8_cache_is_slower`: SGLang's MLA kernel on Hopper), given ``model`` and ``framework``."""
+    (:func:`fp8_cache_is_slower`: SGLang's MLA kernel on Hopper), given ``model`` and ``framework``. A model
+    served in FP32 (``precision``) keeps an FP32 cache, as a server's auto cache format follows the model's."""
     from scoville.catalog.hardware import load_hardware
 
     v = (value or "auto").lower()
     if v == "auto":
+        if precision == "fp32":                 # a server's auto cache format is its model's dtype
+            return "fp32"
         if "fp8" not in load_hardware(hardware).flops_tflops:
             return "bf16"
         slower = model is not None and framework is not None and fp8_cache_is_slower(hardware, model, framework)
         return "bf16" if slower else "fp8"
-    if v not in ("bf16", "fp8"):
-        raise SimConfigError(f"--kv-dtype {value!r}: use auto, bf16 or fp8")
+    if v not in ("bf16", "fp8", "fp32"):
+        raise SimConfigError(f"--kv-dtype {value!r}: use auto, bf16, fp8 or fp32")
     return v
 
 
@@ -149,7 +153,8 @@ def base_config(spec: SimulateSpec, pinned_drafts: SpeculativeConfig | None) -> 
         raise SimConfigError("give --hardware and --model (or a --config file that names them)")
     balance = default_attention_dp_balance(spec.framework)
     return SimConfig.parse({"hardware": spec.hardware, "model": spec.model, "precision": spec.precision,
-                            "kv_dtype": resolve_kv_dtype(spec.kv_dtype, spec.hardware, spec.model, spec.framework),
+                            "kv_dtype": resolve_kv_dtype(spec.kv_dtype, spec.hardware, spec.model, spec.framework,
+                                                         spec.precision),
                             "speculative": pinned_drafts.model_dump() if pinned_drafts else None,
                             "attention_dp_balance": balance.model_dump() if balance else None, **common},
                            where="options")

@@ -382,6 +382,37 @@ def test_scoville_measured_cpu_tables_price_the_cpu_entry_without_the_silicon_ex
     assert zen4.ops.lm_head(64.0) * 3 < c.ops.lm_head(64.0)
 
 
+def test_a_model_served_in_fp32_moves_four_bytes_an_element_and_runs_the_fp32_kernels_measured_for_it(tmp_path):
+    """`vllm serve --dtype float32`, what vLLM's CPU backend runs fastest on a CPU without AVX-512 BF16: every
+    weight, the activations between operators and the KV cache in FP32, priced from the FP32 tables measured on
+    that CPU (epyc-zen2-2vcpu); a BF16 deployment there never reads FP32 timings."""
+    p = tmp_path / "vllm-cpu-check.json"
+    p.write_text(json.dumps({**TINY, "hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 6,
+                             "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000}))
+    model = load_model(str(p))
+    bf16 = StepCost(model, "epyc-zen2-2vcpu", precision="bf16", kv_dtype="bf16")
+    fp32 = StepCost(model, "epyc-zen2-2vcpu", precision="fp32", kv_dtype="fp32", backend="measured")
+    assert fp32.weight_bytes_per_accelerator == pytest.approx(2 * bf16.weight_bytes_per_accelerator)
+    assert fp32.kv_bytes_per_token == pytest.approx(2 * bf16.kv_bytes_per_token)
+    assert (fp32.act_bytes, bf16.act_bytes) == (4.0, 2.0)
+    for op in ("attn_proj", "dense_ffn", "lm_head"):
+        assert fp32.ops.provenance[op].startswith("measured (epyc_zen2_2vcpu/gemm") and "float32" in \
+            fp32.ops.provenance[op]
+    assert "KV float32" in fp32.ops.provenance["attn_decode"]
+    assert "epyc_zen2_2vcpu/attention" in fp32.ops.provenance["attn_prefill"]
+    borrowed = ("attn_proj", "attn_decode", "attn_prefill")
+    assert all(not bf16.ops.provenance[op].startswith("measured") for op in borrowed)
+    # on this CPU FP32 is the fast path: a 512-token prompt's step is several times the BF16 transfer's speed
+    assert 3 * fp32.step_time(512, 1, 512 * 256.5, 512) < bf16.step_time(512, 1, 512 * 256.5, 512)
+
+
+def test_a_model_in_fp32_on_an_entry_without_an_fp32_rate_is_refused_naming_the_field():
+    with pytest.raises(UserError, match=r"flops_tflops has no fp32 rate.*add flops_tflops\.fp32"):
+        StepCost("llama-3.1-8b", "h100", precision="fp32", kv_dtype="fp32", backend="transfer")
+    with pytest.raises(UserError, match="use one of bf16, fp16, fp8, fp4, fp32"):
+        StepCost("llama-3.1-8b", "h100", kv_dtype="int2")
+
+
 def test_kv_capacity_is_capacity_minus_weights_activations_reserve():
     c = StepCost("llama-3.1-8b", "h100")
     assert c.weight_bytes_per_accelerator == pytest.approx(2 * 8.03e9, rel=0.003)

@@ -113,6 +113,7 @@ def test_auto_kv_cache_is_fp8_unless_the_frameworks_own_kernel_runs_it_slower():
     assert resolve_kv_dtype("auto", "h200") == "fp8"                      # nothing to compare without the stack
     assert resolve_kv_dtype("fp8", "h200", "deepseek-r1", "sglang") == "fp8"   # an explicit choice stands
     assert resolve_kv_dtype("auto", "a100", "deepseek-r1", "sglang") == "bf16"   # no FP8 math
+    assert resolve_kv_dtype("auto", "epyc-zen2-2vcpu", precision="fp32") == "fp32"   # the cache follows the model
 
 
 def test_the_search_deploys_tensorrt_llm_attention_dp_with_its_balance_and_the_others_without():

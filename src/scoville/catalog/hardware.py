@@ -10,7 +10,7 @@ system by writing one YAML file (``load_hardware("my_chip.yaml")``).
 Units (fixed, so a YAML never has to say them twice):
 
 * ``flops_tflops``: dense tensor TFLOPS (10^12 FLOP/s) per accelerator, no sparsity, per precision key
-  (``fp4`` = NVFP4/MXFP4, ``fp8``, ``int8``, ``bf16``, ``fp16``).
+  (``fp4`` = NVFP4/MXFP4, ``fp8``, ``int8``, ``bf16``, ``fp16``; ``fp32`` where a model is served in FP32).
 * ``hbm_capacity_gb``: usable capacity in decimal GB (10^9 bytes) as the driver reports it
   (nvidia-smi MiB x 1.048576 / 1000), not the marketing figure; ``hbm_bandwidth_tbps`` in TB/s (10^12 B/s).
 * ``scaleup_bandwidth_gbps`` / ``scaleout_bandwidth_gbps``: GB/s (10^9 *bytes*/s), *unidirectional*, per
@@ -47,6 +47,11 @@ EFFICIENCY_KEYS = {
     "scaleup": "achievable fraction of scale-up link bandwidth for a prefill-to-decode KV copy",
     "scaleout": "achievable fraction of scale-out NIC bandwidth for a prefill-to-decode KV copy",
 }
+
+
+class MissingRate(UserError):
+    """The entry lacks a rate the deployment needs (an FP32 model on an entry without ``flops_tflops.fp32``): no
+    layout of it would have one, so a search stops with this instead of trying the next layout."""
 
 
 class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -123,8 +128,14 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         """Dense peak FLOP/s for a precision; falls back to the nearest wider format the chip has.
 
         A chip without FP4 tensor cores (Hopper) runs FP4 weights by upcasting to FP8/BF16, so that
-        is the rate it reaches.
+        is the rate it reaches. FP32 has nothing wider to fall back to: an entry without it cannot price a model
+        served in FP32, and says so.
         """
+        if precision == "fp32":
+            if "fp32" not in self.flops_tflops:
+                raise MissingRate(f"{self.name}: flops_tflops has no fp32 rate, which a model served in FP32 runs at; "
+                                f"add flops_tflops.fp32 to its hardware file or serve the model in bf16")
+            return self.flops_tflops["fp32"] * 1e12
         order = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16"]
         start = order.index(precision) if precision in order else order.index("bf16")
         for key in order[start:]:

@@ -27,14 +27,15 @@ from scoville.errors import UserError
 
 # Bytes per weight, scales included: MXFP4 = 4-bit E2M1 + 8-bit scale per 32 (4.25 bit); NVFP4 = 4-bit +
 # FP8 scale per 16 (4.5 bit); INT4 W4A16 group 32 with BF16 scales (4.5 bit); FP8 with 128x128 FP32 block
-# scales (~1.0002 B).
+# scales (~1.0002 B). FP32 is a whole model served unquantised in single precision (`vllm serve --dtype float32`,
+# what vLLM's CPU backend runs fastest on a CPU without AVX-512 BF16).
 WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0 + 4 / (128 * 128), "int8": 1.0,
-                "mxfp4": 4.25 / 8, "nvfp4": 4.5 / 8, "int4": 4.5 / 8, "fp4": 4.5 / 8}
+                "mxfp4": 4.25 / 8, "nvfp4": 4.5 / 8, "int4": 4.5 / 8, "fp4": 4.5 / 8, "fp32": 4.0}
 # The tensor-core rate a GEMM with those weights runs at (activations' format decides): W4A16 INT4 runs in
 # BF16; MXFP4 experts run W4A8 (MXFP4 x MXFP8, the TensorRT-LLM/vLLM default for gpt-oss); NVFP4 is W4A4.
 COMPUTE_PRECISION = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8",
-                     "mxfp4": "bf16", "nvfp4": "fp4", "fp4": "fp4", "int4": "bf16"}
-KV_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5625}
+                     "mxfp4": "bf16", "nvfp4": "fp4", "fp4": "fp4", "int4": "bf16", "fp32": "fp32"}
+KV_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5625, "fp32": 4.0}
 
 GROUPS = ("attn", "dense_ffn", "experts", "shared_experts", "embed", "lm_head")
 
@@ -162,7 +163,8 @@ class ModelArch(msgspec.Struct, kw_only=True):
         ``None``/``"native"`` keeps the checkpoint's formats. ``"nvfp4"``/``"mxfp4"``/``"int4"`` quantize the
         feed-forward groups (routed, shared, dense FFN) and keep attention, embeddings and LM head as shipped —
         what NVIDIA's NVFP4 and AMD's MXFP4 DeepSeek/Kimi checkpoints do. ``"fp8"``/``"bf16"`` set every
-        linear layer (embeddings and LM head stay BF16).
+        linear layer (embeddings and LM head stay BF16). ``"fp32"`` is the whole model in single precision,
+        embeddings and LM head too (a server's ``--dtype float32``).
         """
         if override in (None, "native", self.default_precision):
             return dict(self.precision)
@@ -173,6 +175,8 @@ class ModelArch(msgspec.Struct, kw_only=True):
         if override in ("nvfp4", "mxfp4", "int4", "fp4"):
             for g in ("experts", "shared_experts", "dense_ffn"):
                 prec[g] = override
+        elif override == "fp32":
+            prec = dict.fromkeys(GROUPS, "fp32")
         else:
             for g in ("attn", "experts", "shared_experts", "dense_ffn"):
                 prec[g] = override
@@ -248,7 +252,7 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
     heads = _count(cfg, "num_attention_heads", source)
     vocab = _count(cfg, "vocab_size", source)
     base = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-    base = base.replace("bfloat16", "bf16").replace("float16", "fp16")
+    base = base.replace("bfloat16", "bf16").replace("float16", "fp16").replace("float32", "fp32")
     if base not in WEIGHT_BYTES:
         base = "bf16"
     prec, label = _quant_precision(cfg, base)

@@ -65,10 +65,12 @@ def register(app: typer.Typer) -> None:
         config: Annotated[Path | None, typer.Option(
             help="Pin one SimConfig (YAML/JSON) instead of searching.")] = None,
         precision: Annotated[str | None, typer.Option(
-            help="Weight precision: native (checkpoint), fp8, nvfp4/mxfp4/fp4, int4, bf16.")] = None,
+            help="Weight precision: native (checkpoint), fp8, nvfp4/mxfp4/fp4, int4, bf16, fp32 (the whole "
+                 "model, as `vllm serve --dtype float32`).")] = None,
         kv_dtype: Annotated[str, typer.Option(
             "--kv-dtype", help="KV cache: auto (fp8 where supported, bf16 where the framework's measured "
-                               "attention kernel runs fp8 slower) | bf16 | fp8.")] = "auto",
+                               "attention kernel runs fp8 slower; fp32 for an fp32 model) | bf16 | fp8 "
+                               "| fp32.")] = "auto",
         framework: Annotated[str, typer.Option(
             help="Serving stack whose kernels and overheads to use: vllm | sglang | trtllm.")] = "vllm",
         mtp: Annotated[str, typer.Option(

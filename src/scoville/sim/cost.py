@@ -37,9 +37,10 @@ from scoville.catalog.hardware import Hardware, load_hardware
 from scoville.catalog.models import COMPUTE_PRECISION, KV_BYTES, WEIGHT_BYTES, ModelArch, load_model
 from scoville.errors import UserError
 from scoville.sim.frameworks import FrameworkCosts, load_framework, rank_token_budget
+from scoville.sim.kernels.formats import activation_format
 from scoville.sim.kernels.ops import Layout, OpSet, build_ops
+from scoville.sim.kernels.work import KERNEL_ACT_BYTES
 
-ACT_BYTES = 2.0            # BF16 activations between operators
 ACTIVATION_TENSORS = 18    # live hidden-sized tensors per token in the peak-activation estimate
 COMPONENTS = ("attn_proj", "attn_core", "ffn", "lm_head", "comm", "draft", "overhead")
 
@@ -116,6 +117,7 @@ class StepCost:
         if drafts < 0:
             raise UserError(f"draft tokens must be >= 0, got {drafts}")
         self.precision = m.with_precision(precision)
+        self.act_bytes = KERNEL_ACT_BYTES[activation_format(self.precision)]   # between operators: BF16, or FP32
         self.kv_dtype = (kv_dtype or "bf16").lower()
         if self.kv_dtype not in KV_BYTES:
             raise UserError(f"unknown kv_dtype {kv_dtype!r}; use one of {', '.join(KV_BYTES)}")
@@ -289,7 +291,7 @@ class StepCost:
         ops, m = self.ops, self.model
         if ops.allreduce is None:
             return 0.0
-        out = 2 * ops.allreduce(_pos(xp, x * m.hidden_size * ACT_BYTES, scalar))
+        out = 2 * ops.allreduce(_pos(xp, x * m.hidden_size * self.act_bytes, scalar))
         if m.qk_norm == "per_layer":
             out = out + ops.allreduce(_pos(xp, x * 2.0 * 4.0, scalar))
         return out
@@ -359,7 +361,7 @@ class StepCost:
         """Peak activation workspace: hidden-sized tensors for a rank's full token budget plus the logits."""
         m = self.model
         toks = self.rank_budget(max_num_batched_tokens)
-        return (toks * m.hidden_size * ACT_BYTES * ACTIVATION_TENSORS / self.par.tp
+        return (toks * m.hidden_size * self.act_bytes * ACTIVATION_TENSORS / self.par.tp
                 + 1024 * m.vocab_size * 4 / self.par.tp)
 
     def kv_capacity_tokens(self, gpu_memory_utilization: float = 0.9, max_num_batched_tokens: int = 8192) -> int:

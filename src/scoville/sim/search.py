@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from scoville.catalog.hardware import Hardware, load_hardware
+from scoville.catalog.hardware import Hardware, MissingRate, load_hardware
 from scoville.catalog.models import ModelArch, load_model
 from scoville.errors import UserError
 from scoville.sim.config import (
@@ -152,7 +152,7 @@ def _layouts_of(n: int, model: ModelArch, domain: int) -> list[ParallelConfig]:
 def _fits(base: SimConfig, par: ParallelConfig, min_requests: int, tokens_per_request: float = 0.0) -> bool:
     try:
         cost = step_cost(base, par)
-    except MissingKernelTables:
+    except (MissingKernelTables, MissingRate):
         raise                      # no layout would have them: say so, not "does not fit"
     except UserError:
         return False

@@ -9,6 +9,10 @@ simulator ends up crediting an H100 with FP4 speed.
 The rule per chip comes from its catalog entry: a chip whose ``flops_tflops`` lists ``fp4`` runs 4-bit
 formats natively; any other runs them weight-only, at its ``bf16`` rate (the extra dequantisation work
 is in the measured W4A16 kernels, and in the transfer fit of those kernels).
+
+A model served in FP32 (``fp32``: every weight group, the activations between operators and the KV cache) runs
+FP32 kernels throughout; vLLM's CPU backend does so on a CPU without AVX-512 BF16, where its BF16 GEMMs run
+~10x slower than its FP32 ones.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ def gemm_format(weight_format: str, hw: Hardware) -> str:
     f = weight_format.lower()
     if f in ("bf16", "fp16"):
         return "bfloat16"
+    if f == "fp32":
+        return "float32"
     if f == "fp8":
         return "fp8_block" if "fp8" in hw.flops_tflops else "bfloat16"
     if f == "int8":
@@ -32,7 +38,7 @@ def gemm_format(weight_format: str, hw: Hardware) -> str:
         if f != "int4" and "fp4" in hw.flops_tflops:
             return "nvfp4"
         return "w4a16_int4"
-    raise UserError(f"unknown weight format {weight_format!r}; use bf16, fp8, int8, nvfp4, mxfp4 or int4")
+    raise UserError(f"unknown weight format {weight_format!r}; use bf16, fp8, int8, nvfp4, mxfp4, int4 or fp32")
 
 
 def moe_format(weight_format: str, hw: Hardware) -> str:
@@ -41,6 +47,8 @@ def moe_format(weight_format: str, hw: Hardware) -> str:
     native4 = "fp4" in hw.flops_tflops
     if f in ("bf16", "fp16"):
         return "bfloat16"
+    if f == "fp32":
+        return "float32"
     if f in ("fp8", "int8"):
         return "fp8_block" if "fp8" in hw.flops_tflops else "bfloat16"
     if f == "mxfp4":
@@ -49,7 +57,7 @@ def moe_format(weight_format: str, hw: Hardware) -> str:
         return "nvfp4" if native4 else "w4a16_mxfp4"
     if f == "int4":
         return "int4_wo"
-    raise UserError(f"unknown weight format {weight_format!r}; use bf16, fp8, int8, nvfp4, mxfp4 or int4")
+    raise UserError(f"unknown weight format {weight_format!r}; use bf16, fp8, int8, nvfp4, mxfp4, int4 or fp32")
 
 
 def kv_format(kv_dtype: str, hw: Hardware) -> str:
@@ -57,9 +65,17 @@ def kv_format(kv_dtype: str, hw: Hardware) -> str:
     k = kv_dtype.lower()
     if k in ("bf16", "fp16"):
         return "bfloat16"
+    if k == "fp32":
+        return "float32"
     if k in ("fp8", "fp4"):
         return "fp8" if "fp8" in hw.flops_tflops else "bfloat16"
-    raise UserError(f"unknown kv_dtype {kv_dtype!r}; use bf16 or fp8")
+    raise UserError(f"unknown kv_dtype {kv_dtype!r}; use bf16, fp8 or fp32")
+
+
+def activation_format(precision: dict[str, str]) -> str:
+    """Format of the activations between operators (norms, residuals, router and LM-head inputs, collectives):
+    BF16, or FP32 for a model served in FP32 (its attention weights say so: ``ModelArch.with_precision``)."""
+    return "float32" if precision.get("attn") == "fp32" else "bfloat16"
 
 
 def describe(weight_format: str, kernel: str, hw: Hardware) -> str:

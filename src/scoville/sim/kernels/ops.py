@@ -97,9 +97,9 @@ class _Builder:
     """Builds curves from the measured tables when they hold the shape, else from the transfer model."""
 
     def __init__(self, hw: Hardware, framework: str, backend: str, transfer: TransferModel,
-                 elementwise_kernels: int) -> None:
+                 elementwise_kernels: int, act_bytes: float) -> None:
         self.hw, self.framework, self.transfer = hw, framework, transfer
-        self.elementwise_kernels = elementwise_kernels
+        self.elementwise_kernels, self.act_bytes = elementwise_kernels, act_bytes
         system = hw.kernel_tables if backend != "transfer" else None
         self.kt = tables.KernelTables(system, framework) if system and tables.root_for(system) else None
         self.platform = hw.platform_factor()
@@ -262,12 +262,14 @@ class _Builder:
                                     m.v_head_dim)
             return Surface(SEQS, CTX, self._transfer("attn_prefill", "mla_prefill.bfloat16", f, b, bf16))
         kvh = max(m.num_kv_heads / lay.tp, 1.0)
-        grid = (self.kt.gqa_prefill(int(heads), int(kvh), m.head_dim)
+        math_format = "float32" if kv == "float32" else "bfloat16"       # an FP32 cache is an FP32 model's
+        grid = (self.kt.gqa_prefill(int(heads), int(kvh), m.head_dim, math_format)
                 if self.kt and heads.is_integer() and kvh.is_integer() else None)
         if grid is not None:
             return self._measured("attn_prefill", "gqa_prefill", grid, f"{int(heads)}/{int(kvh)} heads")
         f, b = work.gqa_prefill(SEQS[:, None], CTX[None, :], heads, kvh, m.head_dim)
-        return Surface(SEQS, CTX, self._transfer("attn_prefill", "gqa_prefill.bfloat16", f, b, bf16))
+        return Surface(SEQS, CTX, self._transfer("attn_prefill", f"gqa_prefill.{math_format}", f, b,
+                                                 self.hw.peak_flops(work.rate_key(math_format))))
 
     def absorb(self, m: ModelArch, lay: Layout) -> np.ndarray:
         heads = m.num_heads / lay.tp
@@ -363,9 +365,9 @@ class _Builder:
         quantize tables exist (``KernelTables.elementwise``), else the priors."""
         count = self.elementwise_kernels
         inter = m.dense_intermediate if not m.num_moe_layers else m.expert_intermediate * max(m.num_shared_experts, 1)
-        # six unfused kernels move ~10 hidden-sized and 3 intermediate-sized BF16 tensors a token; fewer kernels
-        # (fusion) move a like share of them
-        nbytes = TOKENS * (10.0 * m.hidden_size + 3.0 * inter / lay.tp) * 2.0 * count / 6.0
+        # six unfused kernels move ~10 hidden-sized and 3 intermediate-sized activation tensors a token (BF16, or
+        # FP32 for a model served in FP32); fewer kernels (fusion) move a like share of them
+        nbytes = TOKENS * (10.0 * m.hidden_size + 3.0 * inter / lay.tp) * self.act_bytes * count / 6.0
         return self._small_kernels("elementwise", count, nbytes, f"{count} kernels a layer ({self.framework})")
 
     def qk_norm(self, m: ModelArch, lay: Layout) -> np.ndarray:
@@ -375,7 +377,7 @@ class _Builder:
         the tensor-parallel ranks between them (that all-reduce is priced with the other collectives)."""
         count = 4 if m.qk_norm == "per_layer" else 2
         width = (m.num_heads + m.num_kv_heads) * m.head_dim / lay.tp
-        nbytes = TOKENS * width * 2.0 * 3.0          # BF16 q and k: read twice, written once
+        nbytes = TOKENS * width * self.act_bytes * 3.0          # q and k: read twice, written once
         return self._small_kernels("qk_norm", count, nbytes, f"{count} kernels a layer ({m.qk_norm} q/k RMSNorm)")
 
     def _small_kernels(self, op: str, count: int, nbytes: np.ndarray, what: str) -> np.ndarray:
@@ -429,7 +431,8 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
     m = msgspec.json.decode(model_json, type=ModelArch)
     hw = msgspec.json.decode(hw_json, type=Hardware)
     precision = dict(precision_items)
-    b = _Builder(hw, framework, backend, load_transfer(), elementwise_kernels)
+    act = formats.activation_format(precision)
+    b = _Builder(hw, framework, backend, load_transfer(), elementwise_kernels, work.KERNEL_ACT_BYTES[act])
     kv = formats.kv_format(kv_dtype, hw)
     fmt = {g: (formats.moe_format if g == "experts" else formats.gemm_format)(precision.get(g, "bf16"), hw)
            for g in ("attn", "dense_ffn", "experts", "shared_experts", "lm_head")}
@@ -450,7 +453,7 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
         attn_prefill=b.prefill(m, lay, kv),
         mla_absorb=Curve(TOKENS, b.absorb(m, lay)) if m.attention == "mla" else None,
         mla_kv_up=(Curve(TOKENS, b.gemm("mla_kv_up", heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank,
-                                        "bfloat16")) if m.attention == "mla" else None),
+                                        act)) if m.attention == "mla" else None),
         dense_ffn=(Curve(TOKENS, b.gemm("dense_ffn", 2 * m.dense_intermediate / tp, h, fmt["dense_ffn"])
                          + b.gemm("dense_ffn", h, m.dense_intermediate / tp, fmt["dense_ffn"]))
                    if m.num_dense_layers else None),
@@ -460,7 +463,7 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
                                    fmt["shared_experts"]))
                     if m.num_moe_layers and m.num_shared_experts else None),
         moe=Curve(TOKENS, b.moe(m, lay, fmt["experts"])) if m.num_moe_layers else None,
-        router=Curve(TOKENS, b.gemm("router", m.num_experts, h, "bfloat16")) if m.num_moe_layers else None,
+        router=Curve(TOKENS, b.gemm("router", m.num_experts, h, act)) if m.num_moe_layers else None,
         lm_head=Curve(TOKENS, b.gemm("lm_head", m.vocab_size / tp, h, fmt["lm_head"])),
         elementwise=Curve(TOKENS, b.elementwise(m, lay)),
         qk_norm=Curve(TOKENS, b.qk_norm(m, lay)) if m.qk_norm else None,

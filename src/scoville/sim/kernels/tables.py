@@ -259,9 +259,12 @@ class KernelTables:
         return self._first("attention", "generation_attention_perf.parquet",  # type: ignore[return-value]
                            _Query("gqa_decode", (heads, kv_heads, head_dim, kv_dtype, window)), label="gqa_decode")
 
-    def gqa_prefill(self, heads: int, kv_heads: int, head_dim: int) -> Grid | None:
+    def gqa_prefill(self, heads: int, kv_heads: int, head_dim: int, dtype: str = "bfloat16") -> Grid | None:
+        """Prefill attention, the rows run in ``dtype`` where the table has them (prefill attention runs in BF16
+        whatever the cache format on GPUs; an FP32 model's in FP32), else the rows of any other cache format
+        but FP32 (single-precision timings never stand for a half-precision kernel)."""
         return self._first("attention", "context_attention_perf.parquet",  # type: ignore[return-value]
-                           _Query("gqa_prefill", (heads, kv_heads, head_dim)), label="gqa_prefill")
+                           _Query("gqa_prefill", (heads, kv_heads, head_dim, dtype)), label="gqa_prefill")
 
     def mla_decode(self, heads: int, kv_dtype: str) -> Grid | None:
         """MLA decode core (no projections), from the serving framework's own table (``_mla_core``)."""
@@ -380,14 +383,16 @@ class _Query:
                 eq["window_size"] = window
             return Grid.of(_where(t, **eq), "batch_size", "step")
         if self.kind == "gqa_prefill":
-            heads, kvh, hd = k
+            heads, kvh, hd, dtype = k
             eq = dict(num_heads=heads, num_key_value_heads=kvh, head_dim=hd)
             if "window_size" in t.column_names:
                 eq["window_size"] = 0
             s = _where(t, **eq)
-            if ("kv_cache_dtype" in s.column_names and s.num_rows
-                    and pc.any(pc.equal(s["kv_cache_dtype"], "bfloat16")).as_py()):
-                s = _where(s, kv_cache_dtype="bfloat16")
+            if "kv_cache_dtype" in s.column_names and s.num_rows:
+                if pc.any(pc.equal(s["kv_cache_dtype"], dtype)).as_py():
+                    s = _where(s, kv_cache_dtype=dtype)
+                elif dtype != "float32":
+                    s = s.filter(pc.not_equal(s["kv_cache_dtype"], "float32"))
             return Grid.of(s, "batch_size", "isl")
         if self.kind == "mla":
             heads, kv, ycol = k

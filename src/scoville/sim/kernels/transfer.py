@@ -95,6 +95,9 @@ _KIN = {
     "nvfp4": ("w4a8_mxfp4_mxfp8", "fp8_block"),
     "fp8": ("fp8_block", "bfloat16"),
     "fp8_block": ("fp8", "bfloat16"),
+    # no FP32 tables on any GPU collection: an FP32 kernel (a CPU serving FP32) is taken to reach BF16's share of
+    # its own roofline, which is FP32's rate and bytes
+    "float32": ("bfloat16",),
 }
 
 TRANSFER_FILE = "kernel_transfer.yaml"

@@ -25,18 +25,19 @@ Operand: TypeAlias = "float | np.ndarray"
 KERNEL_WEIGHT_BYTES = {
     "bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0 + 4 / (128 * 128), "nvfp4": 4.5 / 8,
     "w4a8_mxfp4_mxfp8": 4.25 / 8, "w4a16_mxfp4": 4.25 / 8, "int4_wo": 4.5 / 8, "w4a16_int4": 4.5 / 8,
+    "float32": 4.0,
 }
 # Bytes per activation element a kernel reads: weight-and-activation formats quantise activations first.
 KERNEL_ACT_BYTES = {
     "bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "nvfp4": 0.5625, "w4a8_mxfp4_mxfp8": 1.0,
-    "w4a16_mxfp4": 2.0, "int4_wo": 2.0, "w4a16_int4": 2.0,
+    "w4a16_mxfp4": 2.0, "int4_wo": 2.0, "w4a16_int4": 2.0, "float32": 4.0,
 }
 # Tensor-core rate (a key of Hardware.flops_tflops) each kernel format runs at.
 KERNEL_RATE = {
     "bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "w4a8_mxfp4_mxfp8": "fp8",
-    "w4a16_mxfp4": "bf16", "int4_wo": "bf16", "w4a16_int4": "bf16",
+    "w4a16_mxfp4": "bf16", "int4_wo": "bf16", "w4a16_int4": "bf16", "float32": "fp32",
 }
-KV_ELEMENT_BYTES = {"bfloat16": 2.0, "fp8": 1.0}
+KV_ELEMENT_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "float32": 4.0}
 
 
 def _check(dtype: str) -> None:
@@ -45,10 +46,11 @@ def _check(dtype: str) -> None:
 
 
 def gemm(m: Any, n: float, k: float, dtype: str) -> tuple[Any, Any]:
-    """(FLOPs, bytes) of an m×k by k×n GEMM: weights once, activations in, BF16 out."""
+    """(FLOPs, bytes) of an m×k by k×n GEMM: weights once, activations in, BF16 out (FP32 for an FP32 GEMM)."""
     _check(dtype)
     flops = 2.0 * m * n * k
-    nbytes = n * k * KERNEL_WEIGHT_BYTES[dtype] + m * k * KERNEL_ACT_BYTES[dtype] + 2.0 * m * n
+    out = 4.0 if dtype == "float32" else 2.0
+    nbytes = n * k * KERNEL_WEIGHT_BYTES[dtype] + m * k * KERNEL_ACT_BYTES[dtype] + out * m * n
     return flops, nbytes
 
 
@@ -120,5 +122,5 @@ def rate_key(dtype: str) -> str:
 
 def attention_rate_key(kv_dtype: str) -> str:
     """Decode attention over an FP8 cache runs its math in FP8 where the chip has it (TRT-LLM MLA, FlashMLA);
-    ``Hardware.peak_flops`` falls back to BF16 on chips without FP8."""
-    return "fp8" if kv_dtype == "fp8" else "bf16"
+    ``Hardware.peak_flops`` falls back to BF16 on chips without FP8. An FP32 cache is an FP32 model's: FP32 math."""
+    return {"fp8": "fp8", "float32": "fp32"}.get(kv_dtype, "bf16")
