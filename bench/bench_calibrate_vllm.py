@@ -16,6 +16,7 @@
     python bench/bench_calibrate_vllm.py                         # ~12-25 min on 2 cores (server start ~1 min)
     python bench/bench_calibrate_vllm.py --reuse RUNS_DIR        # calibrate again on runs already measured
     python bench/bench_calibrate_vllm.py --fit-points c=2,c=8
+    python bench/bench_calibrate_vllm.py --hardware epyc-zen2-2vcpu --dtype float32   # an AVX2-only CPU (~25 min)
 
 Two shared cores make every figure noisy: run it while nothing else heavy runs (`uptime`), and read the
 "load" lines it prints. Server and client run at nice -10 (``--nice``): with other jobs busy on the same two
@@ -45,13 +46,17 @@ REAL = Path("/work/realvllm")
 MODEL = REAL / "tiny-llama" / "config.json"
 # The CPU entry of the machine the check runs on: its GEMM and attention tables are measured there
 # (bench/measure_cpu_kernels.py), so another CPU needs its own entry (xeon-icx-2vcpu: Intel Ice Lake-SP slice
-# without AVX-512 BF16; epyc-zen4-2vcpu: AMD Zen 4 slice with it, BF16 GEMMs ~12x as fast)
+# without AVX-512 BF16; epyc-zen4-2vcpu: AMD Zen 4 slice with it, BF16 GEMMs ~12x as fast; epyc-zen2-2vcpu: AMD
+# Zen 2 slice with AVX2 only, BF16 GEMMs at ~8 GFLOP/s a core, so checked with the server in FP32, --dtype float32)
 HARDWARE = "xeon-icx-2vcpu"
 SWEEPS = (("A", 512, 128, "1,2,4,8,16"), ("B", 1024, 64, "1,4,8"))
 TOLERANCE = 0.15
 # vLLM 0.32's CPU defaults for `vllm serve` (engine/arg_utils.py: OPENAI_API_SERVER on CPU): 2048-token budget,
 # 128 sequences; chunked prefill on. The KV capacity is read from the server's log.
 SERVING = {"max_num_seqs": 128, "max_num_batched_tokens": 2048, "chunked_prefill": True}
+# The server's --dtype as the simulator's precision: weights, activations and (vLLM's auto cache dtype) the KV cache
+PRECISION = {"bfloat16": {"precision": "bf16", "kv_dtype": "bf16"},
+             "float32": {"precision": "fp32", "kv_dtype": "fp32"}}
 
 
 def load_line() -> str:
@@ -80,10 +85,10 @@ def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int
 
 
 def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Path,
-            hardware: str, repeats: int) -> tuple[list[Path], int | None]:
-    print(f"starting vLLM on port {port} at nice {nice} ({load_line()})", flush=True)
+            hardware: str, repeats: int, dtype: str) -> tuple[list[Path], int | None]:
+    print(f"starting vLLM ({dtype}) on port {port} at nice {nice} ({load_line()})", flush=True)
     model_dir = ensure_model(ensure_venv(venv, install=False), MODEL.parent)
-    with RealVllm(venv, model_dir, port=port, log_dir=runs, nice=nice) as server:
+    with RealVllm(venv, model_dir, port=port, log_dir=runs, nice=nice, dtype=dtype) as server:
         kv = server.kv_capacity_tokens()
         dirs = [sweep(port, runs, isl, osl, conc, seed + i, nice, ratio, hardware, repeats)
                 for i, (_, isl, osl, conc) in enumerate(SWEEPS)]
@@ -147,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--range-ratio", type=float, default=0.8,
                     help="lengths uniform on [ratio·L, L] (0.8 = InferenceX; 1 = fixed lengths, whose closed-loop "
                          "lanes settle into lock-step phase patterns that small timing details decide)")
+    ap.add_argument("--dtype", choices=tuple(PRECISION), default="bfloat16",
+                    help="the server's --dtype: float32 on a CPU without AVX-512 BF16 (its entry's kernels "
+                         "measured in float32: epyc-zen2-2vcpu), where BF16 GEMMs run ~10x slower")
     ap.add_argument("--nice", type=int, default=-10,
                     help="niceness of server and client (default -10: ahead of other jobs sharing the two cores; "
                          "0 to run as they come)")
@@ -160,9 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         kv = args.kv_capacity
     else:
         dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio, args.venv, args.hardware,
-                           args.repeats)
+                           args.repeats, args.dtype)
         kv = args.kv_capacity or kv
-    serving = dict(SERVING, hardware=args.hardware, model=str(MODEL), **({"kv_capacity_tokens": kv} if kv else {}))
+    serving = dict(SERVING, hardware=args.hardware, model=str(MODEL), **PRECISION[args.dtype],
+                   **({"kv_capacity_tokens": kv} if kv else {}))
     run_a = str(read_manifest(dirs[0]).run_id)
     fit_points = [f"{run_a}:{label}" for label in args.fit_points.split(",")]
     cfg = SimConfig.parse(serving)

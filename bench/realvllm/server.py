@@ -86,8 +86,9 @@ class RealVllm:
     """
 
     def __init__(self, venv: Path, model_dir: Path, *, port: int, log_dir: Path, nice: int = 0,
-                 start_timeout_s: float = 600.0, stop_grace_s: float = 60.0, extra_args: tuple[str, ...] = ()) -> None:
-        self.venv, self.model_dir, self.port, self.nice = venv, model_dir, port, nice
+                 start_timeout_s: float = 600.0, stop_grace_s: float = 60.0, extra_args: tuple[str, ...] = (),
+                 dtype: str = "bfloat16") -> None:
+        self.venv, self.model_dir, self.port, self.nice, self.dtype = venv, model_dir, port, nice, dtype
         self.log = log_dir / f"vllm-{port}.log"
         self.start_timeout_s, self.stop_grace_s, self.extra_args = start_timeout_s, stop_grace_s, extra_args
         self.url = f"http://127.0.0.1:{port}"
@@ -97,7 +98,7 @@ class RealVllm:
         if _answers(self.url):
             raise RealVllmError(f"something already answers on {self.url}: stop it or pass another --port")
         cmd = [str(self.venv / "bin" / "vllm"), "serve", str(self.model_dir), "--served-model-name", SERVED_NAME,
-               "--host", "127.0.0.1", "--port", str(self.port), "--max-model-len", "4096", "--dtype", "bfloat16",
+               "--host", "127.0.0.1", "--port", str(self.port), "--max-model-len", "4096", "--dtype", self.dtype,
                "--enable-prompt-tokens-details", *self.extra_args]
         if self.nice:
             cmd = ["nice", "-n", str(self.nice), *cmd]
