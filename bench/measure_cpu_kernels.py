@@ -88,6 +88,9 @@ def measure_gemm(torch, rows: list[dict], max_call_s: float, dtype: str, cold: b
     torch_dtype = getattr(torch, dtype)
     for n in GEMM_N:
         for k in GEMM_K:
+            if 2.0 * n * k / 30e9 > max_call_s:
+                print(f"gemm n={n} k={k}: skipped, one token's call is over --max-call-s", flush=True)
+                continue
             layers = [torch.nn.Linear(k, n, bias=False, dtype=torch_dtype)
                       for _ in range(copies(n * k * torch_dtype.itemsize, cold))]
             for layer in layers:
@@ -160,12 +163,13 @@ def measure_attention(torch, decode: list[dict], prefill: list[dict], max_call_s
                       cold: bool) -> None:
     from vllm import _custom_ops as ops
 
+    torch_dtype = getattr(torch, dtype)
     for heads, kvh, hd in HEADS:
         common = dict(framework="VLLM", num_heads=heads, num_key_value_heads=kvh, head_dim=hd, beam_width=1,
                       attn_dtype=dtype, kv_cache_dtype=dtype, window_size=0)
         for b in DECODE_SEQS:
             for ctx in DECODE_CTX:
-                run, isa = _attention(torch, ops, heads, kvh, hd, [ctx] * b, [1] * b, getattr(torch, dtype), cold)
+                run, isa = _attention(torch, ops, heads, kvh, hd, [ctx] * b, [1] * b, torch_dtype, cold)
                 decode.append(dict(common, op_name="generation_attention",
                                    kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
                                    batch_size=b, isl=1, step=ctx, latency=best_ms(run)))
@@ -175,7 +179,7 @@ def measure_attention(torch, decode: list[dict], prefill: list[dict], max_call_s
             for n in PREFILL_LEN:
                 if b * n * n * heads * hd * 4 / 2 / 20e9 > max_call_s:
                     break
-                run, isa = _attention(torch, ops, heads, kvh, hd, [n] * b, [n] * b, getattr(torch, dtype), cold)
+                run, isa = _attention(torch, ops, heads, kvh, hd, [n] * b, [n] * b, torch_dtype, cold)
                 prefill.append(dict(common, op_name="context_attention",
                                     kernel_source=f"cpu_attention_with_kv_cache[{isa}]",
                                     batch_size=b, isl=n, step=0, latency=best_ms(run)))
@@ -215,8 +219,9 @@ def main() -> None:
     decode: list[dict] = []
     prefill: list[dict] = []
     t0 = time.time()
-    measure_gemm(torch, gemm, args.max_call_s, args.dtype, cold=not args.warm_cache)
-    measure_attention(torch, decode, prefill, args.max_call_s, args.dtype, cold=not args.warm_cache)
+    cold = not args.warm_cache
+    measure_gemm(torch, gemm, args.max_call_s, args.dtype, cold)
+    measure_attention(torch, decode, prefill, args.max_call_s, args.dtype, cold)
     write(args.out / "gemm" / "vllm" / version / "gemm_perf.csv", gemm, version, device)
     write(args.out / "attention" / "vllm" / version / "generation_attention_perf.csv", decode, version, device)
     write(args.out / "attention" / "vllm" / version / "context_attention_perf.csv", prefill, version, device)
@@ -225,7 +230,7 @@ def main() -> None:
     (args.out / "SOURCE.md").write_text(
         f"Measured by `bench/measure_cpu_kernels.py` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC "
         f"in {time.time() - t0:.0f} s: vLLM {vllm.__version__}, torch {torch.__version__}, {model}, "
-        f"{args.dtype}, {CACHE_NOTE[not args.warm_cache]}, "
+        f"{args.dtype}, {CACHE_NOTE[cold]}, "
         f"{args.threads} torch thread(s), affinity {sorted(os.sched_getaffinity(0))}, "
         f"load average {os.getloadavg()[0]:.2f} at the end. Best of >= 5 repeats per point; times in ms.\n")
 
