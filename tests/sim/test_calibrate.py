@@ -25,7 +25,9 @@ from scoville.sim.calibrate import (
     CalibrationError,
     Profile,
     ProfileError,
+    base_config,
     calibrate,
+    kernel_prior_sd,
     load_profile,
     nelder_mead,
     nnls_small,
@@ -43,10 +45,13 @@ TRUTH = dict(kernel_factor=2.5, step_overhead_us=8000.0, seq_overhead_us=900.0, 
 TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 704,
         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
         "vocab_size": 8000, "max_position_embeddings": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+# The real-vLLM check's layer shapes (hidden 512, 8 heads / 4 KV heads of 64, FFN 1408), all of which the CPU
+# entry's kernel tables hold; TINY's 4-head attention they do not (it is priced by the datasheet transfer).
+MEASURED_SHAPES = dict(TINY, hidden_size=512, intermediate_size=1408, num_attention_heads=8, num_key_value_heads=4)
 
 
-def profile(**values: float) -> Profile:
-    return Profile(schema_version=SCHEMA_VERSION, hardware=HW, model="tiny", framework="vllm", sigma=0.02,
+def profile(model: str = "tiny", **values: float) -> Profile:
+    return Profile(schema_version=SCHEMA_VERSION, hardware=HW, model=model, framework="vllm", sigma=0.02,
                    **{**TRUTH, **values})
 
 
@@ -61,6 +66,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
     model_dir = root / "tiny"
     model_dir.mkdir()
     (model_dir / "config.json").write_text(json.dumps(TINY))
+    measured_dir = root / "tiny-measured"
+    measured_dir.mkdir()
+    (measured_dir / "config.json").write_text(json.dumps(MEASURED_SHAPES))
     truth = profile().write(root / "truth.yaml")
     model = str(model_dir / "config.json")
     cfg = SimConfig(hardware=HW, model=model, profile=str(truth), **SERVING)
@@ -69,7 +77,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
     run_b = simulate_run(cfg, SyntheticWorkload(isl=1024, osl=32, seed=4, name="1024/32"), points([1, 4]),
                          root / "runs", seed=1)
     base = SimConfig(hardware=HW, model=model, **SERVING)
-    return {"root": root, "model": model, "a": run_a, "b": run_b, "base": base}
+    return {"root": root, "model": model, "a": run_a, "b": run_b, "base": base,
+            "measured_model": str(measured_dir / "config.json")}
 
 
 def test_the_profile_drives_the_cost_model_through_the_engine(world: dict):
@@ -117,6 +126,33 @@ def test_the_repeats_of_a_load_are_one_point_at_their_mean(world: dict, tmp_path
         assert len(mine) == 3
         assert t.measured.tpot_s == pytest.approx(np.mean([r["tpot_s_mean"] for r in mine]))
         assert t.measured.ttft_s == pytest.approx(np.mean([r["ttft_s_mean"] for r in mine]))
+
+
+def test_kernel_factor_prior_is_as_wide_as_the_kernel_data_are_unsure(world: dict):
+    """Kernels timed on the machine (the CPU entry's tables, for shapes they hold) leave kernel_factor little room;
+    an attention shape the tables lack, or a datasheet entry priced through the transfer model, a lot."""
+    targets = read_run(world["a"]).targets
+    measured = kernel_prior_sd(base_config(HW, world["measured_model"], "vllm", world["base"]), targets)
+    unmeasured_attention = kernel_prior_sd(base_config(HW, world["model"], "vllm", world["base"]), targets)
+    datasheet = kernel_prior_sd(base_config("mi325x", world["measured_model"], "vllm", None), targets)
+    assert 0.02 <= measured < 0.15 < 0.25 < min(unmeasured_attention, datasheet) < 1.0, (
+        measured, unmeasured_attention, datasheet)
+
+
+@pytest.mark.slow   # a full fit
+def test_a_kernel_factor_far_from_the_tables_is_named(world: dict, tmp_path: Path):
+    """Tables timed on another machine (truth 2.5x them) and fit points of two prompt lengths, which pin the
+    kernel time against the per-request cost: the points pull kernel_factor far out of its prior, and the report
+    names the likely cause rather than passing the result off as an ordinary calibration."""
+    model = world["measured_model"]
+    slow = profile(model="tiny-measured").write(tmp_path / "slow.yaml")       # TRUTH: kernels at 2.5x the tables
+    cfg = SimConfig(hardware=HW, model=model, profile=str(slow), **SERVING)
+    runs = [simulate_run(cfg, SyntheticWorkload(isl=isl, osl=osl, seed=3, name=f"{isl}/{osl}"), points(levels),
+                         tmp_path / "runs", seed=1) for isl, osl, levels in ((512, 64, [1, 8]), (1024, 32, [4]))]
+    _, rep = calibrate(runs, HW, model=model, config=SimConfig(hardware=HW, model=model, **SERVING), max_evals=150)
+    pull = math.log(rep.fitted["kernel_factor"]) / rep.fit.kernel_prior_sd
+    assert rep.fit.kernel_prior_sd < 0.15 and pull > 2.0, (rep.fitted, rep.fit.kernel_prior_sd)
+    assert any("pull hard against the kernel data" in n for n in rep.notes()), rep.notes()
 
 
 @pytest.mark.slow   # a full fit

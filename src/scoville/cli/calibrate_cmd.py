@@ -73,7 +73,9 @@ def parameters_table(report: CalibrationReport) -> Table:
     for k in PARAMS:
         sd = report.fit.spread.get(k)
         spread = "–" if sd is None else ("> ×10" if sd > 2.3 else f"±{sd:.0%}")
-        table.add_row(k, f"{report.prior[k]:,.4g} {UNITS[k]}", f"{report.fitted[k]:,.4g} {UNITS[k]}", spread)
+        width = report.fit.kernel_prior_sd if k == "kernel_factor" else 0.0
+        prior = f"{report.prior[k]:,.4g} {UNITS[k]}" + (f" ±{width:.0%}" if width else "")
+        table.add_row(k, prior, f"{report.fitted[k]:,.4g} {UNITS[k]}", spread)
     return table
 
 

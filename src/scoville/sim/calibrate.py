@@ -18,9 +18,16 @@ They are fitted by minimising the squared log errors of mean TTFT, mean TPOT and
 chosen load points (log errors: a 10 % miss counts the same at 5 ms and at 5 s), with each parameter kept
 positive and inside physical bounds by fitting its logarithm, clipped. Every point is predicted by the
 discrete-event engine replaying the run's own workload and load point (same lengths, warm-up and window as
-the client used), so burst-synchronised prefills and drain are reproduced rather than approximated. A very
-weak log-normal prior (a decade wide) around the shipped framework priors keeps a parameter the points
-cannot see (``seq_overhead_us`` from concurrency-1 points only) where it was instead of letting it drift.
+the client used), so burst-synchronised prefills and drain are reproduced rather than approximated.
+
+Log-normal priors around the uncalibrated values complete the fit. The host costs' is a decade wide and
+weighs next to nothing: it only keeps a parameter the points cannot see (``seq_overhead_us`` from
+concurrency-1 points only) where it was. ``kernel_factor``'s is as wide as the kernel data are unsure
+(:func:`kernel_prior_sd`): a few percent where the kernels were timed on the machine itself, tens of percent
+where they come from a datasheet. Two load points of one workload cannot tell a slower kernel from a longer
+request delay (both only lengthen TTFT at one prompt length), and a fit free to choose traded one for the
+other on a real vLLM (kernel_factor 0.58, 122 ms a request), which then missed another prompt length by 38 %;
+the kernel tables already know which it is.
 
 The search (no SciPy: it is only in the ``silicon`` extra) uses the cost model's structure: every predicted
 time is close to a sum of the four parameters' contributions, so simulating each parameter alone and solving a
@@ -70,9 +77,14 @@ BOUNDS: dict[str, tuple[float, float]] = {
 }
 # (name in the report, column of points.parquet): what a fit compares.
 METRICS = (("ttft", "ttft_s_mean"), ("tpot", "tpot_s_mean"), ("throughput", "total_throughput"))
-PRIOR_SD = math.log(10.0)     # the prior is a decade wide ...
+PRIOR_SD = math.log(10.0)     # the host costs' prior is a decade wide ...
 PRIOR_WEIGHT = 1e-5           # ... and weighs like a 0.3 % error on one metric at a decade away: it only
                               # decides what the points cannot see, never what they can
+POINT_SD = 0.05               # how far a measured point's mean moves between measurements (a 3-pass mean on a
+                              # shared machine: passes minutes apart differ by ~10 %): weighs kernel_factor's
+                              # prior against the points (one sd off the prior costs as much as a 5 % miss)
+PRIOR_PULL_NOTE = 2.0         # a fitted kernel_factor this many prior sds out gets a note: tables of another machine?
+PRIOR_CONTEXT = 1024          # context tokens a sequence when kernel_prior_sd weighs a decode step's kernels
 MISSING_LOG_ERROR = 5.0       # a point the simulator could not complete counts as a factor-e^5 miss
 SIGMA_FLOOR = 0.02            # a profile never claims better than 2 %: repeated measurements vary that much
 Role = Literal["fit", "held-out"]
@@ -133,6 +145,7 @@ class FitInfo(msgspec.Struct, kw_only=True, frozen=True):
     loss_before: float
     loss_after: float
     observations: int
+    kernel_prior_sd: float = 0.0     # kernel_factor's prior width in log space (kernel_prior_sd; 0: not recorded)
     spread: dict[str, float] = {}    # log-space standard deviation of each fitted parameter
     undetermined: list[str] = []     # parameters the fit points do not pin within a factor of 2
     at_bound: list[str] = []         # parameters that ended on one of their BOUNDS
@@ -461,12 +474,13 @@ def nelder_mead(f: Callable[[np.ndarray], float], x0: np.ndarray, step: float, l
 
 @dataclass
 class Objective:
-    """Squared log errors of the fit points plus the weak prior; counts the simulations it ran."""
+    """Squared log errors of the fit points plus the priors' terms; counts the simulations it ran."""
 
     config: SimConfig
     prior: FrameworkCosts
     targets: list[Target]
     x_prior: np.ndarray
+    prior_weight: np.ndarray       # per parameter: what a unit log deviation from x_prior adds (prior_weights)
     progress: Callable[[int, float], None] | None = None
     evaluations: int = 0
     best: float = math.inf
@@ -483,11 +497,41 @@ class Objective:
         return float(np.sum(self.residuals(x) ** 2))
 
     def __call__(self, x: np.ndarray) -> float:
-        loss = self.data_loss(x) + PRIOR_WEIGHT * float(np.sum(((x - self.x_prior) / PRIOR_SD) ** 2))
+        loss = self.data_loss(x) + float(np.sum(self.prior_weight * (x - self.x_prior) ** 2))
         self.best = min(self.best, loss)
         if self.progress is not None:
             self.progress(self.evaluations, self.best)
         return loss
+
+
+def prior_weights(kernel_sd: float) -> np.ndarray:
+    """Per parameter, the objective's weight on a unit log deviation from its prior: kernel_factor's a Gaussian
+    of ``kernel_sd`` measured in the points' noise (POINT_SD), the host costs' the decade-wide whisper."""
+    return np.array([(POINT_SD / kernel_sd) ** 2 if k == "kernel_factor" else PRIOR_WEIGHT / PRIOR_SD ** 2
+                     for k in PARAMS])
+
+
+def kernel_prior_sd(config: SimConfig, targets: list[Target]) -> float:
+    """How sure the kernel data are of the fit points' kernel time, in log space: each step component's
+    operator sigma (:meth:`StepCost.component_sigma`: 0.08 for a measured table, the transfer model's
+    leave-one-generation-out error for a datasheet, 0.3-0.5) weighted by its share of the kernel time of a
+    decode step at each fit point's concurrency, PRIOR_CONTEXT tokens of context a sequence.
+
+    The weighting needs only rough steps: it decides how the components' sigmas mix, not the prior's centre.
+    """
+    from scoville.sim.cost import COMPONENTS
+    from scoville.sim.engine import step_cost
+
+    cost = step_cost(config, config.parallel)
+    sigma = cost.component_sigma()
+    kernel = [k for k in COMPONENTS if k != "overhead"]
+    weighted = time = 0.0
+    for t in targets:
+        seqs = float(t.point.concurrency or 1)
+        parts = cost.breakdown(seqs, seqs, seqs * PRIOR_CONTEXT, seqs * PRIOR_CONTEXT)
+        weighted += sum(float(parts[k]) * sigma[k] for k in kernel)
+        time += sum(float(parts[k]) for k in kernel)
+    return max(weighted / time, SIGMA_FLOOR) if time > 0 else PRIOR_SD
 
 
 def prior_values(prior: FrameworkCosts) -> dict[str, float]:
@@ -528,7 +572,10 @@ def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: np.ndarray) -> np.ndarray:
     """The parameters (each >= its lower bound) that make the linearised times ``y + jac·(new - theta)`` match
-    the measured ones best in relative terms."""
+    the measured ones best in relative terms, with kernel_factor's prior as one more row, ``√w·(new ÷ prior −
+    1)``: the objective's ``√w·log(new ÷ prior)`` expanded at the prior, close over the tens of percent that
+    prior allows. The host costs' decade-wide whisper is left to the objective: linear in a parameter that
+    runs from 0.01 µs to a second, it would outweigh the points (a 900 µs answer to a 2 µs prior by 70×)."""
     lo, hi = _FLOOR, _CEIL
     m = time_like([t.measured for t in objective.targets]).ravel()
     ok = np.isfinite(m) & (m > 0) & np.isfinite(y) & np.all(np.isfinite(jac), axis=1)
@@ -536,7 +583,11 @@ def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: n
         return theta
     a = jac[ok] / m[ok, None]
     b = (m[ok] - y[ok]) / m[ok] + a @ (theta - lo)
-    return np.minimum(lo + nnls_small(a, b), hi)
+    k = PARAMS.index("kernel_factor")
+    prior_row = np.zeros(len(PARAMS))
+    prior_row[k] = math.sqrt(objective.prior_weight[k]) / math.exp(objective.x_prior[k])
+    prior_b = math.sqrt(objective.prior_weight[k]) - prior_row[k] * lo[k]
+    return np.minimum(lo + nnls_small(np.vstack([a, prior_row]), np.append(b, prior_b)), hi)
 
 
 def linear_start(objective: Objective) -> np.ndarray:
@@ -620,9 +671,10 @@ def fit(objective: Objective, max_evals: int = 400, local_searches: int = 3) -> 
 
 
 def parameter_spread(objective: Objective, x: np.ndarray, sigma: float) -> dict[str, float]:
-    """Log-space standard deviation of each fitted parameter: ``sigma² (JᵀJ + λI)⁻¹`` with ``J`` the Jacobian
-    of the fit points' log errors with respect to the log parameters (forward differences of 5 %) and ``λ``
-    the prior's weight. A parameter the points cannot see gets a spread of decades (the prior alone holds it);
+    """Log-space standard deviation of each fitted parameter: ``(JᵀJ / sigma² + W / POINT_SD²)⁻¹`` with ``J``
+    the Jacobian of the fit points' log errors with respect to the log parameters (forward differences of 5 %),
+    ``sigma`` the fit's residual spread and ``W`` the priors' weights (so ``W / POINT_SD²`` is one over each
+    prior's variance). A parameter the points cannot see keeps its prior's spread (decades for a host cost);
     one the points pin gets a few percent. Why report it: two load points of one workload can be matched
     exactly by several combinations (per-sequence host time and per-sequence attention kernel time both grow
     with the batch), and which one was picked decides how well another ISL/OSL is predicted.
@@ -636,8 +688,7 @@ def parameter_spread(objective: Objective, x: np.ndarray, sigma: float) -> dict[
         xd[i] += step
         cols.append((objective.residuals(xd) - e0) / step)
     jac = np.stack(cols, axis=1)
-    lam = PRIOR_WEIGHT / PRIOR_SD ** 2
-    cov = sigma ** 2 * np.linalg.inv(jac.T @ jac + lam * np.eye(len(PARAMS)))
+    cov = np.linalg.inv(jac.T @ jac / sigma ** 2 + np.diag(objective.prior_weight) / POINT_SD ** 2)
     return {k: float(min(math.sqrt(max(cov[i, i], 0.0)), PRIOR_SD * 10)) for i, k in enumerate(PARAMS)}
 
 
@@ -679,6 +730,13 @@ class CalibrationReport:
         if self.fit.undetermined:
             out.append(f"the fit points do not pin {', '.join(self.fit.undetermined)} within a factor of 2; add points "
                        "that exercise them (another concurrency or ISL/OSL) before trusting other workloads")
+        sd = self.fit.kernel_prior_sd
+        pull = abs(math.log(self.fitted["kernel_factor"] / self.prior["kernel_factor"])) / sd if sd > 0 else 0.0
+        if pull > PRIOR_PULL_NOTE:
+            out.append(f"kernel_factor {self.fitted['kernel_factor']:.3g} is {pull:.1f} prior sds (±{sd:.0%}) from "
+                       f"{self.prior['kernel_factor']:.3g}: the points pull hard against the kernel data; check that "
+                       "the hardware entry's kernel tables were timed on this machine and framework version "
+                       "(a CPU's with bench/measure_cpu_kernels.py)")
         if self.fit.at_bound:
             bounds = ", ".join(f"{k} {BOUNDS[k]}" for k in self.fit.at_bound)
             out.append(f"{', '.join(self.fit.at_bound)} ended on a bound ({bounds}): "
@@ -749,7 +807,8 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
     fitset = [t for t in targets if t.role == "fit"]
 
     start = prior_values(prior)
-    objective = Objective(cfg, prior, fitset, _to_x(start), progress=progress)
+    kernel_sd = kernel_prior_sd(cfg, fitset)
+    objective = Objective(cfg, prior, fitset, _to_x(start), prior_weights(kernel_sd), progress=progress)
     loss_before = objective(objective.x_prior)
     x, loss = fit(objective, max_evals=max_evals)
     fitted = _from_x(x)
@@ -766,9 +825,12 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
                          before=b, after=a) for t, b, a in zip(targets, before, after, strict=True)]
     info = FitInfo(method="squared log errors of mean TTFT, mean TPOT and total throughput, each point replayed in "
                           "the discrete-event engine; linear start, Gauss-Newton from the best starts, bounded "
-                          "Nelder-Mead polish in log space; decade-wide prior of weight 1e-5 at the framework priors",
+                          "Nelder-Mead polish in log space; log-normal priors at the framework priors: kernel_factor's "
+                          "as wide as the kernel data are unsure (kernel_prior_sd), the host costs' a decade wide "
+                          "of weight 1e-5",
                    metrics=[name for name, _ in METRICS], evaluations=objective.evaluations,
                    loss_before=float(loss_before), loss_after=float(loss), observations=observed,
+                   kernel_prior_sd=kernel_sd,
                    spread=spread, undetermined=weak, at_bound=at_bound)
     profile = Profile(
         schema_version=SCHEMA_VERSION, hardware=hw.name, model=_model_name(model_ref), framework=prior.name,

@@ -319,8 +319,18 @@ class StepCost:
                        decode_seqs: Any = None, decode_kv: Any = None) -> tuple[Any, Any]:
         """:meth:`step_time` and :meth:`sigma` from one breakdown (the steady-state estimator needs both)."""
         b = self.breakdown(num_tokens, num_seqs, attn_ctx_tokens, kv_tokens, decode_seqs, decode_kv)
+        total = sum(b[k] for k in COMPONENTS)
+        if self.calibrated_sigma is not None:
+            return total, self.calibrated_sigma + 0.0 * total
+        comp_sigma = self.component_sigma()
+        return total, sum(b[k] * comp_sigma[k] for k in COMPONENTS) / total
+
+    def component_sigma(self) -> dict[str, float]:
+        """Log-space uncertainty of each step component (``COMPONENTS``): the largest sigma of the operators it
+        is priced from (measured table or datasheet transfer, ``OpSet.sigma``), the framework's for the host
+        overhead. Before any calibration: what the kernel data and the priors alone can claim."""
         s = self.ops.sigma
-        comp_sigma = {
+        return {
             "attn_proj": max(s.get("attn_proj", 0.0), s.get("elementwise", 0.0)),
             "attn_core": max(s.get("attn_decode", 0.0), s.get("attn_prefill", 0.0), s.get("mla_absorb", 0.0)),
             "ffn": max(s.get("moe", 0.0), s.get("dense_ffn", 0.0), s.get("shared_ffn", 0.0)),
@@ -329,10 +339,6 @@ class StepCost:
             "draft": max(s.get("attn_proj", 0.0), s.get("moe", 0.0), s.get("dense_ffn", 0.0)),
             "overhead": self.framework.sigma,
         }
-        total = sum(b[k] for k in COMPONENTS)
-        if self.calibrated_sigma is not None:
-            return total, self.calibrated_sigma + 0.0 * total
-        return total, sum(b[k] * comp_sigma[k] for k in COMPONENTS) / total
 
     def utilization(self, num_tokens: Any, num_seqs: Any, attn_ctx_tokens: Any, kv_tokens: Any) -> tuple[Any, Any]:
         """(compute, memory) utilisation of peak over a step, for :class:`scoville.sim.power_model.PowerModel`."""
