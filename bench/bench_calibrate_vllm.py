@@ -5,7 +5,11 @@
    64 out at 1, 4, 8 (lengths drawn on [0.8·L, L] as InferenceX does, 10·C requests a point after 2·C warm-up,
    the InferenceX window), each sweep in ``--repeats`` passes (default 3): a load measured minutes apart on this
    shared machine moves by ~10% (TPOT at c=1: 8.7 then 9.0 ms, and 9.4 then 8.0 ms at 1024/64, one server),
-   so each load is fitted and judged at its passes' mean;
+   so each load is fitted and judged at its passes' mean; before them, one pass of each sweep warms the fresh
+   server up and is discarded (into ``warmup/``): the first server started after vLLM's install (which compiled
+   and cached the model) ran its first pass slow (2026-12-06, Zen 4: 512/128 c=1 TTFT 477 ms, p90 1,044 ms,
+   against 110-115 ms in passes 2 and 3; c=4 346 against 127-131 ms), and that one pass moved the 3-pass mean
+   by 60 %; the next server's first pass was not slow, but a check cannot know which kind of start it got;
 3. stop the server (the fit then has both cores);
 4. calibrate this machine's CPU hardware entry (``--hardware``, default xeon-icx-2vcpu) on two load points of
    sweep A (default c=1 and c=16, the ends a user would measure first); predict every other point of sweep A
@@ -13,7 +17,8 @@
 5. print each point's error (TTFT, TPOT, total throughput) before and after, and whether every held-out error
    is within 15 % (the acceptance criterion); the figures go to a JSON file as well.
 
-    python bench/bench_calibrate_vllm.py                         # ~12-25 min on 2 cores (server start ~1 min)
+    python bench/bench_calibrate_vllm.py --install               # ~12-25 min on 2 cores (server start ~1 min;
+                                                                 # --install: vLLM and the model first, ~6 min)
     python bench/bench_calibrate_vllm.py --reuse RUNS_DIR        # calibrate again on runs already measured
     python bench/bench_calibrate_vllm.py --fit-points c=2,c=8
     python bench/bench_calibrate_vllm.py --hardware epyc-zen2-2vcpu --dtype float32   # an AVX2-only CPU (~25 min)
@@ -37,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from realvllm.server import RealVllm, ensure_model, ensure_venv  # noqa: E402
+from realvllm.server import RealVllm, RealVllmError, ensure_model, ensure_venv, kv_capacity_from_log  # noqa: E402
 from scoville.results.store import read_manifest  # noqa: E402
 from scoville.sim.calibrate import METRICS, calibrate  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
@@ -84,12 +89,15 @@ def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int
     return run_dir
 
 
-def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Path,
+def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Path, install: bool,
             hardware: str, repeats: int, dtype: str) -> tuple[list[Path], int | None]:
+    model_dir = ensure_model(ensure_venv(venv, install=install), MODEL.parent)
     print(f"starting vLLM ({dtype}) on port {port} at nice {nice} ({load_line()})", flush=True)
-    model_dir = ensure_model(ensure_venv(venv, install=False), MODEL.parent)
     with RealVllm(venv, model_dir, port=port, log_dir=runs, nice=nice, dtype=dtype) as server:
         kv = server.kv_capacity_tokens()
+        print("warm-up: one pass of each sweep, discarded (into warmup/)", flush=True)
+        for i, (_, isl, osl, conc) in enumerate(SWEEPS):
+            sweep(port, runs / "warmup", isl, osl, conc, seed + 100 + i, nice, ratio, hardware, 1)
         dirs = [sweep(port, runs, isl, osl, conc, seed + i, nice, ratio, hardware, repeats)
                 for i, (_, isl, osl, conc) in enumerate(SWEEPS)]
     return dirs, kv
@@ -102,7 +110,8 @@ def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None
     print(f"\nfitted on {', '.join(fit_points)} of sweep A; {rep.fit.evaluations} simulations")
     for k, v in rep.fitted.items():
         sd = rep.fit.spread.get(k, float('nan'))
-        print(f"  {k:20s} prior {rep.prior[k]:10.4g}  fitted {v:10.4g}  (spread ±{sd:.0%})")
+        width = f" ±{rep.fit.kernel_prior_sd:.0%}" if k == "kernel_factor" else ""
+        print(f"  {k:20s} prior {rep.prior[k]:10.4g}{width:5s}  fitted {v:10.4g}  (spread ±{sd:.0%})")
     print(f"  sigma (residual spread) {profile.sigma:.3f}")
     head = f"{'workload':9s} {'point':6s} {'role':9s}"
     for name, _ in METRICS:
@@ -130,6 +139,7 @@ def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None
         print("note:", note)
     out.write_text(json.dumps({"runs": [str(d) for d in dirs], "fit_points": fit_points, "kv_capacity_tokens": kv,
                                "fitted": rep.fitted, "prior": rep.prior, "spread": rep.fit.spread,
+                               "kernel_prior_sd": rep.fit.kernel_prior_sd,
                                "sigma": profile.sigma, "points": rows, "worst_held_out_error": held,
                                "within_tolerance": ok}, indent=2))
     print(f"figures: {out}")
@@ -143,8 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/scoville-calibrate-vllm"), help="runs and outputs here")
     ap.add_argument("--reuse", type=Path, help="calibrate on the runs already in this folder (no server)")
     ap.add_argument("--venv", type=Path, default=REAL / "venv", help="vLLM's own venv (bench/realvllm/server.py)")
+    ap.add_argument("--install", action="store_true",
+                    help="install vLLM's CPU build into --venv and build the model first when missing (~6 min)")
     ap.add_argument("--fit-points", default="c=1,c=16", help="sweep A points to fit on")
-    ap.add_argument("--kv-capacity", type=int, help="KV tokens of the server (default: read from its log)")
+    ap.add_argument("--kv-capacity", type=int,
+                    help="KV tokens of the server (default: read from its log, with --reuse the one in that folder)")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--repeats", type=int, default=3,
                     help="passes over each sweep (calibrate fits and judges each load at its repeats' mean): this "
@@ -165,10 +178,15 @@ def main(argv: list[str] | None = None) -> int:
         by_isl = {read_manifest(d).workload["isl"]: d
                   for d in sorted(runs.iterdir()) if (d / "manifest.json").exists()}
         dirs = [by_isl[isl] for _, isl, _, _ in SWEEPS]
-        kv = args.kv_capacity
+        logs = sorted(runs.glob("vllm-*.log"))          # the measuring server's, kept beside its runs
+        kv = args.kv_capacity or (kv_capacity_from_log(logs[-1]) if logs else None)
     else:
-        dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio, args.venv, args.hardware,
-                           args.repeats, args.dtype)
+        try:
+            dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio, args.venv, args.install,
+                               args.hardware, args.repeats, args.dtype)
+        except RealVllmError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         kv = args.kv_capacity or kv
     serving = dict(SERVING, hardware=args.hardware, model=str(MODEL), **PRECISION[args.dtype],
                    **({"kv_capacity_tokens": kv} if kv else {}))

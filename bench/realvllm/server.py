@@ -70,6 +70,12 @@ def ensure_model(venv: Path, model_dir: Path) -> Path:
     return model_dir
 
 
+def kv_capacity_from_log(log: Path) -> int | None:
+    """Tokens of KV cache a server allocated, from its start-up log ("CPU KV cache size: 699,008 tokens")."""
+    found = re.findall(r"KV cache size: ([\d,]+) tokens", log.read_text(errors="replace"))
+    return int(found[-1].replace(",", "")) if found else None
+
+
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as r:
@@ -131,9 +137,8 @@ class RealVllm:
             self._proc.wait()
 
     def kv_capacity_tokens(self) -> int | None:
-        """Tokens of KV cache the server allocated, from its start-up log ("CPU KV cache size: 699,008 tokens")."""
-        found = re.findall(r"KV cache size: ([\d,]+) tokens", self.log.read_text(errors="replace"))
-        return int(found[-1].replace(",", "")) if found else None
+        """Tokens of KV cache the server allocated (:func:`kv_capacity_from_log` of its log)."""
+        return kv_capacity_from_log(self.log)
 
     def __enter__(self) -> RealVllm:
         self.start()
