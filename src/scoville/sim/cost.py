@@ -37,9 +37,8 @@ from scoville.catalog.hardware import Hardware, load_hardware
 from scoville.catalog.models import COMPUTE_PRECISION, KV_BYTES, WEIGHT_BYTES, ModelArch, load_model
 from scoville.errors import UserError
 from scoville.sim.frameworks import FrameworkCosts, load_framework, rank_token_budget
-from scoville.sim.kernels.formats import activation_format
+from scoville.sim.kernels.formats import activation_bytes
 from scoville.sim.kernels.ops import Layout, OpSet, build_ops
-from scoville.sim.kernels.work import KERNEL_ACT_BYTES
 
 ACTIVATION_TENSORS = 18    # live hidden-sized tensors per token in the peak-activation estimate
 COMPONENTS = ("attn_proj", "attn_core", "ffn", "lm_head", "comm", "draft", "overhead")
@@ -117,7 +116,7 @@ class StepCost:
         if drafts < 0:
             raise UserError(f"draft tokens must be >= 0, got {drafts}")
         self.precision = m.with_precision(precision)
-        self.act_bytes = KERNEL_ACT_BYTES[activation_format(self.precision)]   # between operators: BF16, or FP32
+        self.act_bytes = activation_bytes(self.precision)   # between operators: BF16, or FP32
         self.kv_dtype = (kv_dtype or "bf16").lower()
         if self.kv_dtype not in KV_BYTES:
             raise UserError(f"unknown kv_dtype {kv_dtype!r}; use one of {', '.join(KV_BYTES)}")

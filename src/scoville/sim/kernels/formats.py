@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from scoville.catalog.hardware import Hardware
 from scoville.errors import UserError
+from scoville.sim.kernels.work import KERNEL_ACT_BYTES
 
 FOUR_BIT = ("nvfp4", "mxfp4", "fp4", "int4")
 
@@ -76,6 +77,11 @@ def activation_format(precision: dict[str, str]) -> str:
     """Format of the activations between operators (norms, residuals, router and LM-head inputs, collectives):
     BF16, or FP32 for a model served in FP32 (its attention weights say so: ``ModelArch.with_precision``)."""
     return "float32" if precision.get("attn") == "fp32" else "bfloat16"
+
+
+def activation_bytes(precision: dict[str, str]) -> float:
+    """Bytes of one activation element between operators (:func:`activation_format`'s)."""
+    return KERNEL_ACT_BYTES[activation_format(precision)]
 
 
 def describe(weight_format: str, kernel: str, hw: Hardware) -> str:

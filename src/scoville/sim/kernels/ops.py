@@ -432,7 +432,7 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
     hw = msgspec.json.decode(hw_json, type=Hardware)
     precision = dict(precision_items)
     act = formats.activation_format(precision)
-    b = _Builder(hw, framework, backend, load_transfer(), elementwise_kernels, work.KERNEL_ACT_BYTES[act])
+    b = _Builder(hw, framework, backend, load_transfer(), elementwise_kernels, formats.activation_bytes(precision))
     kv = formats.kv_format(kv_dtype, hw)
     fmt = {g: (formats.moe_format if g == "experts" else formats.gemm_format)(precision.get(g, "bf16"), hw)
            for g in ("attn", "dense_ffn", "experts", "shared_experts", "lm_head")}
