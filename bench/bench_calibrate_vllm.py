@@ -130,6 +130,11 @@ def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None
                          "error_before": b, "error_after": a}
         rows.append(row)
         print(line)
+    for p in rep.points:
+        if p.measured.ttft_slope_s and p.before.ttft_slope_s and p.after.ttft_slope_s:
+            print(f"TTFT per prompt token, {names.get(p.run_id, '?')} {p.label} ({p.role}): measured "
+                  f"{p.measured.ttft_slope_s * 1e3:.3f} ms, before {p.before.ttft_slope_s * 1e3:.3f}, "
+                  f"after {p.after.ttft_slope_s * 1e3:.3f}")
     held = rep.max_abs_error("after", "held-out")
     ok = rep.within(TOLERANCE, "held-out")
     print(f"\nworst held-out error after calibration: {held:.1%} -> "

@@ -31,6 +31,7 @@ from scoville.sim.calibrate import (
     load_profile,
     nelder_mead,
     nnls_small,
+    predicted_slope,
     read_run,
 )
 from scoville.sim.config import SimConfig
@@ -128,6 +129,31 @@ def test_the_repeats_of_a_load_are_one_point_at_their_mean(world: dict, tmp_path
         assert t.measured.ttft_s == pytest.approx(np.mean([r["ttft_s_mean"] for r in mine]))
 
 
+def test_ttft_slope_over_prompt_lengths_is_read_per_load_and_matches_the_cost_model(world: dict, tmp_path: Path):
+    """At concurrency 1 a request's TTFT is its front end, one step's host cost and its prefill step, so the slope
+    of TTFT over the prompt lengths of a load's requests (both passes, each its own intercept) is what the
+    prefill step adds per token, which predicted_slope reads off the cost model."""
+    cfg = SimConfig(hardware=HW, model=world["model"], profile=str(world["root"] / "truth.yaml"), **SERVING)
+    plan = repeat_plan([LoadPoint(index=0, concurrency=1, num_requests=16, warmup_requests=1)], 2)
+    run = simulate_run(cfg, SyntheticWorkload(isl=512, osl=8, seed=5, name="512/8"), plan, tmp_path / "runs", seed=1)
+    (target,) = read_run(run).targets
+    assert target.measured.ttft_slope_s is not None and target.prompt_tokens is not None
+    assert 0 < target.slope_rse < 0.1 and 410 < target.prompt_tokens[0] < 512
+    assert target.measured.ttft_slope_s == pytest.approx(predicted_slope(cfg, target.prompt_tokens), rel=0.05)
+
+
+def test_cli_reports_the_ttft_slope_it_fitted(world: dict, tmp_path: Path, capsys: pytest.CaptureFixture):
+    cfg = SimConfig(hardware=HW, model=world["model"], profile=str(world["root"] / "truth.yaml"), **SERVING)
+    plan = [LoadPoint(index=0, concurrency=1, num_requests=16, warmup_requests=1)]
+    run = simulate_run(cfg, SyntheticWorkload(isl=512, osl=8, seed=5, name="512/8"), plan, tmp_path / "runs", seed=1)
+    serving = tmp_path / "serving.yaml"
+    serving.write_text(yaml.safe_dump(SERVING))
+    cli_main(["calibrate", str(run), "--hardware", HW, "--model", world["model"], "--config", str(serving),
+              "-o", str(tmp_path / "p.yaml"), "--max-evals", "30"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "TTFT per prompt token at c=1 of 512/8 (fit): measured" in text and "→ calibrated" in text
+
+
 def test_kernel_factor_prior_is_as_wide_as_the_kernel_data_are_unsure(world: dict):
     """Kernels timed on the machine (the CPU entry's tables, for shapes they hold) leave kernel_factor little room;
     an attention shape the tables lack, or a datasheet entry priced through the transfer model, a lot."""
@@ -141,15 +167,16 @@ def test_kernel_factor_prior_is_as_wide_as_the_kernel_data_are_unsure(world: dic
 
 @pytest.mark.slow   # a full fit
 def test_a_kernel_factor_far_from_the_tables_is_named(world: dict, tmp_path: Path):
-    """Tables timed on another machine (truth 2.5x them) and fit points of two prompt lengths, which pin the
-    kernel time against the per-request cost: the points pull kernel_factor far out of its prior, and the report
-    names the likely cause rather than passing the result off as an ordinary calibration."""
+    """Tables timed on another machine (truth 2.5x them), one workload: the points' means alone would put the
+    missing kernel time into the per-request cost, but TTFT's slope over the prompt lengths at concurrency 1 pins
+    it on the kernels, pulls kernel_factor far out of its prior, and the report names the likely cause."""
     model = world["measured_model"]
     slow = profile(model="tiny-measured").write(tmp_path / "slow.yaml")       # TRUTH: kernels at 2.5x the tables
     cfg = SimConfig(hardware=HW, model=model, profile=str(slow), **SERVING)
-    runs = [simulate_run(cfg, SyntheticWorkload(isl=isl, osl=osl, seed=3, name=f"{isl}/{osl}"), points(levels),
-                         tmp_path / "runs", seed=1) for isl, osl, levels in ((512, 64, [1, 8]), (1024, 32, [4]))]
-    _, rep = calibrate(runs, HW, model=model, config=SimConfig(hardware=HW, model=model, **SERVING), max_evals=150)
+    plan = [LoadPoint(index=0, concurrency=1, num_requests=16, warmup_requests=1),
+            LoadPoint(index=1, concurrency=8, num_requests=32, warmup_requests=8)]
+    run = simulate_run(cfg, SyntheticWorkload(isl=512, osl=64, seed=3, name="512/64"), plan, tmp_path / "runs", seed=1)
+    _, rep = calibrate([run], HW, model=model, config=SimConfig(hardware=HW, model=model, **SERVING), max_evals=150)
     pull = math.log(rep.fitted["kernel_factor"]) / rep.fit.kernel_prior_sd
     assert rep.fit.kernel_prior_sd < 0.15 and pull > 2.0, (rep.fitted, rep.fit.kernel_prior_sd)
     assert any("pull hard against the kernel data" in n for n in rep.notes()), rep.notes()

@@ -85,6 +85,11 @@ def summary_lines(report: CalibrationReport, profile: Profile) -> list[str]:
         before, after = report.max_abs_error("before", role), report.max_abs_error("after", role)
         if after is not None:
             out.append(f"{role} points: worst error {before:.0%} uncalibrated → {after:.1%} calibrated")
+    for p in report.points:
+        if p.measured.ttft_slope_s and p.before.ttft_slope_s and p.after.ttft_slope_s:
+            out.append(f"TTFT per prompt token at {p.label} of {p.workload} ({p.role}): measured "
+                       f"{p.measured.ttft_slope_s * 1e3:.3g} ms, uncalibrated {p.before.ttft_slope_s * 1e3:.3g} → "
+                       f"calibrated {p.after.ttft_slope_s * 1e3:.3g}")
     out.append(f"residual spread (the profile's sigma): {profile.sigma:.3f} in log space; "
                f"{report.fit.evaluations} simulations")
     return out

@@ -15,7 +15,9 @@ signature in what a benchmark measures:
   time before the scheduler sees it: it moves TTFT alone, most in bursts.
 
 They are fitted by minimising the squared log errors of mean TTFT, mean TPOT and total throughput on the
-chosen load points (log errors: a 10 % miss counts the same at 5 ms and at 5 s), with each parameter kept
+chosen load points (log errors: a 10 % miss counts the same at 5 ms and at 5 s), and of the TTFT-vs-prompt slope
+of a concurrency-1 fit point (:func:`ttft_slope`: what the prefill kernels add per prompt token, which a point's
+mean TTFT cannot tell from a per-request cost), with each parameter kept
 positive and inside physical bounds by fitting its logarithm, clipped. Every point is predicted by the
 discrete-event engine replaying the run's own workload and load point (same lengths, warm-up and window as
 the client used), so burst-synchronised prefills and drain are reproduced rather than approximated.
@@ -55,6 +57,7 @@ from typing import Any, Literal
 
 import msgspec
 import numpy as np
+import pyarrow as pa
 import yaml
 
 import scoville
@@ -84,6 +87,9 @@ POINT_SD = 0.05               # how far a measured point's mean moves between me
                               # shared machine: passes minutes apart differ by ~10 %): weighs kernel_factor's
                               # prior against the points (one sd off the prior costs as much as a 5 % miss)
 PRIOR_PULL_NOTE = 2.0         # a fitted kernel_factor this many prior sds out gets a note: tables of another machine?
+SLOPE_MIN_REQUESTS = 8        # a TTFT-vs-prompt slope needs this many measured requests ...
+SLOPE_MAX_RSE = 0.5           # ... and a standard error below this share of itself to be fitted on; it weighs
+                              # POINT_SD / its relative standard error of a metric (30 requests at c=1: ~1/4)
 PRIOR_CONTEXT = 1024          # context tokens a sequence when kernel_prior_sd weighs a decode step's kernels
 MISSING_LOG_ERROR = 5.0       # a point the simulator could not complete counts as a factor-e^5 miss
 SIGMA_FLOOR = 0.02            # a profile never claims better than 2 %: repeated measurements vary that much
@@ -101,14 +107,17 @@ class CalibrationError(UserError):
 # ---- records -------------------------------------------------------------------------------------
 
 class Figures(msgspec.Struct, kw_only=True, frozen=True):
-    """What a point is judged on: mean TTFT and TPOT (s) and total throughput (input + output tokens/s)."""
+    """What a point is judged on: mean TTFT and TPOT (s) and total throughput (input + output tokens/s); at
+    concurrency 1, also what it is fitted on besides: how TTFT grows with the prompt (:func:`ttft_slope`)."""
 
     ttft_s: float | None
     tpot_s: float | None
     total_tok_s: float | None
+    ttft_slope_s: float | None = None    # seconds of TTFT per prompt token, concurrency-1 points only
 
     def get(self, metric: str) -> float | None:
-        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "throughput": self.total_tok_s}[metric]
+        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "throughput": self.total_tok_s,
+                "ttft_slope": self.ttft_slope_s}[metric]
 
 
 class PointError(msgspec.Struct, kw_only=True, frozen=True):
@@ -283,6 +292,8 @@ class Target:
     compat: str
     measured: Figures
     role: Role = "held-out"
+    prompt_tokens: tuple[float, float] | None = None   # mean and sd of the prompts behind measured.ttft_slope_s
+    slope_rse: float = 0.0                              # its relative standard error
 
     @property
     def key(self) -> str:
@@ -305,12 +316,58 @@ def _figures(row: dict[str, Any]) -> Figures:
     return Figures(ttft_s=pos("ttft_s_mean"), tpot_s=pos("tpot_s_mean"), total_tok_s=pos("total_throughput"))
 
 
+def ttft_slope(prompt_tokens: np.ndarray, ttft_s: np.ndarray, passes: np.ndarray) -> tuple[float, float] | None:
+    """Seconds of TTFT per prompt token and its relative standard error: the least-squares slope over one load's
+    requests, each pass (repeat) with its own intercept, as a machine's speed moves between passes minutes
+    apart; None when it is not sure (fewer than SLOPE_MIN_REQUESTS, prompts of one length, not rising, or a
+    standard error above SLOPE_MAX_RSE of itself).
+
+    Why: a point's mean TTFT cannot tell the prefill kernels from a fixed per-request cost, but the spread of
+    prompt lengths within the point can (InferenceX draws them on [0.8 L, L]). On a real vLLM at concurrency 1
+    the regression had no intercept (−4 ms + 0.257 ms a token), where means alone had fitted 17 ms a request.
+    """
+    groups = np.unique(passes)
+    dof = prompt_tokens.size - groups.size - 1
+    if prompt_tokens.size < SLOPE_MIN_REQUESTS or dof < 1:
+        return None
+    x, y = prompt_tokens.astype(float), ttft_s.astype(float)
+    for g in groups:                      # within-pass deviations: each pass its own intercept
+        on = passes == g
+        x[on] -= x[on].mean()
+        y[on] -= y[on].mean()
+    sxx = float(np.dot(x, x))
+    if sxx <= 0:
+        return None
+    slope = float(np.dot(x, y)) / sxx
+    resid = y - slope * x
+    se = math.sqrt(float(np.dot(resid, resid)) / dof / sxx)
+    return (slope, se / slope) if slope > 0 and se <= SLOPE_MAX_RSE * slope else None
+
+
+def _measured_slope(requests: Any, points: list[int]) -> tuple[tuple[float, float] | None, tuple[float, float]]:
+    """:func:`ttft_slope` of the finished, measured (not warm-up) requests of ``points`` (a load's repeats), and
+    the mean and sd of their prompt lengths."""
+    import pyarrow.compute as pc
+
+    keep = pc.and_(pc.and_(pc.is_in(requests["point"], value_set=pa.array(points, requests["point"].type)),
+                           requests["ok"]), pc.invert(requests["warmup"]))
+    rows = requests.filter(keep)
+    tokens = np.asarray(rows["input_tokens"].to_numpy(zero_copy_only=False), dtype=float)
+    ttft = np.asarray(pc.subtract(rows["t_first_token"], rows["t_sent"]).to_numpy(zero_copy_only=False), dtype=float)
+    passes = np.asarray(rows["point"].to_numpy(zero_copy_only=False))
+    ok = np.isfinite(tokens) & np.isfinite(ttft)
+    prompts = (float(tokens[ok].mean()), float(tokens[ok].std())) if ok.any() else (0.0, 0.0)
+    return ttft_slope(tokens[ok], ttft[ok], passes[ok]), prompts
+
+
 def read_run(run_dir: Path) -> RunData:
     """A run's measured points with the workload and load point that produced each; one-line errors. The repeats
     of a load (``sweep --repeats``) are one point, their mean: on a shared machine a load measured minutes apart
-    moves by ~10%, which a fit on one pass takes for the server's behaviour."""
+    moves by ~10%, which a fit on one pass takes for the server's behaviour. A concurrency-1 point also gets its
+    TTFT-vs-prompt slope over all its repeats' requests (:func:`ttft_slope`)."""
     from scoville.analysis.repeats import aggregate_repeats
     from scoville.results.catalog import load_manifest, read_point_rows
+    from scoville.results.store import read_requests
     from scoville.workload.scenarios import workload_from_dict
 
     run_dir = Path(run_dir)
@@ -326,14 +383,23 @@ def read_run(run_dir: Path) -> RunData:
                                "the run recorded") from None
     wname = m.workload_name or workload.name
     data = RunData(run_id=run_id, model=model, hardware=m.system.hardware or None)
+    requests = None
     for row in rows:
         fig = _figures(row)
         idx = row.get("point")
         if fig.ttft_s is None or fig.tpot_s is None or idx not in plan:
             continue
-        data.targets.append(Target(run_id=run_id, label=str(row.get("label") or plan[idx].label),
-                                   workload=workload, workload_name=wname, point=plan[idx].load_point(),
-                                   compat=str(row.get("compat") or m.compat), measured=fig))
+        point = plan[idx].load_point()
+        target = Target(run_id=run_id, label=str(row.get("label") or plan[idx].label), workload=workload,
+                        workload_name=wname, point=point, compat=str(row.get("compat") or m.compat), measured=fig)
+        if point.concurrency == 1:
+            requests = read_requests(run_dir) if requests is None else requests
+            repeats = [i for i, p in plan.items() if p.load_point().load_label() == point.load_label()]
+            slope, prompts = _measured_slope(requests, repeats)
+            if slope is not None:
+                target.measured = msgspec.structs.replace(fig, ttft_slope_s=slope[0])
+                target.prompt_tokens, target.slope_rse = prompts, slope[1]
+        data.targets.append(target)
     if not data.targets:
         raise CalibrationError(f"run {run_id} has no measured point with TTFT and TPOT ({run_dir}); finish it "
                                "(`scoville sweep --resume`) or leave it out")
@@ -362,8 +428,25 @@ def select_fit_points(targets: list[Target], fit_points: list[str] | None) -> No
 
 # ---- prediction ------------------------------------------------------------------------------------
 
+def predicted_slope(config: SimConfig, prompt_tokens: tuple[float, float]) -> float:
+    """Seconds of TTFT per prompt token at concurrency 1 (what :func:`ttft_slope` measures): the slope of a
+    prefill step's time over the prompts' mean ± one sd. An idle server's TTFT is its request's front end, one
+    step's host cost and that step; only the step's kernels grow with the prompt."""
+    from scoville.sim.engine import step_cost
+
+    cost = step_cost(config, config.parallel)
+    mean, sd = prompt_tokens
+    lo, hi = max(mean - sd, 1.0), mean + sd
+
+    def prefill(n: float) -> float:
+        return float(cost.step_time(n, 1, n * (n + 1) / 2, n, 0, 0))
+
+    return (prefill(hi) - prefill(lo)) / (hi - lo)
+
+
 def predict(config: SimConfig, targets: list[Target]) -> list[Figures]:
-    """The discrete-event engine's figures for each target (its run's workload and load point replayed)."""
+    """The discrete-event engine's figures for each target (its run's workload and load point replayed), and
+    the TTFT-vs-prompt slope where one was measured."""
     from scoville.sim.driver import point_rows
 
     by_run: dict[tuple[str, str], list[int]] = {}
@@ -376,6 +459,9 @@ def predict(config: SimConfig, targets: list[Target]) -> list[Figures]:
         for i in idx:
             row = by_point.get(targets[i].point.index)
             out[i] = _figures(row) if row is not None else Figures(ttft_s=None, tpot_s=None, total_tok_s=None)
+    for i, t in enumerate(targets):
+        if t.prompt_tokens is not None and out[i] is not None:
+            out[i] = msgspec.structs.replace(out[i], ttft_slope_s=predicted_slope(config, t.prompt_tokens))
     return [f for f in out if f is not None]
 
 
@@ -407,6 +493,14 @@ def log_errors(measured: list[Figures], predicted: list[Figures]) -> np.ndarray:
             else:
                 out[i, j] = math.log(pv / mv)
     return out
+
+
+def slope_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
+    """log(predicted ÷ measured) TTFT-vs-prompt slope of the targets where one was measured, each weighed as
+    sure as it is: POINT_SD ÷ its relative standard error (a metric's residual weighs 1 at POINT_SD's noise)."""
+    return np.array([(math.log(p.ttft_slope_s / t.measured.ttft_slope_s) if p.ttft_slope_s else MISSING_LOG_ERROR)
+                     * min(POINT_SD / t.slope_rse, 1.0)
+                     for t, p in zip(targets, predicted, strict=True) if t.measured.ttft_slope_s])
 
 
 # ---- the fit ---------------------------------------------------------------------------------------
@@ -490,8 +584,11 @@ class Objective:
         return predict_with(self.config, self.prior, values, self.targets)
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
-        """log(predicted ÷ measured) of every fit point and metric at log parameters ``x``."""
-        return log_errors([t.measured for t in self.targets], self.predict(_from_x(x))).ravel()
+        """log(predicted ÷ measured) of every fit point and metric at log parameters ``x``, and of every measured
+        TTFT-vs-prompt slope."""
+        predicted = self.predict(_from_x(x))
+        measured = [t.measured for t in self.targets]
+        return np.concatenate([log_errors(measured, predicted).ravel(), slope_errors(self.targets, predicted)])
 
     def data_loss(self, x: np.ndarray) -> float:
         return float(np.sum(self.residuals(x) ** 2))
@@ -546,11 +643,11 @@ UNIT = {"kernel_factor": 1.0, "step_overhead_us": 1000.0, "seq_overhead_us": 100
 
 
 def time_like(figures: list[Figures]) -> np.ndarray:
-    """TTFT, TPOT and seconds per token (1 / throughput) per point: quantities that add up across the
-    parameters' contributions (NaN where missing)."""
+    """TTFT, TPOT, seconds per token (1 / throughput) and TTFT per prompt token per point: quantities that add
+    up across the parameters' contributions (NaN where missing)."""
     nan = float("nan")
-    return np.array([[f.ttft_s or nan, f.tpot_s or nan, 1.0 / f.total_tok_s if f.total_tok_s else nan]
-                     for f in figures])
+    return np.array([[f.ttft_s or nan, f.tpot_s or nan, 1.0 / f.total_tok_s if f.total_tok_s else nan,
+                      f.ttft_slope_s or nan] for f in figures])
 
 
 def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -824,7 +921,8 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
     points = [PointError(run_id=t.run_id, label=t.label, workload=t.workload_name, role=t.role, measured=t.measured,
                          before=b, after=a) for t, b, a in zip(targets, before, after, strict=True)]
     info = FitInfo(method="squared log errors of mean TTFT, mean TPOT and total throughput, each point replayed in "
-                          "the discrete-event engine; linear start, Gauss-Newton from the best starts, bounded "
+                          "the discrete-event engine, and of concurrency-1 points' TTFT-vs-prompt slopes, weighed by "
+                          "their standard errors; linear start, Gauss-Newton from the best starts, bounded "
                           "Nelder-Mead polish in log space; log-normal priors at the framework priors: kernel_factor's "
                           "as wide as the kernel data are unsure (kernel_prior_sd), the host costs' a decade wide "
                           "of weight 1e-5",
