@@ -458,10 +458,10 @@ def predict(config: SimConfig, targets: list[Target]) -> list[Figures]:
         by_point = {r["point"]: r for r in rows}
         for i in idx:
             row = by_point.get(targets[i].point.index)
-            out[i] = _figures(row) if row is not None else Figures(ttft_s=None, tpot_s=None, total_tok_s=None)
-    for i, t in enumerate(targets):
-        if t.prompt_tokens is not None and out[i] is not None:
-            out[i] = msgspec.structs.replace(out[i], ttft_slope_s=predicted_slope(config, t.prompt_tokens))
+            fig = _figures(row) if row is not None else Figures(ttft_s=None, tpot_s=None, total_tok_s=None)
+            prompts = targets[i].prompt_tokens
+            out[i] = fig if prompts is None else msgspec.structs.replace(
+                fig, ttft_slope_s=predicted_slope(config, prompts))
     return [f for f in out if f is not None]
 
 
