@@ -116,8 +116,7 @@ class Figures(msgspec.Struct, kw_only=True, frozen=True):
     ttft_slope_s: float | None = None    # seconds of TTFT per prompt token, concurrency-1 points only
 
     def get(self, metric: str) -> float | None:
-        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "throughput": self.total_tok_s,
-                "ttft_slope": self.ttft_slope_s}[metric]
+        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "throughput": self.total_tok_s}[metric]
 
 
 class PointError(msgspec.Struct, kw_only=True, frozen=True):
@@ -495,12 +494,17 @@ def log_errors(measured: list[Figures], predicted: list[Figures]) -> np.ndarray:
     return out
 
 
+def slope_weight(target: Target) -> float:
+    """How much a target's measured TTFT-vs-prompt slope counts against a metric (which weighs 1 at POINT_SD's
+    noise): POINT_SD ÷ its relative standard error, at most 1."""
+    return min(POINT_SD / target.slope_rse, 1.0) if target.slope_rse > 0 else 1.0
+
+
 def slope_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
-    """log(predicted ÷ measured) TTFT-vs-prompt slope of the targets where one was measured, each weighed as
-    sure as it is: POINT_SD ÷ its relative standard error (a metric's residual weighs 1 at POINT_SD's noise)."""
+    """log(predicted ÷ measured) TTFT-vs-prompt slope of the targets where one was measured, each times its
+    :func:`slope_weight`."""
     return np.array([(math.log(p.ttft_slope_s / t.measured.ttft_slope_s) if p.ttft_slope_s else MISSING_LOG_ERROR)
-                     * min(POINT_SD / t.slope_rse, 1.0)
-                     for t, p in zip(targets, predicted, strict=True) if t.measured.ttft_slope_s])
+                     * slope_weight(t) for t, p in zip(targets, predicted, strict=True) if t.measured.ttft_slope_s])
 
 
 # ---- the fit ---------------------------------------------------------------------------------------
@@ -675,11 +679,12 @@ def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: n
     runs from 0.01 µs to a second, it would outweigh the points (a 900 µs answer to a 2 µs prior by 70×)."""
     lo, hi = _FLOOR, _CEIL
     m = time_like([t.measured for t in objective.targets]).ravel()
+    weight = np.array([[1.0, 1.0, 1.0, slope_weight(t)] for t in objective.targets]).ravel()   # as the objective
     ok = np.isfinite(m) & (m > 0) & np.isfinite(y) & np.all(np.isfinite(jac), axis=1)
     if not ok.any():
         return theta
-    a = jac[ok] / m[ok, None]
-    b = (m[ok] - y[ok]) / m[ok] + a @ (theta - lo)
+    a = jac[ok] / m[ok, None] * weight[ok, None]
+    b = (m[ok] - y[ok]) / m[ok] * weight[ok] + a @ (theta - lo)
     k = PARAMS.index("kernel_factor")
     prior_row = np.zeros(len(PARAMS))
     prior_row[k] = math.sqrt(objective.prior_weight[k]) / math.exp(objective.x_prior[k])
