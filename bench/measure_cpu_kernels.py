@@ -82,13 +82,18 @@ CACHE_NOTE = {True: f"weights and KV cycled through copies of {COLD_BYTES >> 20}
               False: "operands left cached between repeats"}
 
 
+def gemm_call_s(m: int, n: int, k: int) -> float:
+    """A rough upper bound on one m×k·k×n GEMM call (30 GFLOP/s), to skip shapes over --max-call-s unmeasured."""
+    return 2.0 * m * n * k / 30e9
+
+
 def measure_gemm(torch, rows: list[dict], max_call_s: float, dtype: str, cold: bool) -> None:
     from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 
     torch_dtype = getattr(torch, dtype)
     for n in GEMM_N:
         for k in GEMM_K:
-            if 2.0 * n * k / 30e9 > max_call_s:
+            if gemm_call_s(1, n, k) > max_call_s:
                 print(f"gemm n={n} k={k}: skipped, one token's call is over --max-call-s", flush=True)
                 continue
             layers = [torch.nn.Linear(k, n, bias=False, dtype=torch_dtype)
@@ -98,7 +103,7 @@ def measure_gemm(torch, rows: list[dict], max_call_s: float, dtype: str, cold: b
             turn = itertools.cycle(layers)
             first = len(rows)
             for m in TOKENS:
-                if 2.0 * m * n * k / 30e9 > max_call_s:
+                if gemm_call_s(m, n, k) > max_call_s:
                     break
                 x = torch.randn(m, k, dtype=torch_dtype)
 
