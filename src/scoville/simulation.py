@@ -85,12 +85,16 @@ def resolve_kv_dtype(value: str | None, hardware: str, model: str | None = None,
     """``kv_dtype="auto"``: FP8 where the chip has FP8 math (what InferenceX's recipes run), else BF16; and BF16
     where the serving framework's own measured decode attention runs slower on an FP8 cache than on BF16
     (:func:`fp8_cache_is_slower`: SGLang's MLA kernel on Hopper), given ``model`` and ``framework``. A model
-    served in FP32 (``precision``) keeps an FP32 cache, as a server's auto cache format follows the model's."""
+    served in FP32 (``precision``, or with none given its checkpoint's ``torch_dtype``) keeps an FP32 cache, as a
+    server's auto cache format follows the model's."""
     from scoville.catalog.hardware import load_hardware
+    from scoville.catalog.models import load_model
 
     v = (value or "auto").lower()
     if v == "auto":
-        if precision == "fp32":                 # a server's auto cache format is its model's dtype
+        served = precision if precision not in (None, "native") else (
+            load_model(model).default_precision if model is not None else None)
+        if served == "fp32":                    # a server's auto cache format is its model's dtype
             return "fp32"
         if "fp8" not in load_hardware(hardware).flops_tflops:
             return "bf16"

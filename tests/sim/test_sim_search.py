@@ -116,6 +116,19 @@ def test_auto_kv_cache_is_fp8_unless_the_frameworks_own_kernel_runs_it_slower():
     assert resolve_kv_dtype("auto", "epyc-zen2-2vcpu", precision="fp32") == "fp32"   # the cache follows the model
 
 
+def test_auto_kv_cache_follows_an_fp32_checkpoint(tmp_path: Path):
+    """A checkpoint saved in float32 and served as it is (no --precision) keeps an FP32 cache, as the server's auto
+    cache dtype follows the model's; served in BF16 it does not."""
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 512, "intermediate_size": 1408,
+           "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 8000,
+           "max_position_embeddings": 4096, "torch_dtype": "float32"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    model = str(tmp_path / "config.json")
+    assert resolve_kv_dtype("auto", "epyc-zen2-2vcpu", model) == "fp32"
+    assert resolve_kv_dtype("auto", "epyc-zen2-2vcpu", model, precision="native") == "fp32"
+    assert resolve_kv_dtype("auto", "epyc-zen2-2vcpu", model, precision="bf16") == "bf16"
+
+
 def test_the_search_deploys_tensorrt_llm_attention_dp_with_its_balance_and_the_others_without():
     """InferenceX's TensorRT-LLM DEP recipes all enable the attention-DP balance (TensorRT-LLM's own default is
     off), so the search's TensorRT-LLM layouts hold it at TensorRT-LLM's default timeout and batching wait;
