@@ -70,6 +70,7 @@ CANONICAL: tuple[Canonical, ...] = (
                                    "dynamo_frontend_request_duration_seconds")),
     Canonical("queue", "histogram", ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds",
                                      "trtllm_request_queue_time_seconds", "trtllm:request_queue_time_seconds")),
+    Canonical("prefill", "histogram", ("vllm:request_prefill_time_seconds",)),
     Canonical("requests", "counter", ("vllm:request_success", "sglang:num_requests", "trtllm_request_success",
                                       "trtllm:request_success", "dynamo_frontend_requests")),
     Canonical("running", "gauge", ("vllm:num_requests_running", "sglang:num_running_reqs",
@@ -340,7 +341,7 @@ def point_server_columns(samples: pa.Table, point: int, records: pa.Table, model
         "server_engine": _engine(fig.names), "server_scrapes": fig.scrapes,
         "server_window_s": float(t.max() - t.min()), "server_requests": server_requests(fig),
     }
-    for key in ("ttft", "itl", "tpot", "e2e", "queue"):
+    for key in ("ttft", "itl", "tpot", "e2e", "queue", "prefill"):
         row[f"server_{key}_s_mean"] = fig.means.get(key)
     for key in ("running", "waiting"):
         row[f"server_{key}_mean"] = fig.gauge_mean.get(key)

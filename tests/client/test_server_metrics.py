@@ -88,6 +88,17 @@ def test_missing_series_are_none_never_a_crash():
     assert point_server_columns(samples_table([]), 0, records, "m") == {}
 
 
+def test_vllm_prefill_time_is_read_beside_queue_time():
+    """vLLM's request_prefill_time (scheduled to first token) and request_queue_time split its TTFT: calibrate
+    takes the front end as client TTFT less both (docs/calibrate.md)."""
+    q, p = "vllm:request_queue_time_seconds", "vllm:request_prefill_time_seconds"
+    scrapes = [{(f"{q}_sum", M): 0.0, (f"{q}_count", M): 0.0, (f"{p}_sum", M): 0.0, (f"{p}_count", M): 0.0},
+               {(f"{q}_sum", M): 0.004, (f"{q}_count", M): 2.0, (f"{p}_sum", M): 0.106, (f"{p}_count", M): 2.0}]
+    records = records_to_table([_record(0.0, 0.1, 1.0, 5)])
+    row = point_server_columns(samples_table(_rows(scrapes, point=0)), 0, records, "m")
+    assert row["server_queue_s_mean"] == pytest.approx(0.002) and row["server_prefill_s_mean"] == pytest.approx(0.053)
+
+
 def test_a_histogram_without_observations_has_no_mean():
     h = "vllm:request_queue_time_seconds"
     fig = window_figures([{(f"{h}_sum", M): 2.0, (f"{h}_count", M): 4.0}] * 2)

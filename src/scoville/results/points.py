@@ -153,6 +153,7 @@ class PointMetrics(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     server_tpot_s_mean: float | None = None
     server_e2e_s_mean: float | None = None
     server_queue_s_mean: float | None = None
+    server_prefill_s_mean: float | None = None
     server_running_mean: float | None = None
     server_waiting_mean: float | None = None
     server_kv_usage_mean: float | None = None
