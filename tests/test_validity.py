@@ -20,7 +20,7 @@ from scoville.reporting.html import write_report
 from scoville.results.manifest import Manifest, decode_manifest
 from scoville.results.schema import POWER_SCHEMA, RequestRecord, records_to_table
 from scoville.results.store import read_point_metrics
-from scoville.validity import SIMULATED_BASIS, point_validity
+from scoville.validity import SIMULATED_BASIS, is_loopback, point_validity
 
 
 def records(got: list[int], asked: int = 10, warmup_short: bool = False) -> pa.Table:
@@ -33,12 +33,14 @@ def records(got: list[int], asked: int = 10, warmup_short: bool = False) -> pa.T
 
 
 def manifest(outcome: dict | None = None, *, source: str = "measured", power: dict | None = None,
-             ignore_eos: bool = True, extensions: bool = True, drop: tuple[str, ...] = ()) -> Manifest:
+             ignore_eos: bool = True, extensions: bool = True, drop: tuple[str, ...] = (),
+             base_url: str | None = None) -> Manifest:
     base = {"point": 0, "attempt": 0, "t_start": 0.0, "requests": 10, "ok": 10, "failed": 0,
             "client_cpu_share": 0.2, "steal_share": 0.0,
             "unexpected_cache_hits": False, "cached_tokens": 0, "input_tokens": 1000}
     outcome = {k: v for k, v in {**base, **(outcome or {})}.items() if k not in drop}
-    return decode_manifest({"source": source, "target": {"ignore_eos": ignore_eos, "extensions": extensions},
+    return decode_manifest({"source": source, "target": {"ignore_eos": ignore_eos, "extensions": extensions,
+                                                         "base_url": base_url},
                             "system": {"accelerators": 2, "rated_watts_per_accelerator": 700.0},
                             "power": power or {"source": "rated", "boundary": "chip",
                                                "watts_per_accelerator": 700.0},
@@ -74,6 +76,33 @@ def test_a_saturated_client_is_invalid():
 def test_high_steal_is_invalid():
     assert point_validity(manifest({"steal_share": 0.05}), ROW, records([10]), None)["valid"]
     assert codes(point_validity(manifest({"steal_share": 0.08}), ROW, records([10]), None)) == ["steal"]
+
+
+def test_a_client_that_lags_its_server_is_invalid():
+    """The server's own histograms say when the client read its tokens late (another process had the CPU):
+    a client TPOT well below the server's anywhere, a large TTFT gap only over loopback."""
+    loop, remote = manifest(base_url="http://127.0.0.1:8351"), manifest(base_url="http://gpu-node:8000")
+    agree = {**ROW, "server_ttft_s_mean": 0.053, "server_tpot_s_mean": 0.0035, "client_server_tpot_ratio": 0.96,
+             "client_minus_server_ttft_s": 0.004, "ttft_gap_large": False}
+    v = point_validity(loop, agree, records([10]), None)
+    assert v["valid"] is True and "client vs server" in v["validity_basis"]
+    bunched = {**agree, "client_server_tpot_ratio": 0.33}
+    for m in (loop, remote):
+        v = point_validity(m, bunched, records([10]), None)
+        assert codes(v) == ["client_lag"] and "TPOT is 0.33 of the server's own" in v["invalid_reasons"][0]["detail"]
+    late = {**agree, "client_minus_server_ttft_s": 0.285, "ttft_gap_large": True}
+    v = point_validity(loop, late, records([10]), None)
+    assert codes(v) == ["client_lag"] and "285 ms above the server's own" in v["invalid_reasons"][0]["detail"]
+    assert point_validity(remote, late, records([10]), None)["valid"] is True    # the network may explain it
+    assert "client vs server" not in point_validity(loop, ROW, records([10]), None)["validity_basis"]
+
+
+@pytest.mark.parametrize(("url", "loopback"), [("http://127.0.0.1:8000", True), ("http://localhost:1/v1", True),
+                                               ("http://[::1]:8000", True), ("http://127.0.0.2", True),
+                                               ("http://10.0.0.1:8000", False), ("https://api.example.com", False),
+                                               (None, False)])
+def test_loopback_urls(url: str | None, loopback: bool):
+    assert is_loopback(url) is loopback
 
 
 def test_prefix_cache_hits_on_an_uncached_workload_are_invalid():

@@ -15,8 +15,10 @@ cache left from a previous run and no meter; nothing here is checked for them.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +32,7 @@ ERROR_SHARE_MAX = 0.01          # failed / measured requests
 CLIENT_CPU_MAX = 0.90           # busiest client process's CPU time / wall time (1.0 = one core)
 STEAL_SHARE_MAX = 0.05          # CPU time the hypervisor gave to other guests / all CPU time
 SHORT_OUTPUT_MAX = 0.01         # ok measured requests that returned fewer tokens than requested
+CLIENT_TPOT_RATIO_MIN = 0.90   # client ÷ server per-request TPOT: below it the client read tokens late
 POWER_FLOOR_W = 5.0             # per accelerator: below it the meter read (nearly) nothing
 # Mean power above factor x rated watts x accelerators is implausible; a node or rack boundary
 # also holds CPUs, memory, fans and network, which the accelerators' rating leaves out.
@@ -67,6 +70,39 @@ def _steal(outcome: PointOutcome) -> Reason | None:
     if share is not None and share > STEAL_SHARE_MAX:
         return Reason("steal", f"the hypervisor stole {share:.1%} of the host's CPU time "
                                f"(limit {STEAL_SHARE_MAX:.0%}): the client was descheduled")
+    return None
+
+
+def is_loopback(url: str | None) -> bool:
+    """Whether ``url`` names this machine (localhost or a loopback address)."""
+    host = urlsplit(url or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _client_lag(row: dict[str, Any], loopback: bool) -> Reason | None:
+    """The client saw the server's tokens later than the server sent them, by the server's own histograms.
+
+    Why: another process on the client's machine (a build, a test run) can take the CPU from a client whose
+    own CPU use stays low, so neither ``client_cpu`` nor ``steal`` sees it; tokens then wait in the socket
+    and arrive in bunches. Seen on the 2-core development machine: client TTFT 338 ms against the server's
+    53 ms, client TPOT a third of the server's. A client TPOT well below the server's says so on any network;
+    a large TTFT gap says so only over loopback, where no network can explain it.
+    """
+    ratio = row.get("client_server_tpot_ratio")
+    if ratio is not None and ratio < CLIENT_TPOT_RATIO_MIN:
+        return Reason("client_lag", f"the client's TPOT is {ratio:.2f} of the server's own (limit "
+                                    f"{CLIENT_TPOT_RATIO_MIN:g}): tokens reached it late and bunched; another process "
+                                    "took its CPU, so measure on a quiet machine")
+    gap = row.get("client_minus_server_ttft_s")
+    if loopback and row.get("ttft_gap_large") and gap is not None:
+        return Reason("client_lag", f"over loopback the client's TTFT is {gap * 1e3:.0f} ms above the server's own: "
+                                    "its first tokens reached it late; another process took its CPU, so measure on "
+                                    "a quiet machine")
     return None
 
 
@@ -152,6 +188,8 @@ def point_validity(manifest: Manifest, row: dict[str, Any], records: pa.Table,
         checks.append(("steal", _steal(outcome)))
     if outcome is not None:
         checks.append(("prefix cache", _prefix_cache(outcome)))
+    if row.get("server_ttft_s_mean") is not None or row.get("server_tpot_s_mean") is not None:
+        checks.append(("client vs server", _client_lag(row, is_loopback(manifest.target.base_url))))
     if manifest.target.ignore_eos:
         checks.append(("output length", _short_output(records, manifest.target)))
     if manifest.power.source in SAMPLED_POWER:

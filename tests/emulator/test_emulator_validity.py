@@ -27,7 +27,8 @@ def test_a_clean_emulator_point_is_valid(emu, tmp_path, monkeypatch):
     run = run_sweep(sweep, tmp_path).run_dir
     rows = read_point_metrics(run)
     assert [(r["valid"], r["invalid_reasons"]) for r in rows] == [(True, [])] * 2
-    assert rows[0]["validity_basis"] == "measured: checked errors, client CPU, steal, prefix cache, output length"
+    assert rows[0]["validity_basis"] == ("measured: checked errors, client CPU, steal, prefix cache, client vs server, "
+                                         "output length")
     requests = read_requests(run)  # every request asked for its length and got it (the emulator honours ignore_eos)
     assert requests.column("output_tokens").to_pylist() == requests.column("output_tokens_requested").to_pylist()
     outcome = read_manifest(run).point_results["0"]
