@@ -16,28 +16,27 @@ import numpy as np
 import pytest
 import yaml
 
+from scoville.catalog.hardware import hardware_file
 from scoville.cli import main as cli_main
 from scoville.load import LoadPoint, repeat_plan
 from scoville.results.catalog import read_point_rows
+from scoville.results.store import write_point_metrics
+from scoville.sim import measured
 from scoville.sim.calibrate import (
     PARAMS,
-    SCHEMA_VERSION,
-    CalibrationError,
-    Profile,
-    ProfileError,
     base_config,
     calibrate,
     kernel_prior_sd,
-    load_profile,
     nelder_mead,
     nnls_small,
     predicted_slope,
-    read_run,
 )
 from scoville.sim.config import SimConfig
 from scoville.sim.driver import simulate_run
 from scoville.sim.engine import step_cost
 from scoville.sim.frameworks import load_framework
+from scoville.sim.measured import CalibrationError, frontend_s, read_run
+from scoville.sim.profile import SCHEMA_VERSION, Profile, ProfileError, load_profile
 from scoville.workload.synthetic import SyntheticWorkload
 
 HW = "xeon-icx-2vcpu"
@@ -127,6 +126,69 @@ def test_the_repeats_of_a_load_are_one_point_at_their_mean(world: dict, tmp_path
         assert len(mine) == 3
         assert t.measured.tpot_s == pytest.approx(np.mean([r["tpot_s_mean"] for r in mine]))
         assert t.measured.ttft_s == pytest.approx(np.mean([r["ttft_s_mean"] for r in mine]))
+
+
+def test_invalid_passes_are_left_out_and_named(world: dict, tmp_path: Path):
+    """A pass whose client lagged its server (``scoville.validity``) measured the client, not the server: its load
+    is the mean of the other passes, and the pass is named."""
+    cfg = SimConfig(hardware=HW, model=world["model"], profile=str(world["root"] / "truth.yaml"), **SERVING)
+    run = simulate_run(cfg, SyntheticWorkload(isl=512, osl=64, seed=3, name="512/64"), repeat_plan(points([1, 4]), 2),
+                       tmp_path / "runs", seed=1)
+    rows = read_point_rows(run)
+    kept, lagged = [r for r in rows if r["load"] == "c=1"]
+    lagged.update(valid=False, ttft_s_mean=6 * lagged["ttft_s_mean"],
+                  invalid_reasons=[{"code": "client_lag", "detail": "the client's TPOT is 0.33 of the server's"}])
+    write_point_metrics(run, rows)
+    data = read_run(run)
+    (c1,) = [t for t in data.targets if t.label == "c=1"]
+    assert c1.measured.ttft_s == pytest.approx(kept["ttft_s_mean"])
+    assert data.left_out == [f"{data.run_id}:{lagged['label']} (client_lag)"]
+
+
+def test_front_end_time_is_client_ttft_less_the_servers_queue_and_prefill():
+    row = {"client_all_ttft_s_mean": 0.0550, "server_queue_s_mean": 0.0001, "server_prefill_s_mean": 0.0513}
+    assert frontend_s(row) == pytest.approx(0.0036)
+    assert frontend_s({**row, "server_prefill_s_mean": None}) is None      # a server without the histogram
+    assert frontend_s({**row, "server_prefill_s_mean": 0.06}) is None      # a negative gap is no measurement
+
+
+@pytest.mark.slow   # a full fit
+def test_the_servers_own_prefill_time_separates_front_end_from_kernels(world: dict, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    """Tables of another slice of the CPU (an entry whose kernel_tables_sigma says the kernels may be far off; the
+    truth runs them 2.5x slower) and one concurrency-1 point of fixed prompt lengths (no TTFT slope): its means
+    cannot tell kernel time from a per-request cost, and a fit on them alone keeps the tables' kernels and puts
+    the rest in the request. A server that publishes its queue and prefill times says how much of TTFT is front
+    end (30 ms here), and the fit puts the rest on the kernels."""
+    model = world["measured_model"]
+    slow = profile(model="tiny-measured").write(tmp_path / "slow.yaml")       # TRUTH: kernels at 2.5x the tables
+    cfg = SimConfig(hardware=HW, model=model, profile=str(slow), **SERVING)
+    plan = [LoadPoint(index=0, concurrency=1, num_requests=16, warmup_requests=1)]
+    run = simulate_run(cfg, SyntheticWorkload(isl=512, osl=64, range_ratio=1.0, seed=3, name="512/64"), plan,
+                       tmp_path / "runs", seed=1)
+    rows = read_point_rows(run)
+    ttft = rows[0]["ttft_s_mean"]
+    rows[0].update(client_all_ttft_s_mean=ttft, server_queue_s_mean=0.0,
+                   server_prefill_s_mean=ttft - TRUTH["request_overhead_ms"] * 1e-3)
+    write_point_metrics(run, rows)
+    (c1,) = read_run(run).targets
+    assert c1.measured.ttft_slope_s is None and c1.measured.frontend_s == pytest.approx(0.030)
+    other_slice = tmp_path / "xeon-icx-2vcpu.yaml"
+    other_slice.write_text(hardware_file(HW).read_text() + "\nkernel_tables_sigma: 0.75\n")
+
+    def fit() -> dict[str, float]:
+        _, rep = calibrate([run], str(other_slice), model=model,
+                           config=SimConfig(hardware=HW, model=model, **SERVING), max_evals=150)
+        assert rep.fit.kernel_prior_sd > 0.5
+        return rep.fitted
+
+    with_front = fit()
+    assert with_front["request_overhead_ms"] == pytest.approx(TRUTH["request_overhead_ms"], rel=0.25), with_front
+    assert with_front["kernel_factor"] == pytest.approx(TRUTH["kernel_factor"], rel=0.1), with_front
+    monkeypatch.setattr(measured, "frontend_s", lambda row: None)             # a server without the histograms
+    means_only = fit()
+    assert means_only["request_overhead_ms"] > 5 * TRUTH["request_overhead_ms"], means_only
+    assert means_only["kernel_factor"] < 1.5, means_only
 
 
 def test_ttft_slope_over_prompt_lengths_is_read_per_load_and_matches_the_cost_model(world: dict, tmp_path: Path):

@@ -84,7 +84,7 @@ def test_the_opening_burst_raises_ttft_with_concurrency_and_nothing_else():
 
 def test_a_front_end_slower_than_the_chip_caps_the_request_rate_in_estimator_and_engine(tmp_path):
     # 200 ms of front-end time per request, one request at a time: at most 5 requests/s, whatever the H200 could do
-    from scoville.sim.calibrate import SCHEMA_VERSION, Profile
+    from scoville.sim.profile import SCHEMA_VERSION, Profile
 
     slow = Profile(schema_version=SCHEMA_VERSION, hardware="h200", model="llama-3.1-8b", framework="vllm", sigma=0.02,
                    kernel_factor=1.0, step_overhead_us=150.0, seq_overhead_us=2.0, request_overhead_ms=200.0)

@@ -17,13 +17,9 @@ from rich.table import Table
 
 from scoville.errors import UserError
 from scoville.results.catalog import resolve_run
-from scoville.sim.calibrate import (
-    METRICS,
-    PARAMS,
-    CalibrationReport,
-    Profile,
-    calibrate,
-)
+from scoville.sim.calibrate import PARAMS, CalibrationReport, calibrate
+from scoville.sim.measured import METRICS
+from scoville.sim.profile import Profile
 
 console = Console()
 err_console = Console(stderr=True)
@@ -85,11 +81,9 @@ def summary_lines(report: CalibrationReport, profile: Profile) -> list[str]:
         before, after = report.max_abs_error("before", role), report.max_abs_error("after", role)
         if after is not None:
             out.append(f"{role} points: worst error {before:.0%} uncalibrated → {after:.1%} calibrated")
-    for p in report.points:
-        if p.measured.ttft_slope_s and p.before.ttft_slope_s and p.after.ttft_slope_s:
-            out.append(f"TTFT per prompt token at {p.label} of {p.workload} ({p.role}): measured "
-                       f"{p.measured.ttft_slope_s * 1e3:.3g} ms, uncalibrated {p.before.ttft_slope_s * 1e3:.3g} → "
-                       f"calibrated {p.after.ttft_slope_s * 1e3:.3g}")
+    for f in report.side_figures():
+        out.append(f"{f.name} at {f.point.label} of {f.point.workload} ({f.point.role}): measured "
+                   f"{f.measured * 1e3:.3g} ms, uncalibrated {f.before * 1e3:.3g} → calibrated {f.after * 1e3:.3g}")
     out.append(f"residual spread (the profile's sigma): {profile.sigma:.3f} in log space; "
                f"{report.fit.evaluations} simulations")
     return out

@@ -53,22 +53,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
 
 import msgspec
 import numpy as np
-import pyarrow as pa
-import yaml
 
 import scoville
 from scoville.errors import UserError
-from scoville.load import LoadPoint
 from scoville.sim.config import SimConfig
 from scoville.sim.frameworks import FrameworkCosts, load_framework, overridden
-from scoville.workload.scenarios import Workload
+from scoville.sim.measured import (
+    METRICS,
+    CalibrationError,
+    Figures,
+    Role,
+    RunData,
+    Target,
+    figures_of_row,
+    read_run,
+    select_fit_points,
+)
+from scoville.sim.profile import SCHEMA_VERSION, FitInfo, FitPoint, PointError, Profile
 
-SCHEMA_VERSION = 1
-PROFILE_KIND = "scoville-calibration-profile"
 PARAMS = ("kernel_factor", "step_overhead_us", "seq_overhead_us", "request_overhead_ms")
 # Physical bounds of each parameter. kernel_factor's match FrameworkCosts.kernel_scale's (the fit passes its
 # trial values through it); host costs run from negligible to one second per step / ten seconds per request.
@@ -78,8 +83,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "seq_overhead_us": (0.01, 1e5),
     "request_overhead_ms": (0.01, 1e4),
 }
-# (name in the report, column of points.parquet): what a fit compares.
-METRICS = (("ttft", "ttft_s_mean"), ("tpot", "tpot_s_mean"), ("throughput", "total_throughput"))
 PRIOR_SD = math.log(10.0)     # the host costs' prior is a decade wide ...
 PRIOR_WEIGHT = 1e-5           # ... and weighs like a 0.3 % error on one metric at a decade away: it only
                               # decides what the points cannot see, never what they can
@@ -87,342 +90,9 @@ POINT_SD = 0.05               # how far a measured point's mean moves between me
                               # shared machine: passes minutes apart differ by ~10 %): weighs kernel_factor's
                               # prior against the points (one sd off the prior costs as much as a 5 % miss)
 PRIOR_PULL_NOTE = 2.0         # a fitted kernel_factor this many prior sds out gets a note: tables of another machine?
-SLOPE_MIN_REQUESTS = 8        # a TTFT-vs-prompt slope needs this many measured requests ...
-SLOPE_MAX_RSE = 0.5           # ... and a standard error below this share of itself to be fitted on; it weighs
-                              # POINT_SD / its relative standard error of a metric (30 requests at c=1: ~1/4)
 PRIOR_CONTEXT = 1024          # context tokens a sequence when kernel_prior_sd weighs a decode step's kernels
 MISSING_LOG_ERROR = 5.0       # a point the simulator could not complete counts as a factor-e^5 miss
 SIGMA_FLOOR = 0.02            # a profile never claims better than 2 %: repeated measurements vary that much
-Role = Literal["fit", "held-out"]
-
-
-class ProfileError(UserError):
-    """A profile file that cannot be read or used; message is user-facing."""
-
-
-class CalibrationError(UserError):
-    """Runs or options calibrate cannot work with; message is user-facing."""
-
-
-# ---- records -------------------------------------------------------------------------------------
-
-class Figures(msgspec.Struct, kw_only=True, frozen=True):
-    """What a point is judged on: mean TTFT and TPOT (s) and total throughput (input + output tokens/s); at
-    concurrency 1, also what it is fitted on besides: how TTFT grows with the prompt (:func:`ttft_slope`)."""
-
-    ttft_s: float | None
-    tpot_s: float | None
-    total_tok_s: float | None
-    ttft_slope_s: float | None = None    # seconds of TTFT per prompt token, concurrency-1 points only
-
-    def get(self, metric: str) -> float | None:
-        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "throughput": self.total_tok_s}[metric]
-
-
-class PointError(msgspec.Struct, kw_only=True, frozen=True):
-    """One load point: measured figures and the prediction before and after calibration."""
-
-    run_id: str
-    label: str
-    workload: str
-    role: Role
-    measured: Figures
-    before: Figures
-    after: Figures
-
-    def error(self, stage: str, metric: str) -> float | None:
-        """Relative error (predicted ÷ measured − 1) of ``stage`` (before/after) on ``metric``."""
-        pred = getattr(self, stage).get(metric)
-        meas = self.measured.get(metric)
-        if pred is None or meas is None or meas <= 0:
-            return None
-        return pred / meas - 1.0
-
-
-class FitPoint(msgspec.Struct, kw_only=True, frozen=True):
-    run_id: str
-    label: str
-
-
-class FitInfo(msgspec.Struct, kw_only=True, frozen=True):
-    """How the fit went: evaluations, losses, the parameters the points could not determine."""
-
-    method: str
-    metrics: list[str]
-    evaluations: int
-    loss_before: float
-    loss_after: float
-    observations: int
-    kernel_prior_sd: float = 0.0     # kernel_factor's prior width in log space (kernel_prior_sd; 0: not recorded)
-    spread: dict[str, float] = {}    # log-space standard deviation of each fitted parameter
-    undetermined: list[str] = []     # parameters the fit points do not pin within a factor of 2
-    at_bound: list[str] = []         # parameters that ended on one of their BOUNDS
-
-
-def _check_finite(name: str, value: float, *, zero_ok: bool) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and (value > 0 or zero_ok and value == 0)):
-        raise ValueError(f"{name} must be a finite number {'>=' if zero_ok else '>'} 0, got {value!r}")
-
-
-class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """A calibration of one model on one hardware entry under one serving framework.
-
-    ``kernel_factor`` is the whole multiplier on kernel times (the framework prior's ``kernel_scale`` is
-    folded in, so :meth:`framework_costs` carries ``kernel_scale`` 1); prefill kernels keep the prior's
-    ``prefill_kernel_ratio`` to it, which the fit holds (trials replace ``kernel_scale`` only). ``sigma`` is
-    the fit's residual spread in log space (degrees of freedom counted), which becomes the host-cost
-    uncertainty of every step.
-    """
-
-    schema_version: int
-    kind: str = PROFILE_KIND
-    hardware: str
-    model: str
-    framework: str
-    kernel_factor: float
-    step_overhead_us: float
-    seq_overhead_us: float
-    request_overhead_ms: float
-    sigma: float
-    prefill_kernel_ratio: float = 1.0     # the framework prior's, held through the fit (module tables)
-    prior: dict[str, float] = {}
-    deployment: dict[str, Any] = {}
-    fitted_on: list[FitPoint] = []
-    points: list[PointError] = []
-    fit: FitInfo | None = None
-    created: str = ""
-    scoville_version: str = ""
-
-    def __post_init__(self) -> None:
-        if self.kind != PROFILE_KIND:
-            raise ValueError(f"kind is {self.kind!r}, not {PROFILE_KIND!r}")
-        _check_finite("kernel_factor", self.kernel_factor, zero_ok=False)
-        _check_finite("prefill_kernel_ratio", self.prefill_kernel_ratio, zero_ok=False)
-        for name in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms", "sigma"):
-            _check_finite(name, getattr(self, name), zero_ok=True)
-
-    def framework_costs(self) -> FrameworkCosts:
-        """The fitted host costs, in the form the cost model takes in place of the framework's priors (the
-        kernel structure, its elementwise kernel count, stays the framework's: the fit ran with it)."""
-        runs = sorted({p.run_id for p in self.fitted_on})
-        return FrameworkCosts(name=self.framework, step_overhead_us=self.step_overhead_us,
-                              seq_overhead_us=self.seq_overhead_us, request_overhead_ms=self.request_overhead_ms,
-                              sigma=self.sigma, kernel_scale=1.0, prefill_kernel_ratio=self.prefill_kernel_ratio,
-                              elementwise_kernels=load_framework(self.framework).elementwise_kernels,
-                              source=f"calibrated {self.created} on {len(self.fitted_on)} point(s) of "
-                                     f"{', '.join(runs) or 'no runs'}")
-
-    def check_applies(self, hardware: str, model: str, framework: str) -> None:
-        """One-line error when this profile was fitted for another hardware, model or framework.
-
-        Names are compared as the catalogs resolve them (a YAML path and its ``name`` are one system).
-        """
-        from scoville.catalog.hardware import load_hardware
-        from scoville.catalog.models import load_model
-
-        given = {"hardware": load_hardware(hardware).name, "model": load_model(model).name,
-                 "framework": load_framework(framework).name}
-        for key, value in given.items():
-            if value != getattr(self, key):
-                raise ProfileError(f"the profile was calibrated for {key} {getattr(self, key)!r}, not {value!r}; "
-                                   f"use a profile of {value} or calibrate one with `scoville calibrate`")
-
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(msgspec.to_builtins(self), sort_keys=False, allow_unicode=True)
-
-    def write(self, path: Path) -> Path:
-        """Write the profile as YAML (atomically: a half-written profile never replaces a good one)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(self.to_yaml())
-            tmp.replace(path)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            raise ProfileError(f"cannot write profile {path}: {e.strerror or e}") from None
-        return path
-
-
-def load_profile(path: str | Path) -> Profile:
-    """Read a profile written by ``scoville calibrate``; any problem is one line naming the file and the fix."""
-    p = Path(path).expanduser()
-    hint = "write one with `scoville calibrate RUN... --hardware H -o PROFILE.yaml`"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProfileError(f"profile {p} does not exist; {hint}") from None
-    except UnicodeDecodeError:
-        raise ProfileError(f"{p}: not a text file, so not a calibration profile; {hint}") from None
-    except OSError as e:
-        raise ProfileError(f"cannot read profile {p}: {e.strerror or e}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ProfileError(f"{p}:{where} is not valid YAML ({getattr(e, 'problem', e)}); {hint}") from None
-    if not isinstance(raw, dict) or raw.get("kind", PROFILE_KIND) != PROFILE_KIND:
-        raise ProfileError(f"{p}: not a calibration profile (expected a mapping with kind: {PROFILE_KIND}); {hint}")
-    version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ProfileError(f"{p}: profile schema_version {version!r}, this scoville {scoville.__version__} reads "
-                           f"{SCHEMA_VERSION}; recalibrate with `scoville calibrate` on the same runs")
-    try:
-        return msgspec.convert(raw, Profile, strict=False)
-    except msgspec.ValidationError as e:
-        msg = str(e).replace("$.", "field ")
-        raise ProfileError(f"{p}: malformed profile ({msg}); {hint}") from None
-    except ValueError as e:
-        raise ProfileError(f"{p}: malformed profile ({e}); {hint}") from None
-
-
-# ---- measured points -------------------------------------------------------------------------------
-
-@dataclass
-class Target:
-    """A measured point the fit can predict: its run's workload and load point, and what was measured."""
-
-    run_id: str
-    label: str
-    workload: Workload
-    workload_name: str
-    point: LoadPoint
-    compat: str
-    measured: Figures
-    role: Role = "held-out"
-    prompt_tokens: tuple[float, float] | None = None   # mean and sd of the prompts behind measured.ttft_slope_s
-    slope_rse: float = 0.0                              # its relative standard error
-
-    @property
-    def key(self) -> str:
-        return f"{self.run_id}:{self.label}"
-
-
-@dataclass
-class RunData:
-    run_id: str
-    model: str
-    hardware: str | None = None        # what the manifest says the run measured (None: not recorded)
-    targets: list[Target] = field(default_factory=list)
-
-
-def _figures(row: dict[str, Any]) -> Figures:
-    def pos(col: str) -> float | None:
-        v = row.get(col)
-        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
-
-    return Figures(ttft_s=pos("ttft_s_mean"), tpot_s=pos("tpot_s_mean"), total_tok_s=pos("total_throughput"))
-
-
-def ttft_slope(prompt_tokens: np.ndarray, ttft_s: np.ndarray, passes: np.ndarray) -> tuple[float, float] | None:
-    """Seconds of TTFT per prompt token and its relative standard error: the least-squares slope over one load's
-    requests, each pass (repeat) with its own intercept, as a machine's speed moves between passes minutes
-    apart; None when it is not sure (fewer than SLOPE_MIN_REQUESTS, prompts of one length, not rising, or a
-    standard error above SLOPE_MAX_RSE of itself).
-
-    Why: a point's mean TTFT cannot tell the prefill kernels from a fixed per-request cost, but the spread of
-    prompt lengths within the point can (InferenceX draws them on [0.8 L, L]). On a real vLLM at concurrency 1
-    the regression had no intercept (−4 ms + 0.257 ms a token), where means alone had fitted 17 ms a request.
-    """
-    groups = np.unique(passes)
-    dof = prompt_tokens.size - groups.size - 1
-    if prompt_tokens.size < SLOPE_MIN_REQUESTS or dof < 1:
-        return None
-    x, y = prompt_tokens.astype(float), ttft_s.astype(float)
-    for g in groups:                      # within-pass deviations: each pass its own intercept
-        on = passes == g
-        x[on] -= x[on].mean()
-        y[on] -= y[on].mean()
-    sxx = float(np.dot(x, x))
-    if sxx <= 0:
-        return None
-    slope = float(np.dot(x, y)) / sxx
-    resid = y - slope * x
-    se = math.sqrt(float(np.dot(resid, resid)) / dof / sxx)
-    return (slope, se / slope) if slope > 0 and se <= SLOPE_MAX_RSE * slope else None
-
-
-def _measured_slope(requests: Any, points: list[int]) -> tuple[tuple[float, float] | None, tuple[float, float]]:
-    """:func:`ttft_slope` of the finished, measured (not warm-up) requests of ``points`` (a load's repeats), and
-    the mean and sd of their prompt lengths."""
-    import pyarrow.compute as pc
-
-    keep = pc.and_(pc.and_(pc.is_in(requests["point"], value_set=pa.array(points, requests["point"].type)),
-                           requests["ok"]), pc.invert(requests["warmup"]))
-    rows = requests.filter(keep)
-    tokens = np.asarray(rows["input_tokens"].to_numpy(zero_copy_only=False), dtype=float)
-    ttft = np.asarray(pc.subtract(rows["t_first_token"], rows["t_sent"]).to_numpy(zero_copy_only=False), dtype=float)
-    passes = np.asarray(rows["point"].to_numpy(zero_copy_only=False))
-    ok = np.isfinite(tokens) & np.isfinite(ttft)
-    prompts = (float(tokens[ok].mean()), float(tokens[ok].std())) if ok.any() else (0.0, 0.0)
-    return ttft_slope(tokens[ok], ttft[ok], passes[ok]), prompts
-
-
-def read_run(run_dir: Path) -> RunData:
-    """A run's measured points with the workload and load point that produced each; one-line errors. The repeats
-    of a load (``sweep --repeats``) are one point, their mean: on a shared machine a load measured minutes apart
-    moves by ~10%, which a fit on one pass takes for the server's behaviour. A concurrency-1 point also gets its
-    TTFT-vs-prompt slope over all its repeats' requests (:func:`ttft_slope`)."""
-    from scoville.analysis.repeats import aggregate_repeats
-    from scoville.results.catalog import load_manifest, read_point_rows
-    from scoville.results.store import read_requests
-    from scoville.workload.scenarios import workload_from_dict
-
-    run_dir = Path(run_dir)
-    m = load_manifest(run_dir)
-    run_id = m.run_id or run_dir.name
-    model = m.model.name or ""
-    rows = aggregate_repeats(read_point_rows(run_dir) or [])
-    plan = {p.index: p for p in m.load_plan.points}
-    try:
-        workload = workload_from_dict(m.workload)
-    except (UserError, TypeError, msgspec.ValidationError) as e:
-        raise CalibrationError(f"run {run_id}: its workload cannot be rebuilt ({e}); calibrate needs the workload "
-                               "the run recorded") from None
-    wname = m.workload_name or workload.name
-    data = RunData(run_id=run_id, model=model, hardware=m.system.hardware or None)
-    requests = None
-    for row in rows:
-        fig = _figures(row)
-        idx = row.get("point")
-        if fig.ttft_s is None or fig.tpot_s is None or idx not in plan:
-            continue
-        point = plan[idx].load_point()
-        target = Target(run_id=run_id, label=str(row.get("label") or plan[idx].label), workload=workload,
-                        workload_name=wname, point=point, compat=str(row.get("compat") or m.compat), measured=fig)
-        if point.concurrency == 1:
-            requests = read_requests(run_dir) if requests is None else requests
-            repeats = [i for i, p in plan.items() if p.load_point().load_label() == point.load_label()]
-            slope, prompts = _measured_slope(requests, repeats)
-            if slope is not None:
-                target.measured = msgspec.structs.replace(fig, ttft_slope_s=slope[0])
-                target.prompt_tokens, target.slope_rse = prompts, slope[1]
-        data.targets.append(target)
-    if not data.targets:
-        raise CalibrationError(f"run {run_id} has no measured point with TTFT and TPOT ({run_dir}); finish it "
-                               "(`scoville sweep --resume`) or leave it out")
-    return data
-
-
-def select_fit_points(targets: list[Target], fit_points: list[str] | None) -> None:
-    """Mark the fit points: ``LABEL`` (that label in every run) or ``RUN:LABEL`` (run id, prefix or suffix).
-
-    No selection fits on every point (nothing is held out).
-    """
-    if not fit_points:
-        for t in targets:
-            t.role = "fit"
-        return
-    for want in fit_points:
-        run, _, label = want.rpartition(":")
-        hits = [t for t in targets if t.label == label
-                and (not run or t.run_id == run or t.run_id.startswith(run) or t.run_id.endswith(run))]
-        if not hits:
-            known = ", ".join(dict.fromkeys(t.key for t in targets))
-            raise CalibrationError(f"--fit-points: no point {want!r} in the runs; use LABEL or RUN:LABEL from: {known}")
-        for t in hits:
-            t.role = "fit"
 
 
 # ---- prediction ------------------------------------------------------------------------------------
@@ -443,9 +113,18 @@ def predicted_slope(config: SimConfig, prompt_tokens: tuple[float, float]) -> fl
     return (prefill(hi) - prefill(lo)) / (hi - lo)
 
 
+def predicted_frontend(config: SimConfig) -> float:
+    """Seconds of an idle server's TTFT outside its engine (what :func:`~scoville.sim.measured.frontend_s`
+    measures at concurrency 1): the request's front-end time, which the engine pays before the scheduler sees
+    the request; with nothing else in flight it waits for no other request's."""
+    from scoville.sim.engine import step_cost
+
+    return step_cost(config, config.parallel).framework.request_overhead_ms * 1e-3
+
+
 def predict(config: SimConfig, targets: list[Target]) -> list[Figures]:
     """The discrete-event engine's figures for each target (its run's workload and load point replayed), and
-    the TTFT-vs-prompt slope where one was measured."""
+    the TTFT-vs-prompt slope and front-end time where they were measured."""
     from scoville.sim.driver import point_rows
 
     by_run: dict[tuple[str, str], list[int]] = {}
@@ -457,10 +136,11 @@ def predict(config: SimConfig, targets: list[Target]) -> list[Figures]:
         by_point = {r["point"]: r for r in rows}
         for i in idx:
             row = by_point.get(targets[i].point.index)
-            fig = _figures(row) if row is not None else Figures(ttft_s=None, tpot_s=None, total_tok_s=None)
-            prompts = targets[i].prompt_tokens
-            out[i] = fig if prompts is None else msgspec.structs.replace(
-                fig, ttft_slope_s=predicted_slope(config, prompts))
+            fig = figures_of_row(row) if row is not None else Figures(ttft_s=None, tpot_s=None, total_tok_s=None)
+            prompts, measured = targets[i].prompt_tokens, targets[i].measured
+            out[i] = msgspec.structs.replace(
+                fig, ttft_slope_s=None if prompts is None else predicted_slope(config, prompts),
+                frontend_s=None if measured.frontend_s is None else predicted_frontend(config))
     return [f for f in out if f is not None]
 
 
@@ -505,6 +185,16 @@ def slope_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
     :func:`slope_weight`."""
     return np.array([(math.log(p.ttft_slope_s / t.measured.ttft_slope_s) if p.ttft_slope_s else MISSING_LOG_ERROR)
                      * slope_weight(t) for t, p in zip(targets, predicted, strict=True) if t.measured.ttft_slope_s])
+
+
+def frontend_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
+    """(predicted − measured) front-end time of the targets where one was measured, as a share of their
+    measured TTFT: how far the fit's split of TTFT into front end and engine is off, in the units a TTFT
+    metric is weighed in (a log error on the front end alone would make a 2 ms miss on 3 ms outweigh a 20 %
+    TTFT miss)."""
+    return np.array([((p.frontend_s or 0.0) - t.measured.frontend_s) / t.measured.ttft_s
+                     for t, p in zip(targets, predicted, strict=True)
+                     if t.measured.frontend_s is not None and t.measured.ttft_s])
 
 
 # ---- the fit ---------------------------------------------------------------------------------------
@@ -589,10 +279,11 @@ class Objective:
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
         """log(predicted ÷ measured) of every fit point and metric at log parameters ``x``, and of every measured
-        TTFT-vs-prompt slope."""
+        TTFT-vs-prompt slope; the front-end times' misses as shares of TTFT."""
         predicted = self.predict(_from_x(x))
         measured = [t.measured for t in self.targets]
-        return np.concatenate([log_errors(measured, predicted).ravel(), slope_errors(self.targets, predicted)])
+        return np.concatenate([log_errors(measured, predicted).ravel(), slope_errors(self.targets, predicted),
+                               frontend_errors(self.targets, predicted)])
 
     def data_loss(self, x: np.ndarray) -> float:
         return float(np.sum(self.residuals(x) ** 2))
@@ -647,11 +338,21 @@ UNIT = {"kernel_factor": 1.0, "step_overhead_us": 1000.0, "seq_overhead_us": 100
 
 
 def time_like(figures: list[Figures]) -> np.ndarray:
-    """TTFT, TPOT, seconds per token (1 / throughput) and TTFT per prompt token per point: quantities that add
-    up across the parameters' contributions (NaN where missing)."""
+    """TTFT, TPOT, seconds per token (1 / throughput), TTFT per prompt token and front-end time per point:
+    quantities that add up across the parameters' contributions (NaN where missing)."""
     nan = float("nan")
     return np.array([[f.ttft_s or nan, f.tpot_s or nan, 1.0 / f.total_tok_s if f.total_tok_s else nan,
-                      f.ttft_slope_s or nan] for f in figures])
+                      f.ttft_slope_s or nan, nan if f.frontend_s is None else f.frontend_s] for f in figures])
+
+
+def linear_rows(targets: list[Target]) -> tuple[np.ndarray, np.ndarray]:
+    """How the linear solve weighs each :func:`time_like` quantity of each target, as the objective does: the
+    scale a miss is divided by (the measured value itself; a front-end miss is a share of the measured TTFT)
+    and the weight it is multiplied by (a slope's :func:`slope_weight`). Flattened like ``time_like(...).ravel()``."""
+    scale = time_like([t.measured for t in targets])
+    scale[:, 4] = [t.measured.ttft_s or float("nan") for t in targets]
+    weight = np.array([[1.0, 1.0, 1.0, slope_weight(t), 1.0] for t in targets])
+    return scale.ravel(), weight.ravel()
 
 
 def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -673,18 +374,19 @@ def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: np.ndarray) -> np.ndarray:
     """The parameters (each >= its lower bound) that make the linearised times ``y + jac·(new - theta)`` match
-    the measured ones best in relative terms, with kernel_factor's prior as one more row, ``√w·(new ÷ prior −
-    1)``: the objective's ``√w·log(new ÷ prior)`` expanded at the prior, close over the tens of percent that
-    prior allows. The host costs' decade-wide whisper is left to the objective: linear in a parameter that
-    runs from 0.01 µs to a second, it would outweigh the points (a 900 µs answer to a 2 µs prior by 70×)."""
+    the measured ones best in relative terms (scaled and weighed as :func:`linear_rows` says), with
+    kernel_factor's prior as one more row, ``√w·(new ÷ prior − 1)``: the objective's ``√w·log(new ÷ prior)``
+    expanded at the prior, close over the tens of percent that prior allows. The host costs' decade-wide whisper
+    is left to the objective: linear in a parameter that runs from 0.01 µs to a second, it would outweigh the
+    points (a 900 µs answer to a 2 µs prior by 70×)."""
     lo, hi = _FLOOR, _CEIL
     m = time_like([t.measured for t in objective.targets]).ravel()
-    weight = np.array([[1.0, 1.0, 1.0, slope_weight(t)] for t in objective.targets]).ravel()   # as the objective
-    ok = np.isfinite(m) & (m > 0) & np.isfinite(y) & np.all(np.isfinite(jac), axis=1)
+    scale, weight = linear_rows(objective.targets)
+    ok = np.isfinite(m) & (m > 0) & (scale > 0) & np.isfinite(y) & np.all(np.isfinite(jac), axis=1)
     if not ok.any():
         return theta
-    a = jac[ok] / m[ok, None] * weight[ok, None]
-    b = (m[ok] - y[ok]) / m[ok] * weight[ok] + a @ (theta - lo)
+    a = jac[ok] / scale[ok, None] * weight[ok, None]
+    b = (m[ok] - y[ok]) / scale[ok] * weight[ok] + a @ (theta - lo)
     k = PARAMS.index("kernel_factor")
     prior_row = np.zeros(len(PARAMS))
     prior_row[k] = math.sqrt(objective.prior_weight[k]) / math.exp(objective.x_prior[k])
@@ -803,6 +505,22 @@ def residual_sigma(errors: np.ndarray, free: int) -> float:
 
 # ---- the whole calibration --------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class SideFigure:
+    """What a concurrency-1 point was fitted on besides the metrics it is judged on (seconds): measured,
+    uncalibrated and calibrated."""
+
+    point: PointError
+    name: str
+    measured: float
+    before: float
+    after: float
+
+
+# Figures fields fitted besides METRICS, with the name a report gives them
+SIDE_FIGURES = (("ttft_slope_s", "TTFT per prompt token"), ("frontend_s", "TTFT outside the engine"))
+
+
 @dataclass
 class CalibrationReport:
     """Every point before and after, and the summary a user judges the profile by."""
@@ -812,11 +530,22 @@ class CalibrationReport:
     prior: dict[str, float]
     fitted: dict[str, float]
     sigma: float
+    left_out: list[str] = field(default_factory=list)   # invalid passes of the runs, not fitted or judged
 
     def errors(self, stage: str, role: Role | None = None) -> list[float]:
         """Every relative error of ``stage`` (all metrics), optionally of one role only."""
         return [e for p in self.points if role is None or p.role == role
                 for name, _ in METRICS if (e := p.error(stage, name)) is not None]
+
+    def side_figures(self) -> list[SideFigure]:
+        """Every TTFT slope and front-end time that was measured, with both predictions of it."""
+        out = []
+        for p in self.points:
+            for attr, name in SIDE_FIGURES:
+                values = [getattr(f, attr) for f in (p.measured, p.before, p.after)]
+                if all(v is not None for v in values):
+                    out.append(SideFigure(p, name, *values))
+        return out
 
     def max_abs_error(self, stage: str, role: Role | None = None) -> float | None:
         errs = self.errors(stage, role)
@@ -829,6 +558,9 @@ class CalibrationReport:
     def notes(self) -> list[str]:
         """What a user must know about this fit: parameters the points did not determine or that hit a bound."""
         out = []
+        if self.left_out:
+            out.append(f"left out {len(self.left_out)} invalid pass(es), which measured something other than the "
+                       f"server: {'; '.join(self.left_out)}")
         if self.fit.undetermined:
             out.append(f"the fit points do not pin {', '.join(self.fit.undetermined)} within a factor of 2; add points "
                        "that exercise them (another concurrency or ISL/OSL) before trusting other workloads")
@@ -926,11 +658,12 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
     points = [PointError(run_id=t.run_id, label=t.label, workload=t.workload_name, role=t.role, measured=t.measured,
                          before=b, after=a) for t, b, a in zip(targets, before, after, strict=True)]
     info = FitInfo(method="squared log errors of mean TTFT, mean TPOT and total throughput, each point replayed in "
-                          "the discrete-event engine, and of concurrency-1 points' TTFT-vs-prompt slopes, weighed by "
-                          "their standard errors; linear start, Gauss-Newton from the best starts, bounded "
-                          "Nelder-Mead polish in log space; log-normal priors at the framework priors: kernel_factor's "
-                          "as wide as the kernel data are unsure (kernel_prior_sd), the host costs' a decade wide "
-                          "of weight 1e-5",
+                          "the discrete-event engine, of concurrency-1 points' TTFT-vs-prompt slopes, weighed by "
+                          "their standard errors, and of their front-end times (client TTFT minus the server's queue "
+                          "and prefill time) as shares of TTFT; linear start, Gauss-Newton from the best starts, "
+                          "bounded Nelder-Mead polish in log space; log-normal priors at the framework priors: "
+                          "kernel_factor's as wide as the kernel data are unsure (kernel_prior_sd), the host costs' a "
+                          "decade wide of weight 1e-5",
                    metrics=[name for name, _ in METRICS], evaluations=objective.evaluations,
                    loss_before=float(loss_before), loss_after=float(loss), observations=observed,
                    kernel_prior_sd=kernel_sd,
@@ -945,7 +678,8 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
         seq_overhead_us=fitted["seq_overhead_us"], request_overhead_ms=fitted["request_overhead_ms"],
         prefill_kernel_ratio=prior.prefill_kernel_ratio,
     )
-    report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma)
+    report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma,
+                               left_out=[x for r in runs for x in r.left_out])
     return profile, report
 
 

@@ -94,7 +94,7 @@ def _step_cost(model: str, hardware: str, tp: int, ep: int, dp: int, precision: 
 
     costs, factor = None, 1.0
     if profile is not None:
-        from scoville.sim.calibrate import load_profile
+        from scoville.sim.profile import load_profile
 
         prof = load_profile(profile)
         prof.check_applies(hardware, model, framework)
