@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import csv
+import json
+import re
 from pathlib import Path
 
 import pytest
 
-from scoville.catalog.hardware import list_hardware, load_hardware
+from scoville.catalog.hardware import hardware_file, list_hardware, load_hardware
 from scoville.errors import UserError
+from scoville.sim.config import SimConfig
+from scoville.sim.engine import step_cost
+from scoville.sim.kernels import tables
 
 SHIPPED = ["b200", "b300", "gb200", "gb300", "h100", "h200", "jalapeno", "mi355x"]
 
@@ -96,3 +102,54 @@ def test_bad_user_yaml_is_one_line_user_error_naming_file_and_field(tmp_path, te
 def test_unknown_name_lists_choices():
     with pytest.raises(UserError, match="h200"):
         load_hardware("h900")
+
+
+def _own_tables_yaml(tmp_path: Path, folder: str, scale: float) -> Path:
+    """The Zen 4 entry with its shipped kernel tables copied to ``tmp_path / folder``, every time × ``scale``,
+    and named there by a path relative to the YAML (what a user's measure_cpu_kernels.py --out gives)."""
+    for src in (tables.OWN_ROOT / "epyc_zen4_2vcpu").rglob("*.csv"):
+        dst = tmp_path / folder / src.relative_to(tables.OWN_ROOT / "epyc_zen4_2vcpu")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with src.open() as f_in, dst.open("w", newline="") as f_out:
+            rows = csv.DictReader(f_in)
+            out = csv.DictWriter(f_out, fieldnames=rows.fieldnames or [])
+            out.writeheader()
+            out.writerows({**r, "latency": float(r["latency"]) * scale} for r in rows)
+    text = re.sub(r"(?m)^kernel_tables: .*$", f"kernel_tables: ./{folder}",
+                  hardware_file("epyc-zen4-2vcpu").read_text())
+    path = tmp_path / f"zen4-{folder}.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_kernel_tables_may_be_a_folder_of_ones_own(tmp_path: Path):
+    """A user's own measured tables, named by a folder relative to the YAML, price the kernels as the shipped
+    copy of the same tables does; tables timed twice as slow price them twice as slow."""
+    same, slower = _own_tables_yaml(tmp_path, "same", 1.0), _own_tables_yaml(tmp_path, "slower", 2.0)
+    assert load_hardware(str(same)).kernel_tables == str((tmp_path / "same").resolve())
+    model = tmp_path / "config.json"
+    model.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 512,
+                                 "intermediate_size": 1408, "num_hidden_layers": 6, "num_attention_heads": 8,
+                                 "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000,
+                                 "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}))
+
+    def kernel_seconds(hardware: str) -> list[float]:
+        """Kernel time of a 512-token prefill step and of an 8-sequence decode step at 512 tokens of context."""
+        cfg = SimConfig(hardware=hardware, model=str(model))
+        cost = step_cost(cfg, cfg.parallel)
+        steps = (cost.breakdown(512, 1, 512 * 513 / 2, 512, 0, 0), cost.breakdown(8, 8, 8 * 512, 8 * 512, 8, 8 * 512))
+        return [float(sum(b[k] for k in ("attn_proj", "attn_core", "ffn", "lm_head"))) for b in steps]
+
+    shipped = kernel_seconds("epyc-zen4-2vcpu")
+    assert kernel_seconds(str(same)) == pytest.approx(shipped, rel=1e-9)
+    prefill, decode = (a / b for a, b in zip(kernel_seconds(str(slower)), shipped, strict=True))
+    assert 1.5 < prefill <= 2.0 and 1.5 < decode <= 2.0, (prefill, decode)   # elementwise kernels are not tabled
+
+
+def test_a_missing_kernel_tables_folder_is_one_line(tmp_path: Path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(re.sub(r"(?m)^kernel_tables: .*$", "kernel_tables: ./not-measured",
+                           hardware_file("epyc-zen4-2vcpu").read_text()))
+    with pytest.raises(UserError, match=r"kernel_tables folder .*not-measured does not exist; give the folder that "
+                                        r"bench/measure_cpu_kernels.py --out wrote"):
+        load_hardware(str(path))

@@ -76,7 +76,12 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     runtime_reserve_gb: float = 3.9
     cost_per_hour: dict[str, float] = {}
     efficiency: dict[str, float] = {}
-    kernel_tables: str | None = None   # aiconfigurator-core system with measured tables (b200_sxm ...), if any
+    # Measured kernel tables, if any: an aiconfigurator-core or scoville system (b200_sxm, epyc_zen4_2vcpu ...),
+    # or a folder of a user's own (bench/measure_cpu_kernels.py --out), absolute once parsed
+    kernel_tables: str | None = None
+    # Log-space spread of those tables across the machines the entry stands for, beyond a table's own error:
+    # 0 where the tables' machine is the entry (a GPU SKU); shared cloud slices of one CPU model differ
+    kernel_tables_sigma: float = 0.0
     preliminary: bool = False
     notes: str = ""
     sources: list[str] = []
@@ -97,7 +102,8 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 raise ValueError(f"{field} must be a finite number > 0, got {value}")
         for field, value in (("scaleup_latency_us", self.scaleup_latency_us),
                              ("scaleout_latency_us", self.scaleout_latency_us),
-                             ("runtime_reserve_gb", self.runtime_reserve_gb)):
+                             ("runtime_reserve_gb", self.runtime_reserve_gb),
+                             ("kernel_tables_sigma", self.kernel_tables_sigma)):
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{field} must be a finite number >= 0, got {value}")
         for key, value in self.flops_tflops.items():
@@ -232,6 +238,13 @@ def _parse_cached(name: str, stamp: int) -> Hardware:
         raise UserError(f"{path}: a hardware file must be a YAML mapping of fields (name, flops_tflops, ...)")
     raw.setdefault("name", path.stem)
     raw.setdefault("display_name", raw["name"])
+    tables = raw.get("kernel_tables")
+    if isinstance(tables, str) and ("/" in tables or tables.startswith((".", "~"))):
+        folder = (path.parent / Path(tables).expanduser()).resolve()
+        if not folder.is_dir():
+            raise UserError(f"{path}: kernel_tables folder {folder} does not exist; give the folder that "
+                            "bench/measure_cpu_kernels.py --out wrote, or a system name such as h100_sxm")
+        raw["kernel_tables"] = str(folder)
     try:
         return msgspec.convert(raw, Hardware, strict=False)
     except msgspec.ValidationError as e:
@@ -243,13 +256,13 @@ def _parse_cached(name: str, stamp: int) -> Hardware:
         raise UserError(f"{path}: {e}") from None
 
 
-def load_hardware(name_or_path: str) -> Hardware:
-    """A shipped system by name (case-insensitive: h100 ... jalapeno) or a user YAML by path."""
+def hardware_file(name_or_path: str) -> Path:
+    """The YAML file of a shipped system by name (case-insensitive: h100 ... jalapeno) or of a user's by path."""
     p = Path(name_or_path).expanduser()
     if p.suffix in (".yaml", ".yml") or p.exists():
         if not p.exists():
             raise UserError(f"hardware file {p} does not exist")
-        return _parse(p)
+        return p
     key = name_or_path.strip().lower().replace("_", "-")
     aliases = {"h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200", "b300-sxm": "b300",
                "gb200-nvl72": "gb200", "gb300-nvl72": "gb300", "jalapeño": "jalapeno"}
@@ -258,4 +271,9 @@ def load_hardware(name_or_path: str) -> Hardware:
     if key in _NOT_SYSTEMS or not path.exists():
         raise UserError(f"unknown hardware {name_or_path!r}; "
                         f"choose one of {', '.join(list_hardware())} or give a YAML path")
-    return _parse(path)
+    return path
+
+
+def load_hardware(name_or_path: str) -> Hardware:
+    """A shipped system by name or a user YAML by path (:func:`hardware_file`)."""
+    return _parse(hardware_file(name_or_path))

@@ -103,6 +103,9 @@ class _Builder:
         system = hw.kernel_tables if backend != "transfer" else None
         self.kt = tables.KernelTables(system, framework) if system and tables.root_for(system) else None
         self.platform = hw.platform_factor()
+        # a measured table's own error, and how far the machines the entry stands for spread around the one it
+        # was timed on (``Hardware.kernel_tables_sigma``: shared cloud slices of one CPU model differ)
+        self.measured_sigma = math.hypot(MEASURED_SIGMA, hw.kernel_tables_sigma)
         self.compute_time_factor, self.memory_time_factor = hw.eff("compute_time_factor"), hw.eff("memory_time_factor")
         self.provenance: dict[str, str] = {}
         self.sigma: dict[str, float] = {}
@@ -129,7 +132,7 @@ class _Builder:
 
     def _measured(self, op: str, table: str, grid: tables.Grid, detail: str) -> Surface:
         """A measured attention grid as a surface, noted with the table it came from."""
-        self._note(op, f"measured ({self._source(table)}, {detail})", MEASURED_SIGMA)
+        self._note(op, f"measured ({self._source(table)}, {detail})", self.measured_sigma)
         return Surface(grid.x, grid.y, grid.t)
 
     # -- GEMM --------------------------------------------------------------------------------------------
@@ -140,7 +143,7 @@ class _Builder:
             ms, ns, ks, t = cube
             frameworks = "/".join(tables.FRAMEWORKS)
             self._note(op, f"measured ({self._source('gemm')}, fastest of {frameworks} tables, {dtype})",
-                       MEASURED_SIGMA)
+                       self.measured_sigma)
             return Curve(ms, _interp_nk(ns, ks, t, n, k))(TOKENS)
         f, b = work.gemm(TOKENS, n, k, dtype)
         return self._transfer(op, f"gemm.{dtype}", f, b, self.hw.peak_flops(work.rate_key(dtype)))
@@ -198,7 +201,7 @@ class _Builder:
                 if np.any(faster < got):    # another framework's timing of the kernel: as uncertain as a borrowed table
                     self.provenance["moe"] += (f"; TRTLLM backend where faster (trtllm-gen kernels, "
                                                f"{kt.source('moe:trtllm')})")
-                    self.sigma["moe"] = max(self.sigma["moe"], 1.5 * MEASURED_SIGMA)
+                    self.sigma["moe"] = max(self.sigma["moe"], 1.5 * self.measured_sigma)
                 return faster
         return got
 
@@ -221,7 +224,7 @@ class _Builder:
 
         exact = at(lay.ep)
         if exact is not None:
-            self._note("moe", f"measured ({kt.source(label)}, {detail})", widen * MEASURED_SIGMA)
+            self._note("moe", f"measured ({kt.source(label)}, {detail})", widen * self.measured_sigma)
             return exact
         lo, hi = 2 ** int(math.floor(math.log2(lay.ep))), 2 ** int(math.ceil(math.log2(lay.ep)))
         t_lo, t_hi = at(lo), at(hi)
@@ -229,7 +232,7 @@ class _Builder:
             return None
         w = (math.log(lay.ep) - math.log(lo)) / (math.log(hi) - math.log(lo))
         interpolated = detail.replace(f"ep{lay.ep}", f"ep{lo}..ep{hi} interpolated to ep{lay.ep}")
-        self._note("moe", f"measured ({kt.source(label)}, {interpolated})", 1.5 * widen * MEASURED_SIGMA)
+        self._note("moe", f"measured ({kt.source(label)}, {interpolated})", 1.5 * widen * self.measured_sigma)
         return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
 
     # -- attention cores -----------------------------------------------------------------------------
@@ -278,7 +281,7 @@ class _Builder:
                          ("mla_gen_post", m.kv_lora_rank, m.v_head_dim)):
             got = self.kt.mla_bmm(op, int(heads)) if self.kt and heads.is_integer() else None
             if got is not None:
-                self._note("mla_absorb", f"measured ({self._source('mla_bmm')})", MEASURED_SIGMA)
+                self._note("mla_absorb", f"measured ({self._source('mla_bmm')})", self.measured_sigma)
                 total = total + Curve(*got)(TOKENS)
             else:
                 f, nb = work.bmm(TOKENS, heads, a, b)
@@ -290,7 +293,7 @@ class _Builder:
         got = (self.kt.allreduce(ranks) or self.kt.nccl("all_reduce", ranks)) if self.kt else None
         if got is not None and ranks <= self.hw.scaleup_domain:
             self._note("allreduce", f"measured ({self._source('allreduce')}, {ranks} GPUs)",
-                       MEASURED_SIGMA)
+                       self.measured_sigma)
             return Curve(*got)(BYTES)
         return self._comm("allreduce", BYTES * 2.0 * (ranks - 1) / ranks, ranks)
 
@@ -321,7 +324,7 @@ class _Builder:
         exact = at(lay.ep)
         if exact is not None:
             self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lay.ep}, {dtype} dispatch)",
-                       MEASURED_SIGMA)
+                       self.measured_sigma)
             return exact
         lo, hi = 2 ** int(math.floor(math.log2(lay.ep))), 2 ** int(math.ceil(math.log2(lay.ep)))
         t_lo, t_hi = at(lo), (at(hi) if hi != lo else None)
@@ -329,11 +332,11 @@ class _Builder:
             return None
         if t_hi is None:
             self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lo} for ep{lay.ep})",
-                       2 * MEASURED_SIGMA)
+                       2 * self.measured_sigma)
             return t_lo
         w = (math.log(lay.ep) - math.log(lo)) / (math.log(hi) - math.log(lo))
         self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lo}..ep{hi} interpolated to "
-                   f"ep{lay.ep})", 1.5 * MEASURED_SIGMA)
+                   f"ep{lay.ep})", 1.5 * self.measured_sigma)
         return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
 
     def alltoall(self, ranks: int) -> np.ndarray:
@@ -341,7 +344,7 @@ class _Builder:
         got = self.kt.nccl("alltoall", ranks) if self.kt and ranks <= 8 else None
         if got is not None:
             self._note("alltoall", f"measured ({self._source('nccl_alltoall')}, {ranks} GPUs)",
-                       MEASURED_SIGMA)
+                       self.measured_sigma)
             # the table's size is the whole buffer each rank exchanges; a dispatch sends BYTES per rank
             return Curve(*got)(BYTES)
         return self._comm("alltoall", BYTES * (ranks - 1) / ranks, ranks)

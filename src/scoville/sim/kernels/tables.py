@@ -8,7 +8,9 @@ picks the newest version of each table for the requested framework, and hands ba
 Chips the package does not cover but that scoville has measured itself (the CPU the real-vLLM check
 runs on, ``bench/measure_cpu_kernels.py``) keep their tables in ``scoville/data/kernels/<system>/`` in
 the same layout and columns, as CSV: small, diffable, and readable without the extra. A system lives in
-one place: scoville's own folder when it has one, else the package.
+one place: scoville's own folder when it has one, else the package. A user's own measured tables live
+wherever they were written: a hardware YAML's ``kernel_tables`` may name that folder by its absolute path
+(``catalog.hardware`` resolves a relative one against the YAML), read like scoville's own.
 
 Times in the tables are milliseconds; everything leaving this module is seconds. Where several
 kernels were measured for one shape (CUTLASS, DeepGEMM, Triton ...), the fastest is kept: serving
@@ -56,9 +58,22 @@ def package_version() -> str | None:
         return None
 
 
+def is_folder(system: str) -> bool:
+    """Whether ``system`` names a folder of tables by its absolute path rather than a system by name."""
+    return Path(system).is_absolute()
+
+
+def _csv_tables(root: Path) -> bool:
+    """Whether the tables under ``root`` are CSV in scoville's layout (its own or a user's), not the package's."""
+    return root != data_dir()
+
+
 @lru_cache(maxsize=64)
 def root_for(system: str) -> Path | None:
-    """The folder holding ``system``'s tables: scoville's own when it measured the system, else the package's."""
+    """The folder holding ``system``'s tables: the parent of a user's folder, scoville's own when it measured the
+    system, else the package's (``root / system`` is then the system's folder in every case)."""
+    if is_folder(system):
+        return Path(system).parent if Path(system).is_dir() else None
     if (OWN_ROOT / system).is_dir():
         return OWN_ROOT
     root = data_dir()
@@ -74,12 +89,12 @@ def tables_version(system: str) -> str | None:
     if root is None:
         return None
     code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]
-    if root != OWN_ROOT:
+    if not _csv_tables(root):
         version = package_version()
         return None if version is None else f"{version}-{code}"
     digest = hashlib.sha256()
-    for path in sorted((OWN_ROOT / system).rglob("*.csv")):
-        digest.update(str(path.relative_to(OWN_ROOT)).encode())
+    for path in sorted((root / system).rglob("*.csv")):
+        digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return f"scoville-{digest.hexdigest()[:16]}-{code}"
 
@@ -107,7 +122,7 @@ def table_paths(system: str, op: str, framework: str, filename: str) -> tuple[Pa
     base = root / system / op / framework
     if not base.is_dir():
         return ()
-    if root == OWN_ROOT:
+    if _csv_tables(root):
         filename = Path(filename).with_suffix(".csv").name
     versions = sorted((p for p in base.iterdir() if (p / filename).is_file()), key=lambda p: _version_key(p.name))
     return tuple(v / filename for v in reversed(versions))
