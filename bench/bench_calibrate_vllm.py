@@ -1,5 +1,11 @@
 """`scoville calibrate` end to end against a real vLLM (CPU backend) on this machine (issue 11, section 3).
 
+0. time vLLM's CPU kernels on this machine now (``measure_cpu_kernels.py``, ~2 min, into ``kernels/`` of the
+   runs folder) and write ``hardware.yaml`` beside them: the ``--hardware`` entry with ``kernel_tables`` naming
+   that folder. Why: two Zen 4 slices of the same CPU model, one day apart, ran the same kernels 2.1x apart
+   (2026-12-06: GEMMs at 0.47x the shipped table's time, median of 681 shapes; decode attention 0.65x), so
+   tables timed on another day's machine measure that machine, and a calibration only absorbs the gap as a
+   kernel_factor the tables' ±10 % prior fights (``--shipped-tables``: the entry's own tables instead);
 1. start the real vLLM CPU server (``realvllm/server.py``: a random-weight Llama, hidden 512, 6 layers);
 2. measure it with scoville: sweep A = 512 in / 128 out at concurrency 1, 2, 4, 8, 16, and sweep B = 1024 in /
    64 out at 1, 4, 8 (lengths drawn on [0.8·L, L] as InferenceX does, 10·C requests a point after 2·C warm-up,
@@ -11,22 +17,26 @@
    against 110-115 ms in passes 2 and 3; c=4 346 against 127-131 ms), and that one pass moved the 3-pass mean
    by 60 %; the next server's first pass was not slow, but a check cannot know which kind of start it got;
 3. stop the server (the fit then has both cores);
-4. calibrate this machine's CPU hardware entry (``--hardware``, default xeon-icx-2vcpu) on two load points of
-   sweep A (default c=1 and c=16, the ends a user would measure first); predict every other point of sweep A
-   and all of sweep B;
+4. calibrate this machine's CPU hardware entry (``--hardware``, default xeon-icx-2vcpu, with the tables of
+   step 0) on two load points of sweep A (default c=1 and c=16, the ends a user would measure first); predict
+   every other point of sweep A and all of sweep B. Passes whose client lagged behind the server (its own
+   histograms say so: ``scoville.validity`` client_lag) are left out and listed;
 5. print each point's error (TTFT, TPOT, total throughput) before and after, and whether every held-out error
    is within 15 % (the acceptance criterion); the figures go to a JSON file as well.
 
-    python bench/bench_calibrate_vllm.py --install               # ~12-25 min on 2 cores (server start ~1 min;
-                                                                 # --install: vLLM and the model first, ~6 min)
+    python bench/bench_calibrate_vllm.py --install               # ~15-27 min on 2 cores (kernels ~2 min, server
+                                                                 # start ~1 min; --install: vLLM and the model
+                                                                 # first, ~6 min)
     python bench/bench_calibrate_vllm.py --reuse RUNS_DIR        # calibrate again on runs already measured
     python bench/bench_calibrate_vllm.py --fit-points c=2,c=8
     python bench/bench_calibrate_vllm.py --hardware epyc-zen2-2vcpu --dtype float32   # an AVX2-only CPU (~25 min)
 
 Two shared cores make every figure noisy: run it while nothing else heavy runs (`uptime`), and read the
-"load" lines it prints. Server and client run at nice -10 (``--nice``): with other jobs busy on the same two
-cores, vLLM's two OpenMP threads otherwise wait a scheduler slice at every parallel region (a 16×512×1536 BF16
-GEMM took 5.6 ms instead of 0.5 ms), which measures the neighbours, not the server.
+"load" lines it prints. Nothing else means nothing: a lint or type check run beside it on 2026-12-06 made the
+client lag the server in 8 of 24 passes (client TTFT 338 ms against the server's own 53 ms). Server and
+client run at nice -10 (``--nice``): with other jobs busy on the same two cores, vLLM's two OpenMP threads
+otherwise wait a scheduler slice at every parallel region (a 16×512×1536 BF16 GEMM took 5.6 ms instead of
+0.5 ms), which measures the neighbours, not the server.
 """
 
 from __future__ import annotations
@@ -39,13 +49,17 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from realvllm.server import RealVllm, RealVllmError, ensure_model, ensure_venv, kv_capacity_from_log  # noqa: E402
+from scoville.errors import UserError  # noqa: E402
 from scoville.results.store import read_manifest  # noqa: E402
-from scoville.sim.calibrate import METRICS, calibrate  # noqa: E402
+from scoville.sim.calibrate import calibrate  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
+from scoville.sim.measured import METRICS  # noqa: E402
 
 REAL = Path("/work/realvllm")
 MODEL = REAL / "tiny-llama" / "config.json"
@@ -89,6 +103,36 @@ def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int
     return run_dir
 
 
+def time_kernels(hardware: str, venv: Path, runs: Path, dtype: str, nice: int) -> Path:
+    """Time vLLM's CPU kernels on this machine into ``runs/kernels`` and write ``runs/hardware.yaml``: the
+    ``hardware`` entry with its kernel_tables replaced by them (named ``<entry>-here``, so a run says which
+    tables it was judged against). Returns the YAML's path."""
+    from scoville.catalog.hardware import hardware_file, load_hardware
+
+    entry = load_hardware(hardware)
+    out = runs / "kernels"
+    script = Path(__file__).parent / "measure_cpu_kernels.py"
+    # one core, as vLLM's CPU worker runs here (its OpenMP threads bound to core 0)
+    cmd = ["taskset", "-c", "0", *niced([str(venv / "bin" / "python"), str(script), "--out", str(out),
+                                         "--dtype", dtype], nice)]
+    print(f"timing vLLM's CPU kernels on this machine into {out} (~2 min; {load_line()})", flush=True)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RealVllmError(f"measure_cpu_kernels.py failed ({done.stderr.strip().splitlines()[-1:]}); "
+                            f"run it by hand: {' '.join(cmd)}")
+    print(f"  timed in {time.perf_counter() - t0:.0f} s", flush=True)
+    raw = yaml.safe_load(hardware_file(hardware).read_text())
+    raw.update(name=f"{entry.name}-here", display_name=f"{entry.display_name} (kernels timed by this check)",
+               kernel_tables="./kernels")
+    raw.pop("kernel_tables_sigma", None)       # timed on the machine itself: no other slice to stand for
+    raw["sources"] = [*raw.get("sources", []), f"kernel tables: timed by bench/bench_calibrate_vllm.py into {out} "
+                                               f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"]
+    path = runs / "hardware.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
 def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Path, install: bool,
             hardware: str, repeats: int, dtype: str) -> tuple[list[Path], int | None]:
     model_dir = ensure_model(ensure_venv(venv, install=install), MODEL.parent)
@@ -130,11 +174,9 @@ def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None
                          "error_before": b, "error_after": a}
         rows.append(row)
         print(line)
-    for p in rep.points:
-        if p.measured.ttft_slope_s and p.before.ttft_slope_s and p.after.ttft_slope_s:
-            print(f"TTFT per prompt token, {names.get(p.run_id, '?')} {p.label} ({p.role}): measured "
-                  f"{p.measured.ttft_slope_s * 1e3:.3f} ms, before {p.before.ttft_slope_s * 1e3:.3f}, "
-                  f"after {p.after.ttft_slope_s * 1e3:.3f}")
+    for f in rep.side_figures():
+        print(f"{f.name}, {names.get(f.point.run_id, '?')} {f.point.label} ({f.point.role}): measured "
+              f"{f.measured * 1e3:.3f} ms, before {f.before * 1e3:.3f}, after {f.after * 1e3:.3f}")
     held = rep.max_abs_error("after", "held-out")
     ok = rep.within(TOLERANCE, "held-out")
     print(f"\nworst held-out error after calibration: {held:.1%} -> "
@@ -155,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--port", type=int, default=8351, help="port in 8300-8399 for the vLLM server")
     ap.add_argument("--hardware", default=HARDWARE, help="this machine's CPU entry (its kernels measured on it)")
+    ap.add_argument("--shipped-tables", action="store_true",
+                    help="judge against the entry's shipped kernel tables instead of timing them on this machine "
+                         "first (with --reuse: ignore the runs folder's hardware.yaml)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/scoville-calibrate-vllm"), help="runs and outputs here")
     ap.add_argument("--reuse", type=Path, help="calibrate on the runs already in this folder (no server)")
     ap.add_argument("--venv", type=Path, default=REAL / "venv", help="vLLM's own venv (bench/realvllm/server.py)")
@@ -179,31 +224,41 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     runs = args.reuse or args.work / f"runs-{time.strftime('%Y%m%dT%H%M%S')}"
     runs.mkdir(parents=True, exist_ok=True)
+    hardware = args.hardware
     if args.reuse:
         by_isl = {read_manifest(d).workload["isl"]: d
                   for d in sorted(runs.iterdir()) if (d / "manifest.json").exists()}
         dirs = [by_isl[isl] for _, isl, _, _ in SWEEPS]
         logs = sorted(runs.glob("vllm-*.log"))          # the measuring server's, kept beside its runs
         kv = args.kv_capacity or (kv_capacity_from_log(logs[-1]) if logs else None)
+        if (runs / "hardware.yaml").exists() and not args.shipped_tables:
+            hardware = str(runs / "hardware.yaml")       # the tables timed when these runs were measured
     else:
         try:
+            if not args.shipped_tables:
+                ensure_venv(args.venv, install=args.install)
+                hardware = str(time_kernels(args.hardware, args.venv, runs, args.dtype, args.nice))
             dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio, args.venv, args.install,
-                               args.hardware, args.repeats, args.dtype)
+                               hardware, args.repeats, args.dtype)
         except RealVllmError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         kv = args.kv_capacity or kv
-    serving = dict(SERVING, hardware=args.hardware, model=str(MODEL), **PRECISION[args.dtype],
+    serving = dict(SERVING, hardware=hardware, model=str(MODEL), **PRECISION[args.dtype],
                    **({"kv_capacity_tokens": kv} if kv else {}))
     run_a = str(read_manifest(dirs[0]).run_id)
     fit_points = [f"{run_a}:{label}" for label in args.fit_points.split(",")]
     cfg = SimConfig.parse(serving)
-    print(f"$ scoville calibrate {' '.join(str(d) for d in dirs)} --hardware {args.hardware} --model {MODEL} "
+    print(f"$ scoville calibrate {' '.join(str(d) for d in dirs)} --hardware {hardware} --model {MODEL} "
           f"--fit-points {','.join(fit_points)} --config SERVING.yaml -o {args.work / 'profile.yaml'}   "
           f"# SERVING.yaml = {json.dumps({k: v for k, v in serving.items() if k not in ('hardware', 'model')})}")
     t0 = time.perf_counter()
-    profile, rep = calibrate(dirs, args.hardware, model=str(MODEL), framework="vllm", fit_points=fit_points,
-                             config=cfg)
+    try:
+        profile, rep = calibrate(dirs, hardware, model=str(MODEL), framework="vllm", fit_points=fit_points,
+                                 config=cfg)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(f"calibrated in {time.perf_counter() - t0:.0f} s")
     profile.write(args.work / "profile.yaml")
     ok = report(profile, rep, dirs, fit_points, kv, args.work / "figures.json")
