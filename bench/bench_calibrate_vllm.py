@@ -159,7 +159,7 @@ def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None
     print(f"  sigma (residual spread) {profile.sigma:.3f}")
     head = f"{'workload':9s} {'point':6s} {'role':9s}"
     for name, _ in METRICS:
-        head += f" {name + ' meas':>15s} {'before':>7s} {'after':>7s}"
+        head += f" {name + ' meas':>20s} {'before':>7s} {'after':>7s}"
     print("\n" + head)
     rows = []
     for p in rep.points:
@@ -169,9 +169,11 @@ def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None
             meas = p.measured.get(name)
             b, a = p.error("before", name), p.error("after", name)
             shown = "-" if meas is None else (f"{meas * 1e3:.1f} ms" if name != "throughput" else f"{meas:.0f} tok/s")
-            line += f" {shown:>15s} {b:+7.0%} {a:+7.1%}" if a is not None and b is not None else f" {shown:>15s}"
-            row[name] = {"measured": meas, "before": p.before.get(name), "after": p.after.get(name),
-                         "error_before": b, "error_after": a}
+            rse = p.measured_rse.get(name)
+            shown += f" ±{rse:.0%}" if rse is not None else ""
+            line += f" {shown:>20s} {b:+7.0%} {a:+7.1%}" if a is not None and b is not None else f" {shown:>20s}"
+            row[name] = {"measured": meas, "measured_rse": rse, "before": p.before.get(name),
+                         "after": p.after.get(name), "error_before": b, "error_after": a}
         rows.append(row)
         print(line)
     for f in rep.side_figures():

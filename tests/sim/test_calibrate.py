@@ -126,6 +126,9 @@ def test_the_repeats_of_a_load_are_one_point_at_their_mean(world: dict, tmp_path
         assert len(mine) == 3
         assert t.measured.tpot_s == pytest.approx(np.mean([r["tpot_s_mean"] for r in mine]))
         assert t.measured.ttft_s == pytest.approx(np.mean([r["ttft_s_mean"] for r in mine]))
+        ttft = np.array([r["ttft_s_mean"] for r in mine])       # how sure that mean is, from its passes' spread
+        assert t.repeat_rse["ttft"] == pytest.approx(ttft.std(ddof=1) / np.sqrt(3) / ttft.mean())
+        assert set(t.repeat_rse) == {"ttft", "tpot", "throughput"}
 
 
 def test_invalid_passes_are_left_out_and_named(world: dict, tmp_path: Path):

@@ -44,7 +44,8 @@ def _pct(e: float | None) -> str:
 
 
 def errors_table(report: CalibrationReport) -> Table:
-    """One row per point: measured TTFT/TPOT/throughput and each one's error before → after."""
+    """One row per point: measured TTFT/TPOT/throughput (± the standard error of their passes' mean, with repeats)
+    and each one's error before → after."""
     table = Table(title="prediction error per point (predicted ÷ measured − 1): uncalibrated → calibrated",
                   header_style="bold")
     for col, justify in (("run", "left"), ("workload", "left"), ("point", "left"), ("role", "left"),
@@ -56,7 +57,9 @@ def errors_table(report: CalibrationReport) -> Table:
         cells = [escape(p.run_id[-6:]), escape(p.workload), escape(p.label),
                  "[bold]fit[/]" if p.role == "fit" else "held-out"]
         for (name, _), value, scale in zip(METRICS, (m.ttft_s, m.tpot_s, m.total_tok_s), (1e3, 1e3, 1.0), strict=True):
-            cells.append("–" if value is None else f"{value * scale:,.4g}")
+            rse = p.measured_rse.get(name)
+            spread = f" ±{rse:.0%}" if rse is not None else ""
+            cells.append("–" if value is None else f"{value * scale:,.4g}{spread}")
             cells.append(f"{_pct(p.error('before', name))} → {_pct(p.error('after', name))}")
         table.add_row(*cells)
     return table

@@ -656,7 +656,8 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
     spread = parameter_spread(objective, x, sigma)
     weak = [k for k in PARAMS if spread[k] > math.log(2.0)]
     points = [PointError(run_id=t.run_id, label=t.label, workload=t.workload_name, role=t.role, measured=t.measured,
-                         before=b, after=a) for t, b, a in zip(targets, before, after, strict=True)]
+                         before=b, after=a, measured_rse=t.repeat_rse)
+              for t, b, a in zip(targets, before, after, strict=True)]
     info = FitInfo(method="squared log errors of mean TTFT, mean TPOT and total throughput, each point replayed in "
                           "the discrete-event engine, of concurrency-1 points' TTFT-vs-prompt slopes, weighed by "
                           "their standard errors, and of their front-end times (client TTFT minus the server's queue "

@@ -1,9 +1,11 @@
 """The measured load points a calibration fits and judges: what each point measured, read from a run.
 
 A run's points become :class:`Target` records (the workload and load point the simulator must replay, and the
-measured :class:`Figures`). The repeats of a load are one target, their mean. Besides the three figures a point
-is judged on, a concurrency-1 point carries what only it can tell: how its TTFT grows with the prompt
-(:func:`ttft_slope`), which separates the prefill kernels from a fixed per-request cost.
+measured :class:`Figures`). The repeats of a load are one target, their mean; a pass that is not valid is left
+out and named. Besides the three figures a point is judged on, a concurrency-1 point carries what only it can
+tell, since nothing queues there: how its TTFT grows with the prompt (:func:`ttft_slope`) and, where the server
+publishes its own histograms, how much of it is spent outside the engine (:func:`frontend_s`); both separate the
+prefill kernels from a fixed per-request cost.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Target:
     role: Role = "held-out"
     prompt_tokens: tuple[float, float] | None = None   # mean and sd of the prompts behind measured.ttft_slope_s
     slope_rse: float = 0.0                              # its relative standard error
+    repeat_rse: dict[str, float] = field(default_factory=dict)   # per metric: the passes' mean's relative s.e.
 
     @property
     def key(self) -> str:
@@ -69,6 +72,8 @@ class Target:
 
 @dataclass
 class RunData:
+    """One run as calibrate reads it: its model and hardware as the manifest records them, and its points."""
+
     run_id: str
     model: str
     hardware: str | None = None        # what the manifest says the run measured (None: not recorded)
@@ -77,6 +82,8 @@ class RunData:
 
 
 def figures_of_row(row: dict[str, Any]) -> Figures:
+    """The judged figures of a metrics row (measured or simulated); None where a column is missing or not positive."""
+
     def pos(col: str) -> float | None:
         v = row.get(col)
         return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
@@ -147,6 +154,20 @@ def frontend_s(row: dict[str, Any]) -> float | None:
     return gap if gap > 0 else None
 
 
+def repeat_rse(passes: list[dict[str, Any]]) -> dict[str, float]:
+    """Per metric (METRICS), the relative standard error of the mean over a load's passes: how far the measured
+    figure itself is unsure (empty with fewer than two passes). Why: on this 2-core machine one pass of 512/128 at
+    eight users measured TTFT 124.5 ms and the next two 64.7 and 72.4 (the server's own prefill time moved with it),
+    so that load's mean is unsure by ±21 %, and a prediction cannot be judged closer than that."""
+    out = {}
+    for name, _ in METRICS:
+        values = np.array([figures_of_row(p).get(name) or np.nan for p in passes], dtype=float)
+        values = values[np.isfinite(values)]
+        if values.size >= 2 and values.mean() > 0:
+            out[name] = float(values.std(ddof=1) / math.sqrt(values.size) / values.mean())
+    return out
+
+
 def _invalid_pass(run_id: str, row: dict[str, Any]) -> str:
     codes = ", ".join(dict.fromkeys(str(r.get("code")) for r in row.get("invalid_reasons") or []))
     return f"{run_id}:{row.get('label')} ({codes or 'invalid'})"
@@ -169,7 +190,8 @@ def read_run(run_dir: Path) -> RunData:
     run_id = m.run_id or run_dir.name
     model = m.model.name or ""
     passes = read_point_rows(run_dir) or []
-    rows = aggregate_repeats([r for r in passes if r.get("valid") is not False])
+    valid = [r for r in passes if r.get("valid") is not False]
+    rows = aggregate_repeats(valid)
     plan = {p.index: p for p in m.load_plan.points}
     try:
         workload = workload_from_dict(m.workload)
@@ -186,8 +208,10 @@ def read_run(run_dir: Path) -> RunData:
         if fig.ttft_s is None or fig.tpot_s is None or idx not in plan:
             continue
         point = plan[idx].load_point()
+        mine = [r for r in valid if r.get("point") in (row.get("repeat_points") or [idx])]
         target = Target(run_id=run_id, label=str(row.get("label") or plan[idx].label), workload=workload,
-                        workload_name=wname, point=point, compat=str(row.get("compat") or m.compat), measured=fig)
+                        workload_name=wname, point=point, compat=str(row.get("compat") or m.compat), measured=fig,
+                        repeat_rse=repeat_rse(mine))
         if point.concurrency == 1:
             requests = read_requests(run_dir) if requests is None else requests
             slope, prompts = _measured_slope(requests, list(row.get("repeat_points") or [idx]))

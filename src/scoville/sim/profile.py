@@ -37,6 +37,7 @@ class PointError(msgspec.Struct, kw_only=True, frozen=True):
     measured: Figures
     before: Figures
     after: Figures
+    measured_rse: dict[str, float] = {}    # per metric, the relative standard error of the measured mean (passes)
 
     def error(self, stage: str, metric: str) -> float | None:
         """Relative error (predicted ÷ measured − 1) of ``stage`` (before/after) on ``metric``."""

@@ -58,11 +58,6 @@ def package_version() -> str | None:
         return None
 
 
-def is_folder(system: str) -> bool:
-    """Whether ``system`` names a folder of tables by its absolute path rather than a system by name."""
-    return Path(system).is_absolute()
-
-
 def _csv_tables(root: Path) -> bool:
     """Whether the tables under ``root`` are CSV in scoville's layout (its own or a user's), not the package's."""
     return root != data_dir()
@@ -72,7 +67,7 @@ def _csv_tables(root: Path) -> bool:
 def root_for(system: str) -> Path | None:
     """The folder holding ``system``'s tables: the parent of a user's folder, scoville's own when it measured the
     system, else the package's (``root / system`` is then the system's folder in every case)."""
-    if is_folder(system):
+    if Path(system).is_absolute():            # a user's folder of tables, not a system by name
         return Path(system).parent if Path(system).is_dir() else None
     if (OWN_ROOT / system).is_dir():
         return OWN_ROOT
