@@ -92,6 +92,7 @@ POINT_SD = 0.05               # how far a measured point's mean moves between me
 PRIOR_PULL_NOTE = 2.0         # a fitted kernel_factor this many prior sds out gets a note: tables of another machine?
 PRIOR_CONTEXT = 1024          # context tokens a sequence when kernel_prior_sd weighs a decode step's kernels
 MISSING_LOG_ERROR = 5.0       # a point the simulator could not complete counts as a factor-e^5 miss
+FRONTEND_RSE_FLOOR = 0.05     # a measured front end is never taken as surer than 5 % (it then weighs like a metric)
 SIGMA_FLOOR = 0.02            # a profile never claims better than 2 %: repeated measurements vary that much
 
 
@@ -187,14 +188,26 @@ def slope_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
                      * slope_weight(t) for t, p in zip(targets, predicted, strict=True) if t.measured.ttft_slope_s])
 
 
+def frontend_weight(target: Target) -> float:
+    """How much a target's measured front-end time counts against a metric: POINT_SD ÷ its relative standard
+    error over the passes, floored at FRONTEND_RSE_FLOOR (one pass: the floor), so 1 at most."""
+    return POINT_SD / max(target.frontend_rse, FRONTEND_RSE_FLOOR)
+
+
 def frontend_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
-    """(predicted − measured) front-end time of the targets where one was measured, as a share of their
-    measured TTFT: how far the fit's split of TTFT into front end and engine is off, in the units a TTFT
-    metric is weighed in (a log error on the front end alone would make a 2 ms miss on 3 ms outweigh a 20 %
-    TTFT miss)."""
-    return np.array([((p.frontend_s or 0.0) - t.measured.frontend_s) / t.measured.ttft_s
-                     for t, p in zip(targets, predicted, strict=True)
-                     if t.measured.frontend_s is not None and t.measured.ttft_s])
+    """log(predicted ÷ measured) front-end time of the targets where one was measured, each times its
+    :func:`frontend_weight`.
+
+    Why this weight and not a share of TTFT: the server's histograms and the client time the same requests, so
+    the front end is measured to a few percent (3.7, 3.7 and 3.5 ms in three passes on the real vLLM), and a fit
+    that misplaces it pays for it at every other load: in a closed loop a request's arrival at the scheduler
+    comes that long after the step that finished its predecessor, so at two users, with 5 ms steps, 5.3 ms
+    instead of the measured 3.6 made each arrival miss the step boundary and wait a whole step more (TTFT +19 %
+    against +5 %). Counted as a share of the 56 ms TTFT, that 1.7 ms cost the fit 3 %.
+    """
+    return np.array([(math.log(p.frontend_s / t.measured.frontend_s) if p.frontend_s else MISSING_LOG_ERROR)
+                     * frontend_weight(t) for t, p in zip(targets, predicted, strict=True)
+                     if t.measured.frontend_s is not None])
 
 
 # ---- the fit ---------------------------------------------------------------------------------------
@@ -345,14 +358,11 @@ def time_like(figures: list[Figures]) -> np.ndarray:
                       f.ttft_slope_s or nan, nan if f.frontend_s is None else f.frontend_s] for f in figures])
 
 
-def linear_rows(targets: list[Target]) -> tuple[np.ndarray, np.ndarray]:
-    """How the linear solve weighs each :func:`time_like` quantity of each target, as the objective does: the
-    scale a miss is divided by (the measured value itself; a front-end miss is a share of the measured TTFT)
-    and the weight it is multiplied by (a slope's :func:`slope_weight`). Flattened like ``time_like(...).ravel()``."""
-    scale = time_like([t.measured for t in targets])
-    scale[:, 4] = [t.measured.ttft_s or float("nan") for t in targets]
-    weight = np.array([[1.0, 1.0, 1.0, slope_weight(t), 1.0] for t in targets])
-    return scale.ravel(), weight.ravel()
+def linear_weights(targets: list[Target]) -> np.ndarray:
+    """How the linear solve weighs each :func:`time_like` quantity of each target's relative miss, as the objective
+    does (a slope's :func:`slope_weight`, a front end's :func:`frontend_weight`). Flattened like
+    ``time_like(...).ravel()``."""
+    return np.array([[1.0, 1.0, 1.0, slope_weight(t), frontend_weight(t)] for t in targets]).ravel()
 
 
 def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -374,19 +384,19 @@ def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: np.ndarray) -> np.ndarray:
     """The parameters (each >= its lower bound) that make the linearised times ``y + jac·(new - theta)`` match
-    the measured ones best in relative terms (scaled and weighed as :func:`linear_rows` says), with
+    the measured ones best in relative terms (weighed as :func:`linear_weights` says), with
     kernel_factor's prior as one more row, ``√w·(new ÷ prior − 1)``: the objective's ``√w·log(new ÷ prior)``
     expanded at the prior, close over the tens of percent that prior allows. The host costs' decade-wide whisper
     is left to the objective: linear in a parameter that runs from 0.01 µs to a second, it would outweigh the
     points (a 900 µs answer to a 2 µs prior by 70×)."""
     lo, hi = _FLOOR, _CEIL
     m = time_like([t.measured for t in objective.targets]).ravel()
-    scale, weight = linear_rows(objective.targets)
-    ok = np.isfinite(m) & (m > 0) & (scale > 0) & np.isfinite(y) & np.all(np.isfinite(jac), axis=1)
+    weight = linear_weights(objective.targets)
+    ok = np.isfinite(m) & (m > 0) & np.isfinite(y) & np.all(np.isfinite(jac), axis=1)
     if not ok.any():
         return theta
-    a = jac[ok] / scale[ok, None] * weight[ok, None]
-    b = (m[ok] - y[ok]) / scale[ok] * weight[ok] + a @ (theta - lo)
+    a = jac[ok] / m[ok, None] * weight[ok, None]
+    b = (m[ok] - y[ok]) / m[ok] * weight[ok] + a @ (theta - lo)
     k = PARAMS.index("kernel_factor")
     prior_row = np.zeros(len(PARAMS))
     prior_row[k] = math.sqrt(objective.prior_weight[k]) / math.exp(objective.x_prior[k])
@@ -661,7 +671,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
     info = FitInfo(method="squared log errors of mean TTFT, mean TPOT and total throughput, each point replayed in "
                           "the discrete-event engine, of concurrency-1 points' TTFT-vs-prompt slopes, weighed by "
                           "their standard errors, and of their front-end times (client TTFT minus the server's queue "
-                          "and prefill time) as shares of TTFT; linear start, Gauss-Newton from the best starts, "
+                          "and prefill time), weighed by theirs; linear start, Gauss-Newton from the best starts, "
                           "bounded Nelder-Mead polish in log space; log-normal priors at the framework priors: "
                           "kernel_factor's as wide as the kernel data are unsure (kernel_prior_sd), the host costs' a "
                           "decade wide of weight 1e-5",

@@ -64,6 +64,7 @@ class Target:
     prompt_tokens: tuple[float, float] | None = None   # mean and sd of the prompts behind measured.ttft_slope_s
     slope_rse: float = 0.0                              # its relative standard error
     repeat_rse: dict[str, float] = field(default_factory=dict)   # per metric: the passes' mean's relative s.e.
+    frontend_rse: float = 0.0                           # measured.frontend_s's over the passes (0: one pass)
 
     @property
     def key(self) -> str:
@@ -154,18 +155,20 @@ def frontend_s(row: dict[str, Any]) -> float | None:
     return gap if gap > 0 else None
 
 
+def _relative_se(values: list[float | None]) -> float | None:
+    """Relative standard error of the mean of the finite values; None with fewer than two."""
+    v = np.array([x for x in values if x is not None and math.isfinite(x)], dtype=float)
+    return float(v.std(ddof=1) / math.sqrt(v.size) / v.mean()) if v.size >= 2 and v.mean() > 0 else None
+
+
 def repeat_rse(passes: list[dict[str, Any]]) -> dict[str, float]:
     """Per metric (METRICS), the relative standard error of the mean over a load's passes: how far the measured
     figure itself is unsure (empty with fewer than two passes). Why: on this 2-core machine one pass of 512/128 at
     eight users measured TTFT 124.5 ms and the next two 64.7 and 72.4 (the server's own prefill time moved with it),
     so that load's mean is unsure by ±21 %, and a prediction cannot be judged closer than that."""
-    out = {}
-    for name, _ in METRICS:
-        values = np.array([figures_of_row(p).get(name) or np.nan for p in passes], dtype=float)
-        values = values[np.isfinite(values)]
-        if values.size >= 2 and values.mean() > 0:
-            out[name] = float(values.std(ddof=1) / math.sqrt(values.size) / values.mean())
-    return out
+    figures = [figures_of_row(p) for p in passes]
+    spread = {name: _relative_se([f.get(name) for f in figures]) for name, _ in METRICS}
+    return {name: rse for name, rse in spread.items() if rse is not None}
 
 
 def _invalid_pass(run_id: str, row: dict[str, Any]) -> str:
@@ -216,6 +219,7 @@ def read_run(run_dir: Path) -> RunData:
             requests = read_requests(run_dir) if requests is None else requests
             slope, prompts = _measured_slope(requests, list(row.get("repeat_points") or [idx]))
             target.measured = msgspec.structs.replace(fig, frontend_s=frontend_s(row))
+            target.frontend_rse = _relative_se([frontend_s(p) for p in mine]) or 0.0
             if slope is not None:
                 target.measured = msgspec.structs.replace(target.measured, ttft_slope_s=slope[0])
                 target.prompt_tokens, target.slope_rse = prompts, slope[1]
