@@ -15,10 +15,12 @@ signature in what a benchmark measures:
   time before the scheduler sees it: it moves TTFT alone, most in bursts.
 
 They are fitted by minimising the squared log errors of mean TTFT, mean TPOT and total throughput on the
-chosen load points (log errors: a 10 % miss counts the same at 5 ms and at 5 s), and of the TTFT-vs-prompt slope
-of a concurrency-1 fit point (:func:`ttft_slope`: what the prefill kernels add per prompt token, which a point's
-mean TTFT cannot tell from a per-request cost), with each parameter kept
-positive and inside physical bounds by fitting its logarithm, clipped. Every point is predicted by the
+chosen load points (log errors: a 10 % miss counts the same at 5 ms and at 5 s), and of two things only a
+concurrency-1 fit point tells, each weighed by how sure it was measured: its TTFT-vs-prompt slope
+(``measured.ttft_slope``: what the prefill kernels add per prompt token) and, where the server publishes its own
+histograms, its front-end time (``measured.frontend_s``: the part of TTFT outside the engine), both of which a
+point's mean TTFT cannot tell from the other. Each parameter is kept positive and inside physical bounds by
+fitting its logarithm, clipped. Every point is predicted by the
 discrete-event engine replaying the run's own workload and load point (same lengths, warm-up and window as
 the client used), so burst-synchronised prefills and drain are reproduced rather than approximated.
 
@@ -39,11 +41,12 @@ steps the engine's batch schedule makes. Each evaluation replays only the fit po
 parameter's spread (from the Jacobian at the answer): two load points of one workload can often be matched by
 several combinations, and the spread says which parameters the points did not pin.
 
-The result is a :class:`Profile` (YAML): the fitted values, the residual spread of the fit (``sigma``, the
-profile's uncertainty), which points it was fitted on, and the error of every point before and after, fit
-points and held-out points marked. ``scoville.sim.engine`` reads it through :func:`load_profile` wherever a
-``SimConfig.profile`` is set: :meth:`Profile.framework_costs` replaces the framework's priors and
-:attr:`Profile.kernel_factor` multiplies kernel times.
+The measured points come from ``scoville.sim.measured`` (``read_run``); the result is a ``Profile``
+(``scoville.sim.profile``, YAML): the fitted values, the residual spread of the fit (``sigma``, the profile's
+uncertainty), which points it was fitted on, and the error of every point before and after, fit points and
+held-out points marked. ``scoville.sim.engine`` reads it through ``profile.load_profile`` wherever a
+``SimConfig.profile`` is set: ``Profile.framework_costs`` replaces the framework's priors and
+``Profile.kernel_factor`` multiplies kernel times.
 """
 
 from __future__ import annotations
