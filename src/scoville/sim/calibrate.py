@@ -295,7 +295,7 @@ class Objective:
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
         """log(predicted ÷ measured) of every fit point and metric at log parameters ``x``, and of every measured
-        TTFT-vs-prompt slope; the front-end times' misses as shares of TTFT."""
+        TTFT-vs-prompt slope and front-end time, those two weighed by how sure they were measured."""
         predicted = self.predict(_from_x(x))
         measured = [t.measured for t in self.targets]
         return np.concatenate([log_errors(measured, predicted).ravel(), slope_errors(self.targets, predicted),
