@@ -146,6 +146,8 @@ def test_invalid_passes_are_left_out_and_named(world: dict, tmp_path: Path):
     (c1,) = [t for t in data.targets if t.label == "c=1"]
     assert c1.measured.ttft_s == pytest.approx(kept["ttft_s_mean"])
     assert data.left_out == [f"{data.run_id}:{lagged['label']} (client_lag)"]
+    _, rep = calibrate([run], HW, model=world["model"], config=world["base"], max_evals=20)
+    assert any("left out 1 invalid pass(es)" in n and lagged["label"] in n for n in rep.notes()), rep.notes()
 
 
 def test_front_end_time_is_client_ttft_less_the_servers_queue_and_prefill():
