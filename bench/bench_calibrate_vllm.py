@@ -2,10 +2,11 @@
 
 0. time vLLM's CPU kernels on this machine now (``measure_cpu_kernels.py``, ~2 min, into ``kernels/`` of the
    runs folder) and write ``hardware.yaml`` beside them: the ``--hardware`` entry with ``kernel_tables`` naming
-   that folder. Why: two Zen 4 slices of the same CPU model, one day apart, ran the same kernels 2.1x apart
-   (2026-12-06: GEMMs at 0.47x the shipped table's time, median of 681 shapes; decode attention 0.65x), so
-   tables timed on another day's machine measure that machine, and a calibration only absorbs the gap as a
-   kernel_factor the tables' ±10 % prior fights (``--shipped-tables``: the entry's own tables instead);
+   that folder. Why: two Zen 4 slices of the same CPU model, used three hours apart, ran the same kernels at
+   speeds 2.1x apart (2026-12-06: GEMMs at 0.47x the shipped tables' time, median of 681 shapes; decode
+   attention 0.65x), so tables timed on another slice measure that slice, and a calibration can only absorb the
+   gap in kernel_factor (whose prior the shipped entry's ``kernel_tables_sigma`` widens to ±75 % for that
+   reason); ``--shipped-tables`` judges against the entry's own tables instead;
 1. start the real vLLM CPU server (``realvllm/server.py``: a random-weight Llama, hidden 512, 6 layers);
 2. measure it with scoville: sweep A = 512 in / 128 out at concurrency 1, 2, 4, 8, 16, and sweep B = 1024 in /
    64 out at 1, 4, 8 (lengths drawn on [0.8·L, L] as InferenceX does, 10·C requests a point after 2·C warm-up,

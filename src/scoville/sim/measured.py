@@ -165,7 +165,7 @@ def repeat_rse(passes: list[dict[str, Any]]) -> dict[str, float]:
     """Per metric (METRICS), the relative standard error of the mean over a load's passes: how far the measured
     figure itself is unsure (empty with fewer than two passes). Why: on this 2-core machine one pass of 512/128 at
     eight users measured TTFT 124.5 ms and the next two 64.7 and 72.4 (the server's own prefill time moved with it),
-    so that load's mean is unsure by ±21 %, and a prediction cannot be judged closer than that."""
+    so that load's mean is unsure by ±22 %, and a prediction cannot be judged closer than that."""
     figures = [figures_of_row(p) for p in passes]
     spread = {name: _relative_se([f.get(name) for f in figures]) for name, _ in METRICS}
     return {name: rse for name, rse in spread.items() if rse is not None}
@@ -211,13 +211,14 @@ def read_run(run_dir: Path) -> RunData:
         if fig.ttft_s is None or fig.tpot_s is None or idx not in plan:
             continue
         point = plan[idx].load_point()
-        mine = [r for r in valid if r.get("point") in (row.get("repeat_points") or [idx])]
+        load_passes = list(row.get("repeat_points") or [idx])
+        mine = [r for r in valid if r.get("point") in load_passes]
         target = Target(run_id=run_id, label=str(row.get("label") or plan[idx].label), workload=workload,
                         workload_name=wname, point=point, compat=str(row.get("compat") or m.compat), measured=fig,
                         repeat_rse=repeat_rse(mine))
         if point.concurrency == 1:
             requests = read_requests(run_dir) if requests is None else requests
-            slope, prompts = _measured_slope(requests, list(row.get("repeat_points") or [idx]))
+            slope, prompts = _measured_slope(requests, load_passes)
             target.measured = msgspec.structs.replace(fig, frontend_s=frontend_s(row))
             target.frontend_rse = _relative_se([frontend_s(p) for p in mine]) or 0.0
             if slope is not None:
