@@ -188,7 +188,7 @@ def test_the_servers_own_prefill_time_separates_front_end_from_kernels(world: di
         return rep.fitted
 
     with_front = fit()
-    assert with_front["request_overhead_ms"] == pytest.approx(TRUTH["request_overhead_ms"], rel=0.25), with_front
+    assert with_front["request_overhead_ms"] == pytest.approx(TRUTH["request_overhead_ms"], rel=0.05), with_front
     assert with_front["kernel_factor"] == pytest.approx(TRUTH["kernel_factor"], rel=0.1), with_front
     monkeypatch.setattr(measured, "frontend_s", lambda row: None)             # a server without the histograms
     means_only = fit()
