@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from realvllm.server import RealVllm, RealVllmError, ensure_model, ensure_venv, kv_capacity_from_log  # noqa: E402
+from scoville.catalog.hardware import hardware_file, load_hardware  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.results.store import read_manifest  # noqa: E402
 from scoville.sim.calibrate import calibrate  # noqa: E402
@@ -104,12 +105,20 @@ def sweep(port: int, runs: Path, isl: int, osl: int, concurrency: str, seed: int
     return run_dir
 
 
+def entry_copy(hardware: str, path: Path, **changes: object) -> Path:
+    """Write ``hardware``'s entry to ``path`` with ``changes`` (its kernel_tables as the catalog resolved them, so
+    the copy reads the same tables from anywhere unless ``changes`` says otherwise)."""
+    raw = yaml.safe_load(hardware_file(hardware).read_text())
+    raw["kernel_tables"] = load_hardware(hardware).kernel_tables
+    raw.update(changes)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
 def time_kernels(hardware: str, venv: Path, runs: Path, dtype: str, nice: int) -> Path:
     """Time vLLM's CPU kernels on this machine into ``runs/kernels`` and write ``runs/hardware.yaml``: the
     ``hardware`` entry with its kernel_tables replaced by them (named ``<entry>-here``, so a run says which
     tables it was judged against). Returns the YAML's path."""
-    from scoville.catalog.hardware import hardware_file, load_hardware
-
     entry = load_hardware(hardware)
     out = runs / "kernels"
     script = Path(__file__).parent / "measure_cpu_kernels.py"
@@ -120,18 +129,15 @@ def time_kernels(hardware: str, venv: Path, runs: Path, dtype: str, nice: int) -
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RealVllmError(f"measure_cpu_kernels.py failed ({done.stderr.strip().splitlines()[-1:]}); "
-                            f"run it by hand: {' '.join(cmd)}")
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RealVllmError(f"measure_cpu_kernels.py failed ({last}); run it by hand: {' '.join(cmd)}")
     print(f"  timed in {time.perf_counter() - t0:.0f} s", flush=True)
-    raw = yaml.safe_load(hardware_file(hardware).read_text())
-    raw.update(name=f"{entry.name}-here", display_name=f"{entry.display_name} (kernels timed by this check)",
-               kernel_tables="./kernels")
-    raw.pop("kernel_tables_sigma", None)       # timed on the machine itself: no other slice to stand for
-    raw["sources"] = [*raw.get("sources", []), f"kernel tables: timed by bench/bench_calibrate_vllm.py into {out} "
-                                               f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"]
-    path = runs / "hardware.yaml"
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return path
+    sources = [*entry.sources, f"kernel tables: timed by bench/bench_calibrate_vllm.py into {out} "
+                               f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"]
+    # timed on the machine itself: no other slice for the tables to stand for (kernel_tables_sigma 0)
+    return entry_copy(hardware, runs / "hardware.yaml", name=f"{entry.name}-here", kernel_tables="./kernels",
+                      display_name=f"{entry.display_name} (kernels timed by this check)", kernel_tables_sigma=0.0,
+                      sources=sources)
 
 
 def measure(port: int, runs: Path, seed: int, nice: int, ratio: float, venv: Path, install: bool,
@@ -234,8 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         dirs = [by_isl[isl] for _, isl, _, _ in SWEEPS]
         logs = sorted(runs.glob("vllm-*.log"))          # the measuring server's, kept beside its runs
         kv = args.kv_capacity or (kv_capacity_from_log(logs[-1]) if logs else None)
+        measured_on = read_manifest(dirs[0]).system.hardware
         if (runs / "hardware.yaml").exists() and not args.shipped_tables:
             hardware = str(runs / "hardware.yaml")       # the tables timed when these runs were measured
+        elif measured_on and measured_on != load_hardware(args.hardware).name:
+            # runs measured against this check's own tables, judged against the entry's: its copy under their name
+            hardware = str(entry_copy(args.hardware, runs / "hardware-shipped.yaml", name=measured_on))
     else:
         try:
             if not args.shipped_tables:
@@ -243,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                 hardware = str(time_kernels(args.hardware, args.venv, runs, args.dtype, args.nice))
             dirs, kv = measure(args.port, runs, args.seed, args.nice, args.range_ratio, args.venv, args.install,
                                hardware, args.repeats, args.dtype)
-        except RealVllmError as e:
+        except (RealVllmError, UserError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         kv = args.kv_capacity or kv

@@ -150,6 +150,21 @@ def test_invalid_passes_are_left_out_and_named(world: dict, tmp_path: Path):
     assert any("left out 1 invalid pass(es)" in n and lagged["label"] in n for n in rep.notes()), rep.notes()
 
 
+def test_a_loads_front_end_is_the_mean_over_its_passes_with_their_spread(world: dict, tmp_path: Path):
+    cfg = SimConfig(hardware=HW, model=world["model"], profile=str(world["root"] / "truth.yaml"), **SERVING)
+    plan = repeat_plan([LoadPoint(index=0, concurrency=1, num_requests=8, warmup_requests=1)], 3)
+    run = simulate_run(cfg, SyntheticWorkload(isl=512, osl=8, seed=5, name="512/8"), plan, tmp_path / "runs", seed=1)
+    rows = read_point_rows(run)
+    fronts = [0.0035, 0.0037, 0.0039]
+    for row, front in zip(rows, fronts, strict=True):
+        row.update(client_all_ttft_s_mean=row["ttft_s_mean"], server_queue_s_mean=0.0,
+                   server_prefill_s_mean=row["ttft_s_mean"] - front)
+    write_point_metrics(run, rows)
+    (target,) = read_run(run).targets
+    assert target.measured.frontend_s == pytest.approx(0.0037)
+    assert target.frontend_rse == pytest.approx(np.std(fronts, ddof=1) / np.sqrt(3) / 0.0037)
+
+
 def test_front_end_time_is_client_ttft_less_the_servers_queue_and_prefill():
     row = {"client_all_ttft_s_mean": 0.0550, "server_queue_s_mean": 0.0001, "server_prefill_s_mean": 0.0513}
     assert frontend_s(row) == pytest.approx(0.0036)

@@ -239,7 +239,7 @@ def _parse_cached(name: str, stamp: int) -> Hardware:
     raw.setdefault("name", path.stem)
     raw.setdefault("display_name", raw["name"])
     tables = raw.get("kernel_tables")
-    if isinstance(tables, str) and ("/" in tables or tables.startswith((".", "~"))):
+    if isinstance(tables, str) and ("/" in tables or tables.startswith((".", "~")) or (path.parent / tables).is_dir()):
         folder = (path.parent / Path(tables).expanduser()).resolve()
         if not folder.is_dir():
             raise UserError(f"{path}: kernel_tables folder {folder} does not exist; give the folder that "

@@ -95,7 +95,6 @@ POINT_SD = 0.05               # how far a measured point's mean moves between me
 PRIOR_PULL_NOTE = 2.0         # a fitted kernel_factor this many prior sds out gets a note: tables of another machine?
 PRIOR_CONTEXT = 1024          # context tokens a sequence when kernel_prior_sd weighs a decode step's kernels
 MISSING_LOG_ERROR = 5.0       # a point the simulator could not complete counts as a factor-e^5 miss
-FRONTEND_RSE_FLOOR = 0.05     # a measured front end is never taken as surer than 5 % (it then weighs like a metric)
 SIGMA_FLOOR = 0.02            # a profile never claims better than 2 %: repeated measurements vary that much
 
 
@@ -178,28 +177,24 @@ def log_errors(measured: list[Figures], predicted: list[Figures]) -> np.ndarray:
     return out
 
 
-def slope_weight(target: Target) -> float:
-    """How much a target's measured TTFT-vs-prompt slope counts against a metric (which weighs 1 at POINT_SD's
-    noise): POINT_SD ÷ its relative standard error, at most 1."""
-    return min(POINT_SD / target.slope_rse, 1.0) if target.slope_rse > 0 else 1.0
+def precision_weight(rse: float) -> float:
+    """How much a measured quantity of relative standard error ``rse`` counts against a metric, which weighs 1 at
+    POINT_SD's noise: POINT_SD ÷ ``rse``, at most 1 (nothing measured here is surer than a point's mean; an
+    ``rse`` of 0, one pass with nothing to compare, weighs 1)."""
+    return POINT_SD / max(rse, POINT_SD)
 
 
 def slope_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
     """log(predicted ÷ measured) TTFT-vs-prompt slope of the targets where one was measured, each times its
-    :func:`slope_weight`."""
+    :func:`precision_weight`."""
     return np.array([(math.log(p.ttft_slope_s / t.measured.ttft_slope_s) if p.ttft_slope_s else MISSING_LOG_ERROR)
-                     * slope_weight(t) for t, p in zip(targets, predicted, strict=True) if t.measured.ttft_slope_s])
-
-
-def frontend_weight(target: Target) -> float:
-    """How much a target's measured front-end time counts against a metric: POINT_SD ÷ its relative standard
-    error over the passes, floored at FRONTEND_RSE_FLOOR (one pass: the floor), so 1 at most."""
-    return POINT_SD / max(target.frontend_rse, FRONTEND_RSE_FLOOR)
+                     * precision_weight(t.slope_rse) for t, p in zip(targets, predicted, strict=True)
+                     if t.measured.ttft_slope_s])
 
 
 def frontend_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
     """log(predicted ÷ measured) front-end time of the targets where one was measured, each times its
-    :func:`frontend_weight`.
+    :func:`precision_weight` (its spread over the passes).
 
     Why this weight and not a share of TTFT: the server's histograms and the client time the same requests, so
     the front end is measured to a few percent (3.7, 3.7 and 3.5 ms in three passes on the real vLLM), and a fit
@@ -209,7 +204,7 @@ def frontend_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarr
     against +5 %). Counted as a share of the 56 ms TTFT, that 1.7 ms cost the fit 3 %.
     """
     return np.array([(math.log(p.frontend_s / t.measured.frontend_s) if p.frontend_s else MISSING_LOG_ERROR)
-                     * frontend_weight(t) for t, p in zip(targets, predicted, strict=True)
+                     * precision_weight(t.frontend_rse) for t, p in zip(targets, predicted, strict=True)
                      if t.measured.frontend_s is not None])
 
 
@@ -321,7 +316,8 @@ def prior_weights(kernel_sd: float) -> np.ndarray:
 
 def kernel_prior_sd(config: SimConfig, targets: list[Target]) -> float:
     """How sure the kernel data are of the fit points' kernel time, in log space: each step component's
-    operator sigma (:meth:`StepCost.component_sigma`: 0.08 for a measured table, the transfer model's
+    operator sigma (:meth:`StepCost.component_sigma`: 0.08 for a measured table, combined with the entry's
+    ``kernel_tables_sigma`` where its tables stand for several machines; the transfer model's
     leave-one-generation-out error for a datasheet, 0.3-0.5) weighted by its share of the kernel time of a
     decode step at each fit point's concurrency, PRIOR_CONTEXT tokens of context a sequence.
 
@@ -363,9 +359,9 @@ def time_like(figures: list[Figures]) -> np.ndarray:
 
 def linear_weights(targets: list[Target]) -> np.ndarray:
     """How the linear solve weighs each :func:`time_like` quantity of each target's relative miss, as the objective
-    does (a slope's :func:`slope_weight`, a front end's :func:`frontend_weight`). Flattened like
-    ``time_like(...).ravel()``."""
-    return np.array([[1.0, 1.0, 1.0, slope_weight(t), frontend_weight(t)] for t in targets]).ravel()
+    does (a slope's and a front end's :func:`precision_weight`). Flattened like ``time_like(...).ravel()``."""
+    return np.array([[1.0, 1.0, 1.0, precision_weight(t.slope_rse), precision_weight(t.frontend_rse)]
+                     for t in targets]).ravel()
 
 
 def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -520,8 +516,8 @@ def residual_sigma(errors: np.ndarray, free: int) -> float:
 
 @dataclass(frozen=True)
 class SideFigure:
-    """What a concurrency-1 point was fitted on besides the metrics it is judged on (seconds): measured,
-    uncalibrated and calibrated."""
+    """What a concurrency-1 point was fitted on besides the metrics it is judged on (a slope in seconds per prompt
+    token, a front end in seconds): measured, uncalibrated and calibrated."""
 
     point: PointError
     name: str
@@ -650,7 +646,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
                                    f"--hardware {r.hardware} or leave the run out")
     cfg = base_config(hardware, model_ref, prior.name, config)
     targets = [t for r in runs for t in r.targets]
-    select_fit_points(targets, fit_points)
+    select_fit_points(targets, fit_points, [x for r in runs for x in r.left_out])
     fitset = [t for t in targets if t.role == "fit"]
 
     start = prior_values(prior)

@@ -11,6 +11,7 @@ prefill kernels from a fixed per-request cost.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -64,7 +65,7 @@ class Target:
     prompt_tokens: tuple[float, float] | None = None   # mean and sd of the prompts behind measured.ttft_slope_s
     slope_rse: float = 0.0                              # its relative standard error
     repeat_rse: dict[str, float] = field(default_factory=dict)   # per metric: the passes' mean's relative s.e.
-    frontend_rse: float = 0.0                           # measured.frontend_s's over the passes (0: one pass)
+    frontend_rse: float = 0.0                           # measured.frontend_s's relative s.e. (0: one pass)
 
     @property
     def key(self) -> str:
@@ -137,9 +138,10 @@ def _measured_slope(requests: Any, points: list[int]) -> tuple[tuple[float, floa
 
 
 def frontend_s(row: dict[str, Any]) -> float | None:
-    """Seconds of a point's mean TTFT spent outside the server's engine: the client's TTFT minus the server's
+    """Seconds of a pass's mean TTFT spent outside the server's engine: the client's TTFT minus the server's
     own queue and prefill time (vLLM's ``request_queue_time`` and ``request_prefill_time`` histograms, over the
-    same requests, warm-up included); None where the server does not publish both.
+    same requests, warm-up included); None where the server does not publish both. A load's is the mean over
+    its valid passes that have one.
 
     Why: at concurrency 1 nothing queues, so this is the per-request front end (HTTP, input processing, the
     first token's way out) that the cost model's ``request_overhead_ms`` stands for, measured rather than
@@ -155,7 +157,7 @@ def frontend_s(row: dict[str, Any]) -> float | None:
     return gap if gap > 0 else None
 
 
-def _relative_se(values: list[float | None]) -> float | None:
+def _relative_se(values: Sequence[float | None]) -> float | None:
     """Relative standard error of the mean of the finite values; None with fewer than two."""
     v = np.array([x for x in values if x is not None and math.isfinite(x)], dtype=float)
     return float(v.std(ddof=1) / math.sqrt(v.size) / v.mean()) if v.size >= 2 and v.mean() > 0 else None
@@ -219,22 +221,27 @@ def read_run(run_dir: Path) -> RunData:
         if point.concurrency == 1:
             requests = read_requests(run_dir) if requests is None else requests
             slope, prompts = _measured_slope(requests, load_passes)
-            target.measured = msgspec.structs.replace(fig, frontend_s=frontend_s(row))
-            target.frontend_rse = _relative_se([frontend_s(p) for p in mine]) or 0.0
+            fronts = [f for f in map(frontend_s, mine) if f is not None]
+            target.measured = msgspec.structs.replace(fig, frontend_s=float(np.mean(fronts)) if fronts else None)
+            target.frontend_rse = _relative_se(fronts) or 0.0
             if slope is not None:
                 target.measured = msgspec.structs.replace(target.measured, ttft_slope_s=slope[0])
                 target.prompt_tokens, target.slope_rse = prompts, slope[1]
         data.targets.append(target)
+    if not data.targets and data.left_out:
+        raise CalibrationError(f"run {run_id}: every pass with TTFT and TPOT is invalid ({'; '.join(data.left_out)}); "
+                               "measure it again on a quiet machine (`scoville show` gives the reasons)")
     if not data.targets:
         raise CalibrationError(f"run {run_id} has no measured point with TTFT and TPOT ({run_dir}); finish it "
                                "(`scoville sweep --resume`) or leave it out")
     return data
 
 
-def select_fit_points(targets: list[Target], fit_points: list[str] | None) -> None:
+def select_fit_points(targets: list[Target], fit_points: list[str] | None, left_out: Sequence[str] = ()) -> None:
     """Mark the fit points: ``LABEL`` (that label in every run) or ``RUN:LABEL`` (run id, prefix or suffix).
 
-    No selection fits on every point (nothing is held out).
+    No selection fits on every point (nothing is held out). ``left_out`` (the invalid passes) is named when a
+    point asked for is missing: all its passes may have been left out.
     """
     if not fit_points:
         for t in targets:
@@ -246,6 +253,8 @@ def select_fit_points(targets: list[Target], fit_points: list[str] | None) -> No
                 and (not run or t.run_id == run or t.run_id.startswith(run) or t.run_id.endswith(run))]
         if not hits:
             known = ", ".join(dict.fromkeys(t.key for t in targets))
-            raise CalibrationError(f"--fit-points: no point {want!r} in the runs; use LABEL or RUN:LABEL from: {known}")
+            invalid = f" (left out as invalid: {'; '.join(left_out)})" if left_out else ""
+            raise CalibrationError(f"--fit-points: no point {want!r} in the runs{invalid}; use LABEL or RUN:LABEL "
+                                   f"from: {known}")
         for t in hits:
             t.role = "fit"
