@@ -148,6 +148,7 @@ def test_invalid_passes_are_left_out_and_named(world: dict, tmp_path: Path):
     assert data.left_out == [f"{data.run_id}:{lagged['label']} (client_lag)"]
     _, rep = calibrate([run], HW, model=world["model"], config=world["base"], max_evals=20)
     assert any("left out 1 invalid pass(es)" in n and lagged["label"] in n for n in rep.notes()), rep.notes()
+    assert rep.fit.left_out == data.left_out                 # the profile records them too
 
 
 def test_a_loads_front_end_is_the_mean_over_its_passes_with_their_spread(world: dict, tmp_path: Path):

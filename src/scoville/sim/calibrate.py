@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -539,7 +539,6 @@ class CalibrationReport:
     prior: dict[str, float]
     fitted: dict[str, float]
     sigma: float
-    left_out: list[str] = field(default_factory=list)   # invalid passes of the runs, not fitted or judged
 
     def errors(self, stage: str, role: Role | None = None) -> list[float]:
         """Every relative error of ``stage`` (all metrics), optionally of one role only."""
@@ -567,9 +566,9 @@ class CalibrationReport:
     def notes(self) -> list[str]:
         """What a user must know about this fit: parameters the points did not determine or that hit a bound."""
         out = []
-        if self.left_out:
-            out.append(f"left out {len(self.left_out)} invalid pass(es), which measured something other than the "
-                       f"server: {'; '.join(self.left_out)}")
+        if self.fit.left_out:
+            out.append(f"left out {len(self.fit.left_out)} invalid pass(es), which measured something other than "
+                       f"the server: {'; '.join(self.fit.left_out)}")
         if self.fit.undetermined:
             out.append(f"the fit points do not pin {', '.join(self.fit.undetermined)} within a factor of 2; add points "
                        "that exercise them (another concurrency or ISL/OSL) before trusting other workloads")
@@ -646,7 +645,8 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
                                    f"--hardware {r.hardware} or leave the run out")
     cfg = base_config(hardware, model_ref, prior.name, config)
     targets = [t for r in runs for t in r.targets]
-    select_fit_points(targets, fit_points, [x for r in runs for x in r.left_out])
+    left_out = [x for r in runs for x in r.left_out]
+    select_fit_points(targets, fit_points, left_out)
     fitset = [t for t in targets if t.role == "fit"]
 
     start = prior_values(prior)
@@ -677,7 +677,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
                    metrics=[name for name, _ in METRICS], evaluations=objective.evaluations,
                    loss_before=float(loss_before), loss_after=float(loss), observations=observed,
                    kernel_prior_sd=kernel_sd,
-                   spread=spread, undetermined=weak, at_bound=at_bound)
+                   spread=spread, undetermined=weak, at_bound=at_bound, left_out=left_out)
     profile = Profile(
         schema_version=SCHEMA_VERSION, hardware=hw.name, model=_model_name(model_ref), framework=prior.name,
         sigma=sigma, prior=start,
@@ -688,8 +688,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
         seq_overhead_us=fitted["seq_overhead_us"], request_overhead_ms=fitted["request_overhead_ms"],
         prefill_kernel_ratio=prior.prefill_kernel_ratio,
     )
-    report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma,
-                               left_out=[x for r in runs for x in r.left_out])
+    report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma)
     return profile, report
 
 

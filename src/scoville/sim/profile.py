@@ -66,6 +66,7 @@ class FitInfo(msgspec.Struct, kw_only=True, frozen=True):
     spread: dict[str, float] = {}    # log-space standard deviation of each fitted parameter
     undetermined: list[str] = []     # parameters the fit points do not pin within a factor of 2
     at_bound: list[str] = []         # parameters that ended on one of their BOUNDS
+    left_out: list[str] = []         # invalid passes of the runs, neither fitted nor judged (RUN:LABEL (codes))
 
 
 def _check_finite(name: str, value: float, *, zero_ok: bool) -> None:

@@ -77,8 +77,9 @@ def root_for(system: str) -> Path | None:
 
 @lru_cache(maxsize=64)
 def tables_version(system: str) -> str | None:
-    """What keys ``system``'s slices in the disk cache: the package version, or for scoville's own tables a
-    digest of their files (a re-measured table is a new version); either with a digest of this module, since
+    """What keys ``system``'s slices in the disk cache: the package version, or for scoville's own tables and a
+    user's folder a digest of their files (a re-measured table is a new version; computed once a process, so
+    tables re-timed into the same folder are seen by the next process); either with a digest of this module, since
     a slice is the tables read through this code (a changed query must not return the old one's slices)."""
     root = root_for(system)
     if root is None:
