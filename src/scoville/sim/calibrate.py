@@ -184,28 +184,30 @@ def precision_weight(rse: float) -> float:
     return POINT_SD / max(rse, POINT_SD)
 
 
-def slope_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
-    """log(predicted ÷ measured) TTFT-vs-prompt slope of the targets where one was measured, each times its
-    :func:`precision_weight`."""
-    return np.array([(math.log(p.ttft_slope_s / t.measured.ttft_slope_s) if p.ttft_slope_s else MISSING_LOG_ERROR)
-                     * precision_weight(t.slope_rse) for t, p in zip(targets, predicted, strict=True)
-                     if t.measured.ttft_slope_s])
+# What a concurrency-1 point is fitted on besides METRICS: the Figures field, the Target field holding its
+# measured relative standard error, and the name a report gives it
+SIDE_FIGURES = (("ttft_slope_s", "slope_rse", "TTFT per prompt token"),
+                ("frontend_s", "frontend_rse", "TTFT outside the engine"))
 
 
-def frontend_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
-    """log(predicted ÷ measured) front-end time of the targets where one was measured, each times its
-    :func:`precision_weight` (its spread over the passes).
+def side_errors(targets: list[Target], predicted: list[Figures]) -> np.ndarray:
+    """log(predicted ÷ measured) of every SIDE_FIGURES quantity measured on a target (the TTFT-vs-prompt slopes,
+    then the front-end times), each times the :func:`precision_weight` of its own relative standard error.
 
-    Why this weight and not a share of TTFT: the server's histograms and the client time the same requests, so
-    the front end is measured to a few percent (3.7, 3.7 and 3.5 ms in three passes on the real vLLM), and a fit
-    that misplaces it pays for it at every other load: in a closed loop a request's arrival at the scheduler
-    comes that long after the step that finished its predecessor, so at two users, with 5 ms steps, 5.3 ms
-    instead of the measured 3.6 made each arrival miss the step boundary and wait a whole step more (TTFT +19 %
-    against +5 %). Counted as a share of the 56 ms TTFT, that 1.7 ms cost the fit 3 %.
+    Why the front end is weighed by its precision and not as a share of TTFT: the server's histograms and the
+    client time the same requests, so the front end is measured to a few percent (3.7, 3.7 and 3.5 ms in three
+    passes on the real vLLM), and a fit that misplaces it pays for it at every other load: in a closed loop a
+    request's arrival at the scheduler comes that long after the step that finished its predecessor, so at two
+    users, with 5 ms steps, 5.3 ms instead of the measured 3.6 made each arrival miss the step boundary and wait
+    a whole step more (TTFT +19 % against +5 %). Counted as a share of the 56 ms TTFT, that 1.7 ms cost the fit 3 %.
     """
-    return np.array([(math.log(p.frontend_s / t.measured.frontend_s) if p.frontend_s else MISSING_LOG_ERROR)
-                     * precision_weight(t.frontend_rse) for t, p in zip(targets, predicted, strict=True)
-                     if t.measured.frontend_s is not None])
+    out = []
+    for attr, rse, _ in SIDE_FIGURES:
+        for t, p in zip(targets, predicted, strict=True):
+            measured, got = getattr(t.measured, attr), getattr(p, attr)
+            if measured is not None:
+                out.append((math.log(got / measured) if got else MISSING_LOG_ERROR) * precision_weight(getattr(t, rse)))
+    return np.array(out)
 
 
 # ---- the fit ---------------------------------------------------------------------------------------
@@ -293,8 +295,7 @@ class Objective:
         TTFT-vs-prompt slope and front-end time, those two weighed by how sure they were measured."""
         predicted = self.predict(_from_x(x))
         measured = [t.measured for t in self.targets]
-        return np.concatenate([log_errors(measured, predicted).ravel(), slope_errors(self.targets, predicted),
-                               frontend_errors(self.targets, predicted)])
+        return np.concatenate([log_errors(measured, predicted).ravel(), side_errors(self.targets, predicted)])
 
     def data_loss(self, x: np.ndarray) -> float:
         return float(np.sum(self.residuals(x) ** 2))
@@ -359,8 +360,8 @@ def time_like(figures: list[Figures]) -> np.ndarray:
 
 def linear_weights(targets: list[Target]) -> np.ndarray:
     """How the linear solve weighs each :func:`time_like` quantity of each target's relative miss, as the objective
-    does (a slope's and a front end's :func:`precision_weight`). Flattened like ``time_like(...).ravel()``."""
-    return np.array([[1.0, 1.0, 1.0, precision_weight(t.slope_rse), precision_weight(t.frontend_rse)]
+    does (the SIDE_FIGURES' :func:`precision_weight`). Flattened like ``time_like(...).ravel()``."""
+    return np.array([[1.0, 1.0, 1.0, *(precision_weight(getattr(t, rse)) for _, rse, _ in SIDE_FIGURES)]
                      for t in targets]).ravel()
 
 
@@ -526,10 +527,6 @@ class SideFigure:
     after: float
 
 
-# Figures fields fitted besides METRICS, with the name a report gives them
-SIDE_FIGURES = (("ttft_slope_s", "TTFT per prompt token"), ("frontend_s", "TTFT outside the engine"))
-
-
 @dataclass
 class CalibrationReport:
     """Every point before and after, and the summary a user judges the profile by."""
@@ -549,7 +546,7 @@ class CalibrationReport:
         """Every TTFT slope and front-end time that was measured, with both predictions of it."""
         out = []
         for p in self.points:
-            for attr, name in SIDE_FIGURES:
+            for attr, _, name in SIDE_FIGURES:
                 values = [getattr(f, attr) for f in (p.measured, p.before, p.after)]
                 if all(v is not None for v in values):
                     out.append(SideFigure(p, name, *values))
