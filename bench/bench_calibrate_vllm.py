@@ -73,7 +73,8 @@ HARDWARE = "xeon-icx-2vcpu"
 SWEEPS = (("A", 512, 128, "1,2,4,8,16"), ("B", 1024, 64, "1,4,8"))
 TOLERANCE = 0.15
 # vLLM 0.32's CPU defaults for `vllm serve` (engine/arg_utils.py: OPENAI_API_SERVER on CPU): 2048-token budget,
-# 128 sequences; chunked prefill on. The KV capacity is read from the server's log.
+# 128 sequences; chunked prefill on. No asynchronous scheduling (platforms/cpu.py turns it off), which the
+# simulator knows for vLLM on a CPU entry (SimConfig.schedules_ahead). The KV capacity is read from the server's log.
 SERVING = {"max_num_seqs": 128, "max_num_batched_tokens": 2048, "chunked_prefill": True}
 # The server's --dtype as the simulator's precision: weights, activations and (vLLM's auto cache dtype) the KV cache
 PRECISION = {"bfloat16": {"precision": "bf16", "kv_dtype": "bf16"},

@@ -277,6 +277,7 @@ def test_profile_round_trip_and_its_framework_costs(tmp_path: Path, world: dict)
     assert costs.kernel_scale == 1.0 and costs.name == "vllm" and world["b"].name in costs.source
     assert costs.prefill_kernel_ratio == prof.prefill_kernel_ratio == load_framework("vllm").prefill_kernel_ratio
     assert back.deployment["max_num_batched_tokens"] == SERVING["max_num_batched_tokens"]
+    assert back.deployment["async_scheduling"] is False   # the scheduling the fit assumed: vLLM on a CPU entry
     assert all(p.role == "fit" for p in back.points)          # no --fit-points: every point is fitted
     back.check_applies(HW, world["model"], "vllm")
     with pytest.raises(ProfileError, match="calibrated for hardware 'xeon-icx-2vcpu', not 'h200'"):

@@ -156,6 +156,18 @@ def test_a_request_arriving_mid_step_starts_one_step_later_under_async_schedulin
     assert first == pytest.approx(steps[in_progress + 1 + async_scheduling])
 
 
+@pytest.mark.parametrize(("framework", "hardware", "setting", "ahead"), [
+    ("vllm", "h100", None, True),
+    ("vllm", "epyc-zen4-2vcpu", None, False),   # vLLM's CPU platform turns async scheduling off
+    ("sglang", "epyc-zen4-2vcpu", None, True),
+    ("vllm", "epyc-zen4-2vcpu", True, True),    # a config that says so wins
+    ("vllm", "h100", False, False),
+])
+def test_steps_are_formed_ahead_as_the_framework_runs_on_that_hardware(framework, hardware, setting, ahead):
+    cfg = SimConfig(hardware=hardware, model="llama-3.1-8b", framework=framework, async_scheduling=setting)
+    assert cfg.schedules_ahead() is ahead
+
+
 def test_admission_stops_when_kv_blocks_run_out():
     # 4 prompts of 1000 tokens fit in 4096 tokens of KV (16-token blocks: 63 blocks each), the 5th does not.
     cfg = SimConfig(**BASE, kv_capacity_tokens=4096, max_num_seqs=64)

@@ -678,7 +678,8 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
     profile = Profile(
         schema_version=SCHEMA_VERSION, hardware=hw.name, model=_model_name(model_ref), framework=prior.name,
         sigma=sigma, prior=start,
-        deployment=cfg.model_dump(exclude={"profile"}),
+        # the scheduling the replay assumed, resolved (None would not say which the fit saw)
+        deployment={**cfg.model_dump(exclude={"profile"}), "async_scheduling": cfg.schedules_ahead()},
         fitted_on=[FitPoint(run_id=t.run_id, label=t.label) for t in fitset], points=points, fit=info,
         created=datetime.now(UTC).isoformat(timespec="seconds"), scoville_version=scoville.__version__,
         kernel_factor=fitted["kernel_factor"], step_overhead_us=fitted["step_overhead_us"],

@@ -355,7 +355,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             service = service * (1.0 + rounds) / 2.0
             wait_steps = wait_steps + every_rank * np.interp(n, grid, adp_held)
         ttft_min = (service + _mdl_wait(service, busy) + _front_end(request_s, lam, c) + wait_steps * td
-                    + _step_wait(td, tm, mixed, c, config.async_scheduling))
+                    + _step_wait(td, tm, mixed, c, config.schedules_ahead()))
         return s, lam, ttft_min
 
     def h(n: np.ndarray) -> np.ndarray:
