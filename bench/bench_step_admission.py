@@ -9,6 +9,13 @@ in: half a step on average for a synchronous scheduler, one and a half with a st
 server is a vLLM, its own ``vllm:request_prefill_time_seconds`` (scheduled to first token) says the same from
 the inside: one step plus output handling, or two.
 
+Beside the stream the API server is busier too (it streams the other request's tokens), so the front end may take
+longer than at an idle server, and that time reads as waiting here; the split the server's histograms give
+(queued, scheduled to first token, the rest) shows where it went. On vLLM's CPU backend the flag below is inert:
+its platform turns async scheduling off (``SimConfig.schedules_ahead``). There, on 2026-12-06 (Zen 4 slice):
+8.8 ms steps, +0.57 steps of waiting, scheduled to first token 9.8 ms idle and 9.7 ms busy (one step: a
+synchronous scheduler), outside the engine 4.9 ms idle and 14.5 ms busy; on 2026-12-05 another slice read +1.15.
+
     python bench/bench_step_admission.py                                       # the real vLLM CPU server
     python bench/bench_step_admission.py --server-arg=--no-async-scheduling    # the same, asked not to
     python bench/bench_step_admission.py --url http://127.0.0.1:8000 --model NAME
@@ -37,7 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realvllm.server import SERVED_NAME, RealVllm, RealVllmError, ensure_model, ensure_venv  # noqa: E402
 
 STREAM_TOKENS = 3000      # the background stream's length (its prompt is 16 tokens; the server holds 4,096)
-PREFILL = "vllm:request_prefill_time_seconds"
+PREFILL = "vllm:request_prefill_time_seconds"     # a request's first scheduling to its first token
+QUEUE = "vllm:request_queue_time_seconds"         # its arrival at the scheduler to its first scheduling
+HISTOGRAMS = (PREFILL, QUEUE)
 
 
 def stream(url: str, model: str, prompt: list[int], max_tokens: int, times: list[float]) -> float:
@@ -58,10 +67,10 @@ def stream(url: str, model: str, prompt: list[int], max_tokens: int, times: list
     return sent
 
 
-def prefill_seconds(url: str) -> tuple[float, float] | None:
-    """(sum, count) of vLLM's ``vllm:request_prefill_time_seconds``: from a request's first scheduling to its first
-    token, on the engine's clock (one step under a synchronous scheduler, two when the step was formed ahead);
-    None where the server exports no such metric. Read with prometheus_client's parser, as sweeps scrape."""
+def engine_seconds(url: str) -> dict[str, tuple[float, float]]:
+    """(sum, count) of each of vLLM's HISTOGRAMS the server exports (none from another server): on the engine's
+    clock, scheduled to first token is one step under a synchronous scheduler, two when the step was formed
+    ahead. Read with prometheus_client's parser, as sweeps scrape."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
     conn.request("GET", "/metrics")
@@ -69,27 +78,44 @@ def prefill_seconds(url: str) -> tuple[float, float] | None:
     conn.close()
     found: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
-        if family.name == PREFILL:
+        if family.name in HISTOGRAMS:
             for sample in family.samples:
                 found[sample.name] = found.get(sample.name, 0.0) + sample.value
-    total, count = found.get(f"{PREFILL}_sum"), found.get(f"{PREFILL}_count")
-    return None if total is None or count is None else (total, count)
+    return {name: (found[f"{name}_sum"], found[f"{name}_count"]) for name in HISTOGRAMS
+            if f"{name}_sum" in found and f"{name}_count" in found}
 
 
-def probe_ttfts(url: str, model: str, probes: int, rng: random.Random) -> list[tuple[float, float]]:
-    """(send, first token) of ``probes`` short requests, one at a time at random intervals."""
+def probe_ttfts(url: str, model: str, probes: int, rng: random.Random) -> list[float]:
+    """Time to first token of ``probes`` short requests, one at a time at random intervals."""
     out = []
     for i in range(probes):
         time.sleep(rng.uniform(0.15, 0.4))
         first: list[float] = []
         sent = stream(url, model, [1, 200 + i % 500, 300 + i % 500, 400 + i % 500], 1, first)
-        out.append((sent, first[0]))
+        out.append(first[0] - sent)
     return out
+
+
+def split(url: str, ttfts: list[float], before: dict[str, tuple[float, float]]) -> str:
+    """The probes' mean TTFT split as the server saw it: queued, scheduled to first token, and the rest (the front
+    end: HTTP, tokenising, the wait for the engine to take the request in, streaming back), from the histograms'
+    change since ``before``; only the mean where the server exports no such histograms."""
+    mean = statistics.fmean(ttfts)
+    after = engine_seconds(url)
+    part = {name: (after[name][0] - before[name][0]) / (after[name][1] - before[name][1]) for name in HISTOGRAMS
+            if name in after and name in before and after[name][1] > before[name][1]}
+    if len(part) < len(HISTOGRAMS):
+        return f"mean {mean * 1e3:.1f} ms"
+    rest = mean - part[QUEUE] - part[PREFILL]
+    return (f"mean {mean * 1e3:.1f} ms = queued {part[QUEUE] * 1e3:.1f} + scheduled to first token "
+            f"{part[PREFILL] * 1e3:.1f} + outside the engine {rest * 1e3:.1f}")
 
 
 def measure(url: str, model: str, probes: int, seed: int) -> None:
     rng = random.Random(seed)
-    idle = statistics.median(first - sent for sent, first in probe_ttfts(url, model, probes // 2, rng))
+    before = engine_seconds(url)
+    idle_ttfts = probe_ttfts(url, model, probes // 2, rng)
+    idle_split = split(url, idle_ttfts, before)
     background: list[float] = []
     failure: list[str] = []
 
@@ -107,20 +133,17 @@ def measure(url: str, model: str, probes: int, seed: int) -> None:
                              f"{failure[0] if failure else 'the server ended it'} (it asks for {STREAM_TOKENS} "
                              "tokens after a 16-token prompt; serve with --max-model-len of at least 3016)")
         time.sleep(0.05)
-    before = prefill_seconds(url)
-    sent_first = probe_ttfts(url, model, probes, rng)
+    before = engine_seconds(url)
+    busy_ttfts = probe_ttfts(url, model, probes, rng)
+    busy_split = split(url, busy_ttfts, before)
     steps = list(background)
     itl = statistics.median(b - a for a, b in itertools.pairwise(steps))
-    ttft = statistics.median(first - sent for sent, first in sent_first)
+    idle, busy = statistics.median(idle_ttfts), statistics.median(busy_ttfts)
     print(f"stream: {len(steps)} tokens, a step every {itl * 1e3:.1f} ms (median)")
-    print(f"probes: time to first token {idle * 1e3:.1f} ms at an idle server ({probes // 2}), {ttft * 1e3:.1f} ms "
-          f"beside the stream ({probes}): {(ttft - idle) / itl:+.2f} steps of waiting (the simulator: +0.5 for the "
+    print(f"probes: time to first token {idle * 1e3:.1f} ms at an idle server ({probes // 2}), {busy * 1e3:.1f} ms "
+          f"beside the stream ({probes}): {(busy - idle) / itl:+.2f} steps of waiting (the simulator: +0.5 for the "
           "rest of the step in progress, +1.5 with a step formed ahead)")
-    after = prefill_seconds(url)
-    if before is not None and after is not None and after[1] > before[1]:
-        mean = (after[0] - before[0]) / (after[1] - before[1])
-        print(f"server: scheduled to first token {mean * 1e3:.1f} ms a probe ({mean / itl:.2f} steps; "
-              f"vllm:request_prefill_time_seconds over {after[1] - before[1]:.0f} requests)")
+    print(f"  idle: {idle_split}\n  beside the stream: {busy_split}")
 
 
 def main() -> int:
