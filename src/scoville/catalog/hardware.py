@@ -191,7 +191,9 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 _NOT_SYSTEMS = {"families", "frameworks", "kernel_transfer"}
 
 
+@lru_cache(maxsize=1)
 def _data_dir() -> Path:
+    """The shipped entries' folder (fixed for the process; looked up once: a search loads hardware per candidate)."""
     return Path(str(resources.files("scoville") / "data" / "hardware"))
 
 
@@ -217,7 +219,7 @@ def _parse(path: Path) -> Hardware:
         stamp = path.stat().st_mtime_ns
     except OSError as e:
         raise UserError(f"cannot read hardware file {path}: {e.strerror}") from None
-    return _parse_cached(str(path.resolve()), stamp)
+    return _parse_cached(str(path.absolute()), stamp)
 
 
 @lru_cache(maxsize=64)

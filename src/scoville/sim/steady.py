@@ -333,6 +333,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     c = c_all / config.replicas
     request_s = cost.framework.request_overhead_ms * 1e-3
     poll = _poll_wait_steps(config, c)
+    ahead = config.schedules_ahead()
 
     lg, ltd, ltm = np.log(grid), np.log(t_d), np.log(t_m)
 
@@ -355,7 +356,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             service = service * (1.0 + rounds) / 2.0
             wait_steps = wait_steps + every_rank * np.interp(n, grid, adp_held)
         ttft_min = (service + _mdl_wait(service, busy) + _front_end(request_s, lam, c) + wait_steps * td
-                    + _step_wait(td, tm, mixed, c, config.schedules_ahead()))
+                    + _step_wait(td, tm, mixed, c, ahead))
         return s, lam, ttft_min
 
     def h(n: np.ndarray) -> np.ndarray:
