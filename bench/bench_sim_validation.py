@@ -391,6 +391,15 @@ def _short(model: str) -> str:
     return Path(model).stem.replace("_config", "").split("--")[-1][:22]
 
 
+def report_inconsistent(runs: list[SiliconRow]) -> None:
+    """The runs ``validation_data`` leaves out because they contradict their own deployment, one line each."""
+    print(f"{len(runs)} runs left out of every view: per-token time beats the same deployment's at fewer users "
+          f"(validation_data.DECODE_MONOTONE_SLACK)")
+    for r in sorted(runs, key=lambda r: (r.model, r.hardware, r.isl, r.osl, r.tp, r.concurrency)):
+        print(f"   {_short(r.model)} {r.hardware} {r.framework} {r.isl}/{r.osl} tp{r.tp} dp{r.dp} ep{r.ep} "
+              f"{r.concurrency} users: TPOT {r.tpot_ms:.1f} ms, TTFT {r.ttft_ms:,.0f} ms ({r.split})")
+
+
 def report_pinned(res: dict[str, list[Cmp]]) -> None:
     print("\n1) pinned deployments (silicon_sample.csv, aggregated rows): |error| median, share within 35%")
     print(f"   {'group':44s} {'n':>4s} {'TPOT':>12s} {'TTFT':>12s} {'tok/s/GPU':>12s}")
@@ -847,13 +856,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--quick", action="store_true", help="pinned deployments only")
     args = ap.parse_args(argv)
-    rows = load_silicon()
-    if not rows:
+    measured = load_silicon()
+    if not measured:
         print("the validation tables need aiconfigurator-core: pip install 'scoville[silicon]'")
         return 1
+    rows = [r for r in measured if not r.inconsistent]
     print(f"validation set: {len(rows)} distinct measurements from silicon_sample.csv "
           f"({sum(r.split == 'dev' for r in rows)} dev, {sum(r.split == 'holdout' for r in rows)} holdout); "
           f"{sum(r.suspected_speculative for r in rows)} suspected speculative runs left out of view 1")
+    report_inconsistent([r for r in measured if r.inconsistent])
     view1 = pinned(rows)
     by_row, envelopes = view1.cmps, view1.envelopes
     report_pinned(by_row)

@@ -34,6 +34,14 @@ them as aggregated rows with the deployment's GPU total as tp (12 to 72, EP 1: n
 layout). ``load_silicon`` keeps that total as ``gpus_total`` and reads the row as disaggregated: it leaves the
 pinned view and joins the frontier view beside the public points, against a search of disaggregated pools.
 
+Some runs contradict their own deployment: a decode step with more sequences in it is never faster, yet the file
+has runs whose TPOT is more than ``DECODE_MONOTONE_SLACK`` below that of the same deployment (same source file and
+framework version) at a lower concurrency. gpt-oss-120b on H100 with vLLM at 512 users, for one, reads 3.6-5.6 ms
+(TTFT 20-118 s) where the same layouts at 32-64 users read 10-16 ms. Such a pair cannot both describe the
+deployment; the run that contradicts the most others of its deployment is marked ``inconsistent`` (both, on a
+tie), and so on until none contradict. The rule reads only the measurements, never a prediction; the bench leaves
+those runs out of every view and lists them.
+
 Split: every measurement is assigned to ``dev`` or ``holdout`` by a hash of that key. Development looked at
 ``dev`` only (to find missing terms in the model, never to set a number); ``holdout`` is reported apart.
 """
@@ -65,6 +73,7 @@ SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm
 PRECISION = {"fp8": "fp8", "fp4": "nvfp4", "int4": "int4", "bf16": "bf16", "": None}
 DISAGG_TOTAL_ABOVE = 8    # a GB200 "agg" row with more tensor-parallel GPUs than this and no EP is a Dynamo total
 SPECULATIVE_SPLIT = 1.5   # TPOT ratio between two runs of one deployment that only speculative decoding explains
+DECODE_MONOTONE_SLACK = 1.3   # a run this much faster per token than the same deployment at fewer users: a bad run
 SERIES_SPLIT = 1.2        # ... at the other concurrencies of a deployment that has such a pair (MTP's gain shrinks
                           # as the batch grows: 1.6x at 4 users, 1.3-1.4x at 32-64 on H200)
 
@@ -94,6 +103,7 @@ class SiliconRow:
     tpot_ms: float
     source: str
     suspected_speculative: bool = False   # the faster of a plain/speculative pair (module docstring)
+    inconsistent: bool = False            # contradicts its deployment's other runs (module docstring)
     gpus_total: int | None = None         # a disaggregated deployment's GPU total, where the file gives it
     measured: str = ""                    # the run's date (ISO) where the file gives it: which recipe version ran
 
@@ -191,7 +201,7 @@ def load_silicon() -> list[SiliconRow]:
         layouts = {(x.tp, x.dp, x.ep, x.prefill, x.decode) for x in rows}
         if len(layouts) == 1:
             out.append(rows[0])
-    return _mark_speculative(out)
+    return _mark_inconsistent(_mark_speculative(out))
 
 
 def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
@@ -215,3 +225,28 @@ def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
         slowest = max(x.tpot_ms for x in runs)
         faster.update(x.id for x in runs if slowest / x.tpot_ms > split)
     return [replace(r, suspected_speculative=True) if r.id in faster else r for r in rows]
+
+
+def _mark_inconsistent(rows: list[SiliconRow]) -> list[SiliconRow]:
+    """Mark the runs whose TPOT beats, by more than ``DECODE_MONOTONE_SLACK``, that of the same plain deployment at a
+    lower concurrency (speculative runs are faster by design and stay out of the check): the run in the most such
+    pairs first, all of them on a tie, until no pair is left."""
+    series: dict[tuple, list[SiliconRow]] = {}
+    for r in rows:
+        if r.mode == "agg" and not r.suspected_speculative:
+            series.setdefault((r.model, r.hardware, r.framework, r.framework_version, r.precision, r.isl, r.osl,
+                               r.tp, r.dp, r.ep, r.source), []).append(r)
+    bad: set[str] = set()
+    for runs in series.values():
+        pairs = [(a.id, b.id) for a in runs for b in runs
+                 if a.concurrency < b.concurrency and a.tpot_ms > DECODE_MONOTONE_SLACK * b.tpot_ms]
+        while pairs:
+            count: dict[str, int] = {}
+            for pair in pairs:
+                for run in pair:
+                    count[run] = count.get(run, 0) + 1
+            worst = max(count.values())
+            out = {run for run, n in count.items() if n == worst}
+            bad |= out
+            pairs = [p for p in pairs if not out & set(p)]
+    return [replace(r, inconsistent=True) if r.id in bad else r for r in rows]
