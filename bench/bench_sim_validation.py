@@ -65,6 +65,7 @@ from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # no
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
 from validation_data import SiliconRow, load_silicon  # noqa: E402
+from validation_recipes import load_recipes, recipe_envelope  # noqa: E402
 
 TOL = 0.35
 RANGE = 0.9          # InferenceX draws lengths uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
@@ -692,6 +693,46 @@ def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
     print(f"   ({searches} default searches, {seconds:.1f} s in all)")
 
 
+def recipe_space(points: list[MeasuredPoint]) -> tuple[list[Cmp], int]:
+    """View 2c: each public compare-page point against the envelope of InferenceX's own recipes for its group
+    (``validation_recipes``), every framework's where the page names none; (comparisons, points of groups with
+    no recipe on file)."""
+    recipes = load_recipes()
+    by_group: dict[tuple, list[MeasuredPoint]] = defaultdict(list)
+    for p in points:
+        if p.split == "public":
+            by_group[p.group].append(p)
+    out, without = [], 0
+    for g, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
+        model, hw, prec, fw, isl, osl = g
+        mine = [r for r in recipes if (r.model, r.hardware, r.precision, r.isl, r.osl) == (model, hw, prec, isl, osl)
+                and fw in (ANY_FRAMEWORK, r.framework)]
+        if not mine:
+            without += len(pts)
+            continue
+        xs, ys = recipe_envelope(mine, _precision(model, prec, hw), RANGE)
+        name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl} [{len(mine)} recipe entries]"
+        out += [Cmp(name, "public", p.tput, _achievable(xs, ys, p.interactivity)) for p in pts]
+    return out, without
+
+
+def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp]) -> None:
+    print("\n2c) public compare-page points against InferenceX's own recipes (validation_public.yaml recipes:, from\n"
+          "   its master configs): each recipe's deployments predicted at the concurrencies it swept, the point read\n"
+          "   off their envelope; beside the default search of view 2 (which may run deployments InferenceX never did)")
+    print(f"   {'group':64s} {'n':>3s} {'med err':>8s} {'within35':>8s}")
+    for name in sorted({c.group for c in res}):
+        errs = np.array([c.err for c in res if c.group == name])
+        print(f"   {name:64s} {errs.size:3d} {np.median(errs):+8.0%} {np.mean(np.abs(errs) <= TOL):8.0%}")
+    for label, cmps in (("recipe space", res), ("default search", [c for c in default if c.split == "public"])):
+        errs = np.array([c.err for c in cmps])
+        if errs.size:
+            print(f"   ALL public, {label:15s} n={errs.size:3d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
+                  f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}")
+    if without:
+        print(f"   ({without} public points of groups with no recipe on file are left out here)")
+
+
 def measured_deployments(points: list[MeasuredPoint], envelopes: Envelopes) -> tuple[list[Cmp], int]:
     """Each silicon frontier point against the upper envelope of its group's own deployments, each predicted on
     its row (no search): the best predicted throughput per GPU at no less than the point's interactivity.
@@ -834,12 +875,22 @@ def trends(points: list[MeasuredPoint]) -> list[tuple[str, str, str, bool]]:
                 and (p.max_gpus is None) == disaggregated]
 
     measured_gb200, measured_b200 = measured("gb200", True), measured("b200", False)
+    recipes = load_recipes()
+
+    def recipe_curve(hw: str, unified: bool) -> tuple[np.ndarray, np.ndarray]:
+        mine = [r for r in recipes if (r.model, r.hardware, r.precision, r.framework, r.isl, r.osl)
+                == ("deepseek-r1", hw, "fp4", "trtllm", 8192, 1024) and (r.unified is not None) == unified]
+        return recipe_envelope(mine, "nvfp4", RANGE)
+
+    gb200_recipes, b200_recipes = recipe_curve("gb200", unified=False), recipe_curve("b200", unified=True)
     for x, want, ok in ((60, "slightly less than 3x", lambda r: 2.0 <= r <= 3.5),
                         (130, "~1x ('nearly no advantage')", lambda r: 0.7 <= r <= 1.5)):
         r = (_curve_at(gb200, x) or math.nan) / (_curve_at(b200, x) or math.nan)
         later = (_measured_at(measured_gb200, x) or math.nan) / (_measured_at(measured_b200, x) or math.nan)
+        on_recipes = (_achievable(*gb200_recipes, x) or math.nan) / (_achievable(*b200_recipes, x) or math.nan)
         out.append((f"GB200 NVL72 / B200 per GPU at {x} tok/s/user (DeepSeek-R1 FP4 8k/1k)",
-                    f"{want} (InferenceX's 2026 runs in silicon_sample.csv: {later:.2f}x)", f"{r:.2f}x", bool(ok(r))))
+                    f"{want} (InferenceX's 2026 runs in silicon_sample.csv: {later:.2f}x)",
+                    f"{r:.2f}x (on InferenceX's own TRT-LLM recipes, view 2c: {on_recipes:.2f}x)", bool(ok(r))))
     unified = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm", disagg=False)
     xs = np.geomspace(max(gb200[0].min(), unified[0].min()), min(gb200[0].max(), unified[0].max()), 24)
     wins = [(_curve_at(gb200, x) or 0) >= 0.999 * (_curve_at(unified, x) or 0) for x in xs]
@@ -878,6 +929,7 @@ def main(argv: list[str] | None = None) -> int:
     pts = silicon_frontier_points(rows) + public_points()
     res, curves, secs = frontier(pts)
     report_frontier(res, secs, len(curves))
+    report_recipe_space(*recipe_space(pts), res)
     report_measured_deployments(*measured_deployments(pts, envelopes))
     report_search_layouts(res, measured_layouts(rows))
     report_ratios(ratios(pts, curves))

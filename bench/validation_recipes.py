@@ -1,0 +1,138 @@
+"""The deployments InferenceX ran behind a public curve: its recipes, predicted one by one (view 2c).
+
+A compare page of InferenceX plots, per GPU, the envelope of every run of every recipe in its master configs
+(``configs/*-master.yaml``): a recipe names the framework, the parallel layout (tp, ep, attention DP), MTP on or
+off, disaggregated pools with their worker counts, and the concurrencies swept. ``validation_public.yaml``
+(``recipes:``) holds those facts for the groups of its compare-page points, transcribed from InferenceX's configs
+(source ``IX_CONFIGS``); no measured figure comes with them.
+
+View 2 reads such a point off the default search, which may pick deployments InferenceX never ran (more users
+than its sweep, MTP where the recipe had none, other layouts) and then over-predicts the published curve without
+any cost being wrong. Here each recipe's deployments are predicted on their own, at the concurrencies the
+recipe swept, and the point is read off the envelope of those predictions: the error left is the cost model's.
+A recipe's MTP depth and token budget live in its launch script, not in the master config: each is tried at
+the depths (1-3) and budgets the search tries, and the best counts (the envelope credits them, as the published
+curve credits whatever the script set).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from scoville.catalog.hardware import load_hardware
+from scoville.errors import UserError
+from scoville.sim.config import SimConfig
+from scoville.sim.frameworks import token_budget_flag
+from scoville.sim.search import MTP_ACCEPTANCE, SearchSpace
+from scoville.sim.steady import estimate
+from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype
+
+Envelope = tuple[np.ndarray, np.ndarray]     # predicted (tok/s/user, tok/s/GPU) of every run of a group's recipes
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One pool of instances as a recipe writes it: InferenceX's tp counts the instance's GPUs, and ``dp_attn``
+    runs attention data-parallel over them (scoville: tp 1, dp = those GPUs)."""
+
+    workers: int
+    tp: int
+    ep: int
+    dp_attn: bool
+
+    def parallel(self) -> dict[str, int]:
+        return {"tp": 1, "dp": self.tp, "ep": self.ep} if self.dp_attn else {"tp": self.tp, "dp": 1, "ep": self.ep}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One search-space entry of an InferenceX recipe: a deployment and the concurrencies it was swept at."""
+
+    name: str
+    model: str
+    hardware: str
+    precision: str
+    framework: str
+    isl: int
+    osl: int
+    mtp: bool
+    concurrency: tuple[int, ...]
+    unified: Pool | None          # a single instance (multinode: false)
+    prefill: Pool | None          # disaggregated pools (multinode Dynamo recipes)
+    decode: Pool | None
+
+
+def _pool(d: dict) -> Pool:
+    return Pool(int(d.get("workers", 1)), int(d["tp"]), int(d.get("ep") or 1), bool(d.get("dp_attn")))
+
+
+def load_recipes() -> list[Recipe]:
+    path = Path(str(resources.files("scoville") / "data" / "reference" / "validation_public.yaml"))
+    out = []
+    for r in yaml.safe_load(path.read_text()).get("recipes", []):
+        disagg = "prefill" in r
+        out.append(Recipe(r["recipe"], r["model"], r["hardware"], r["precision"], r["framework"], int(r["isl"]),
+                          int(r["osl"]), bool(r["mtp"]), tuple(int(c) for c in r["concurrency"]),
+                          None if disagg else _pool(r), _pool(r["prefill"]) if disagg else None,
+                          _pool(r["decode"]) if disagg else None))
+    return out
+
+
+def _kv_link(recipe: Recipe) -> str:
+    """The KV copy stays on the scale-up links where both pools fit in one scale-up domain (GB200 NVL72), and
+    crosses the NICs where they span nodes (B200, H100), as the search assumes."""
+    assert recipe.prefill is not None and recipe.decode is not None
+    gpus = sum(p.workers * p.tp for p in (recipe.prefill, recipe.decode))
+    return "scaleup" if gpus <= load_hardware(recipe.hardware).scaleup_domain else "scaleout"
+
+
+def _configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
+    """The deployments one recipe entry stands for: each MTP depth where it ran MTP, each token budget the search
+    tries where it is unified (module docstring)."""
+    fw = recipe.framework
+    base = {"hardware": recipe.hardware, "model": recipe.model, "precision": precision, "framework": fw,
+            "kv_dtype": resolve_kv_dtype(None, recipe.hardware, recipe.model, fw),
+            "attention_dp_balance": default_attention_dp_balance(fw), "max_num_seqs": max(recipe.concurrency)}
+    drafts = [{"num_draft_tokens": k, "acceptance_rate": a} for k, a in MTP_ACCEPTANCE.items()] if recipe.mtp \
+        else [None]
+    out = []
+    for draft in drafts:
+        if recipe.unified is not None:
+            par = recipe.unified.parallel()
+            out += [SimConfig.model_validate({**base, "parallel": par, "speculative": draft,
+                                              "max_num_batched_tokens": token_budget_flag(fw, b, par["dp"])})
+                    for b in SearchSpace().budgets]
+        else:
+            assert recipe.prefill is not None and recipe.decode is not None
+            pre, dec = recipe.prefill.parallel(), recipe.decode.parallel()
+            out.append(SimConfig.model_validate({**base, "parallel": dec, "speculative": draft, "disaggregation": {
+                "prefill": {"parallel": pre, "replicas": recipe.prefill.workers,
+                            "max_num_batched_tokens": token_budget_flag(fw, SearchSpace().prefill_budget, pre["dp"])},
+                "decode": {"parallel": dec, "replicas": recipe.decode.workers},
+                "kv_transfer": _kv_link(recipe)}}))
+    return out
+
+
+def recipe_envelope(recipes: list[Recipe], precision: str | None, length_factor: float) -> Envelope:
+    """Every predicted run of ``recipes`` at their swept concurrencies (mean lengths ``length_factor`` × nominal,
+    as InferenceX draws them), as (interactivity, throughput per GPU) arrays; a deployment that does not fit is
+    left out, as InferenceX would have had no run of it."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for recipe in recipes:
+        conc = np.asarray(recipe.concurrency, dtype=np.float64)
+        for cfg in _configs(recipe, precision):
+            try:
+                est = estimate(cfg, recipe.isl * length_factor, recipe.osl * length_factor, conc,
+                               osl_spread=1.0 / length_factor)
+            except (UserError, ValueError):
+                continue
+            ok = np.isfinite(est.tpot) & (est.tpot > 0) & (est.request_rate > 0)
+            xs += list(est.interactivity[ok])
+            ys += list(est.total_tput_per_accelerator[ok])
+    return np.asarray(xs), np.asarray(ys)
