@@ -64,7 +64,8 @@ from scoville.sim.config import AttentionDpBalanceConfig, SimConfig  # noqa: E40
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
-from validation_data import SiliconRow, load_silicon  # noqa: E402
+from validation_data import PRECISION, SiliconRow, load_silicon  # noqa: E402
+from validation_recipes import configs as recipe_configs  # noqa: E402
 from validation_recipes import load_recipes, recipe_envelope  # noqa: E402
 
 TOL = 0.35
@@ -401,17 +402,58 @@ def report_inconsistent(runs: list[SiliconRow]) -> None:
               f"{r.concurrency} users: TPOT {r.tpot_ms:.1f} ms, TTFT {r.ttft_ms:,.0f} ms ({r.split})")
 
 
-def report_pinned(res: dict[str, list[Cmp]]) -> None:
-    print("\n1) pinned deployments (silicon_sample.csv, aggregated rows): |error| median, share within 35%")
-    print(f"   {'group':44s} {'n':>4s} {'TPOT':>12s} {'TTFT':>12s} {'tok/s/GPU':>12s}")
+SEED_TAG = "[seed curve]"
+
+
+def seed_curves() -> set[tuple[str, str, str, int, int]]:
+    """(model, hardware, framework, isl, osl) of the three seed points' published curves (InferenceX 8k/1k, Dynamo
+    TensorRT-LLM): the TensorRT-LLM host costs were fitted on their ends, so rows of those curves are reported
+    apart from the rows no fit has seen."""
+    path = Path(str(resources.files("scoville") / "data" / "reference" / "inferencex_8k1k.yaml"))
+    data = yaml.safe_load(path.read_text())
+    isl, osl = int(data["scenario"]["isl"]), int(data["scenario"]["osl"])
+    return {(p["model"], p["hardware"], "trtllm", isl, osl) for p in data["points"]}
+
+
+def pinned_disaggregated(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], int]:
+    """View 1g: each disaggregated row with its InferenceX deployment (``validation_data``: pools, worker counts,
+    MTP depth, decode batch limit) predicted on it at its concurrency; (comparisons, rows whose recipe leaves the
+    MTP depth open, left out)."""
+    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": []}
+    open_depth = 0
+    seeds = seed_curves()
+    for r in rows:
+        if r.recipe is None:
+            continue
+        cfgs = recipe_configs(r.recipe, _precision(r.model, r.precision, r.hardware))
+        if len(cfgs) != 1:
+            open_depth += 1
+            continue
+        isl, osl, spread = _lengths(r)
+        est = estimate(cfgs[0], isl, osl, np.array([float(r.concurrency)]), osl_spread=spread)
+        seed = (r.model, r.hardware, r.framework, r.isl, r.osl) in seeds
+        name = f"{_short(r.model)} {r.hardware} {r.framework} {r.precision or 'native'} disagg" + \
+            (f" {r.isl}/{r.osl} {SEED_TAG}" if seed else "")
+        tpot, ttft, tput = est.tpot[0] * 1e3, est.ttft[0] * 1e3, float(est.total_tput_per_accelerator[0])
+        out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[0])))
+        out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[0])))
+        out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[0])))
+    return out, open_depth
+
+
+def report_pinned(res: dict[str, list[Cmp]],
+                  title: str = "1) pinned deployments (silicon_sample.csv, aggregated rows)") -> None:
+    print(f"\n{title}: |error| median, share within 35%")
     names = sorted({c.group for c in res["tpot"]})
+    width = max([44] + [len(n) for n in names])
+    print(f"   {'group':{width}s} {'n':>4s} {'TPOT':>12s} {'TTFT':>12s} {'tok/s/GPU':>12s}")
     for name in names:
         cells = []
         for m in ("tpot", "ttft", "tput"):
             errs = np.array([abs(c.err) for c in res[m] if c.group == name])
             cells.append(f"{np.median(errs):5.0%} {np.mean(errs <= TOL):5.0%}")
         n = sum(1 for c in res["tpot"] if c.group == name)
-        print(f"   {name:44s} {n:4d} {cells[0]:>12s} {cells[1]:>12s} {cells[2]:>12s}")
+        print(f"   {name:{width}s} {n:4d} {cells[0]:>12s} {cells[1]:>12s} {cells[2]:>12s}")
     for split in ("dev", "holdout", None):
         line = []
         for m in ("tpot", "ttft", "tput"):
@@ -441,10 +483,11 @@ class MeasuredPoint:
 
 
 def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
-    """Measured points on each group's own upper envelope (the published curve)."""
+    """Measured points on each group's own upper envelope (the published curve): unified rows, and the
+    disaggregated ones whose GPU total the file itself gives (those with a total from the recipes: view 2c)."""
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
-        if (r.mode == "agg" or r.gpus_total) and "gap" not in r.source:
+        if (r.mode == "agg" or r.gpus_total) and not r.total_from_recipe and "gap" not in r.source:
             groups[(r.model, r.hardware, r.precision, r.framework, r.isl, r.osl, r.mode)].append(r)
     out = []
     for (*group, mode), rs in groups.items():
@@ -693,44 +736,68 @@ def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
     print(f"   ({searches} default searches, {seconds:.1f} s in all)")
 
 
-def recipe_space(points: list[MeasuredPoint]) -> tuple[list[Cmp], int]:
-    """View 2c: each public compare-page point against the envelope of InferenceX's own recipes for its group
-    (``validation_recipes``), every framework's where the page names none; (comparisons, points of groups with
-    no recipe on file)."""
+def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> tuple[list[Cmp], int]:
+    """View 2c: each public compare-page point, and each measured frontier point of the disaggregated rows whose
+    deployment the recipes name (``validation_data``), against the envelope of InferenceX's own recipes for its
+    group (``validation_recipes``): every framework's where a compare page names none, the row's own image
+    version for silicon rows; (comparisons, public points of groups with no recipe on file)."""
     recipes = load_recipes()
     by_group: dict[tuple, list[MeasuredPoint]] = defaultdict(list)
     for p in points:
         if p.split == "public":
-            by_group[p.group].append(p)
+            by_group[(*p.group, None)].append(p)
+    versions: dict[tuple, list[SiliconRow]] = defaultdict(list)
+    for r in rows:
+        if r.total_from_recipe:
+            versions[(r.model, r.hardware, r.precision, r.framework, r.isl, r.osl, r.framework_version)].append(r)
+    for key, rs in versions.items():
+        best = -1.0
+        for r in sorted(rs, key=lambda r: r.tpot_ms):
+            if measured_tput(r) > best:
+                best = measured_tput(r)
+                by_group[key].append(MeasuredPoint(key[:6], r.split, 1e3 / r.tpot_ms, best, "silicon_recipe"))
     out, without = [], 0
     for g, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
-        model, hw, prec, fw, isl, osl = g
-        mine = [r for r in recipes if (r.model, r.hardware, r.precision, r.isl, r.osl) == (model, hw, prec, isl, osl)
-                and fw in (ANY_FRAMEWORK, r.framework)]
+        model, hw, prec, fw, isl, osl, version = g
+        mine = [r for r in recipes if (r.model, r.hardware, r.isl, r.osl) == (model, hw, isl, osl)
+                and (PRECISION.get(r.precision) if version else r.precision) == prec
+                and fw in (ANY_FRAMEWORK, r.framework) and version in (None, r.version)]
         if not mine:
             without += len(pts)
             continue
         xs, ys = recipe_envelope(mine, _precision(model, prec, hw), RANGE)
-        name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl} [{len(mine)} recipe entries]"
-        out += [Cmp(name, "public", p.tput, _achievable(xs, ys, p.interactivity)) for p in pts]
+        tag = "public" if version is None else f"{version} disagg"
+        name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl} [{tag}, {len(mine)} recipe entries]"
+        out += [Cmp(name, p.split, p.tput, _achievable(xs, ys, p.interactivity),
+                    speed=(p.interactivity, _fastest_at(xs, ys, p.tput))) for p in pts]
     return out, without
 
 
 def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp]) -> None:
-    print("\n2c) public compare-page points against InferenceX's own recipes (validation_public.yaml recipes:, from\n"
+    print("\n2c) measured frontier points against InferenceX's own recipes (validation_public.yaml recipes:, from\n"
           "   its master configs): each recipe's deployments predicted at the concurrencies it swept, the point read\n"
-          "   off their envelope; beside the default search of view 2 (which may run deployments InferenceX never did)")
-    print(f"   {'group':64s} {'n':>3s} {'med err':>8s} {'within35':>8s}")
-    for name in sorted({c.group for c in res}):
+          "   off their envelope. Public compare-page points (beside the default search of view 2, which may run\n"
+          "   deployments InferenceX never did), and the disaggregated rows whose GPU totals the recipes give")
+    names = sorted({c.group for c in res})
+    width = max([52] + [len(n) for n in names])
+    print(f"   {'group':{width}s} {'n':>3s} {'med err':>8s} {'within35':>8s}")
+    for name in names:
         errs = np.array([c.err for c in res if c.group == name])
-        print(f"   {name:64s} {errs.size:3d} {np.median(errs):+8.0%} {np.mean(np.abs(errs) <= TOL):8.0%}")
-    for label, cmps in (("recipe space", res), ("default search", [c for c in default if c.split == "public"])):
+        print(f"   {name:{width}s} {errs.size:3d} {np.median(errs):+8.0%} {np.mean(np.abs(errs) <= TOL):8.0%}")
+    default_public = [c for c in default if c.split == "public"]
+    for label, cmps in (("public, recipe space", [c for c in res if c.split == "public"]),
+                        ("public, default search", default_public),
+                        ("disagg dev", [c for c in res if c.split == "dev"]),
+                        ("disagg holdout", [c for c in res if c.split == "holdout"])):
         errs = np.array([c.err for c in cmps])
+        speed = np.array([c.speed[1] / c.speed[0] - 1 for c in cmps if c.speed])
         if errs.size:
-            print(f"   ALL public, {label:15s} n={errs.size:3d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
-                  f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}")
+            print(f"   ALL {label:22s} n={errs.size:3d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
+                  f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}   read at the measured "
+                  f"throughput: tok/s/user within 35% {np.mean(np.abs(speed) <= TOL):.0%}, "
+                  f"bias {np.median(speed):+.0%}")
     if without:
-        print(f"   ({without} public points of groups with no recipe on file are left out here)")
+        print(f"   ({without} points of groups with no recipe on file are left out here)")
 
 
 def measured_deployments(points: list[MeasuredPoint], envelopes: Envelopes) -> tuple[list[Cmp], int]:
@@ -860,21 +927,27 @@ def _curve(hw: str, model: str, precision: str | None, framework: str, isl: int 
             np.array([p.total_tput_per_accelerator for p in r.frontier])[::-1])
 
 
-def trends(points: list[MeasuredPoint]) -> list[tuple[str, str, str, bool]]:
+def trends(points: list[MeasuredPoint], rows: list[SiliconRow]) -> list[tuple[str, str, str, bool]]:
     """(statement, published, predicted, holds) for the published trends the issue names, each side searched over
     the kind of deployment its published curve ran: GB200 NVL72 as InferenceX's Dynamo disaggregated pools, B200
-    as single-node unified instances. The GB200/B200 ones also give the ratio on InferenceX's own later runs in
-    silicon_sample.csv (the blog's curves are of October 2025 stacks; the file's GB200 disaggregated totals and
-    B200 frontier are of March-April 2026)."""
+    as single-node unified instances. The GB200/B200 ones also give the ratio on InferenceX's own runs in
+    silicon_sample.csv, B200 unified against two GB200 sets (the blog's curves are of October 2025 stacks): the
+    Dynamo runs of November 2025 whose GPU totals the file gives, and those of March 2026 (Dynamo 0.8.1.post2)
+    whose totals the recipes give."""
     out = []
     gb200 = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm", unified=False)
     b200 = _curve("b200", "deepseek-r1", "nvfp4", "trtllm", disagg=False)
+    group = ("deepseek-r1", "gb200", "nvfp4", "trtllm", 8192, 1024)
 
     def measured(hw: str, disaggregated: bool) -> list[MeasuredPoint]:
-        return [p for p in points if p.group == ("deepseek-r1", hw, "nvfp4", "trtllm", 8192, 1024)
+        return [p for p in points if p.group == (group[0], hw, *group[2:])
                 and (p.max_gpus is None) == disaggregated]
 
     measured_gb200, measured_b200 = measured("gb200", True), measured("b200", False)
+    march = [r for r in rows if r.total_from_recipe and (r.model, r.hardware, r.precision, r.framework, r.isl, r.osl)
+             == group]
+    measured_march = [MeasuredPoint(group, r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_recipe")
+                      for r in march]
     recipes = load_recipes()
 
     def recipe_curve(hw: str, unified: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -886,10 +959,14 @@ def trends(points: list[MeasuredPoint]) -> list[tuple[str, str, str, bool]]:
     for x, want, ok in ((60, "slightly less than 3x", lambda r: 2.0 <= r <= 3.5),
                         (130, "~1x ('nearly no advantage')", lambda r: 0.7 <= r <= 1.5)):
         r = (_curve_at(gb200, x) or math.nan) / (_curve_at(b200, x) or math.nan)
-        later = (_measured_at(measured_gb200, x) or math.nan) / (_measured_at(measured_b200, x) or math.nan)
+        b200_at = _measured_at(measured_b200, x) or math.nan
+        later = (_measured_at(measured_gb200, x) or math.nan) / b200_at
+        latest = (_achievable(np.array([p.interactivity for p in measured_march]),
+                              np.array([p.tput for p in measured_march]), x) or math.nan) / b200_at
         on_recipes = (_achievable(*gb200_recipes, x) or math.nan) / (_achievable(*b200_recipes, x) or math.nan)
         out.append((f"GB200 NVL72 / B200 per GPU at {x} tok/s/user (DeepSeek-R1 FP4 8k/1k)",
-                    f"{want} (InferenceX's 2026 runs in silicon_sample.csv: {later:.2f}x)",
+                    f"{want} (InferenceX's runs in silicon_sample.csv: GB200 of Nov 2025 {later:.2f}x, "
+                    f"of Mar 2026 {latest:.2f}x)",
                     f"{r:.2f}x (on InferenceX's own TRT-LLM recipes, view 2c: {on_recipes:.2f}x)", bool(ok(r))))
     unified = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm", disagg=False)
     xs = np.geomspace(max(gb200[0].min(), unified[0].min()), min(gb200[0].max(), unified[0].max()), 24)
@@ -923,20 +1000,27 @@ def main(argv: list[str] | None = None) -> int:
     report_prompt_scaling(view1.light)
     report_kv_sensitivity(by_row, pinned(rows, kv_dtype="bf16").cmps)
     report_recipe_delays(by_row)
+    disagg, open_depth = pinned_disaggregated(rows)
+    report_pinned(disagg, "1g) pinned disaggregated deployments (silicon_sample.csv's Dynamo rows on their InferenceX "
+                          "recipe's\n   pools, worker counts, MTP depth and decode batch limit; validation_data)")
+    for m in ("tpot", "ttft", "tput"):
+        errs = np.array([abs(c.err) for c in disagg[m] if SEED_TAG not in c.group])
+        print(f"   never fitted (seed curves left out) {m}: n={errs.size} within 35% {np.mean(errs <= TOL):.0%}")
+    print(f"   ({open_depth} rows of recipes that run MTP without naming its depth left out)")
     report_pinned_public(pinned_public())
     if args.quick:
         return 0
     pts = silicon_frontier_points(rows) + public_points()
     res, curves, secs = frontier(pts)
     report_frontier(res, secs, len(curves))
-    report_recipe_space(*recipe_space(pts), res)
+    report_recipe_space(*recipe_space(pts, rows), res)
     report_measured_deployments(*measured_deployments(pts, envelopes))
     report_search_layouts(res, measured_layouts(rows))
     report_ratios(ratios(pts, curves))
     report_ratios(pinned_ratios(pts, envelopes), "3b) the same ratios with both sides predicted on their groups' "
                   "measured deployments (view 2b's envelopes, no search)")
     print("\n4) published trends (InferenceX blog; sources in data/reference/validation_public.yaml)")
-    for statement, want, got, holds in trends(pts):
+    for statement, want, got, holds in trends(pts, rows):
         print(f"   {'holds' if holds else 'MISSES':6s} {statement}: published {want}, predicted {got}")
     return 0
 

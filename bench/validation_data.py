@@ -42,6 +42,12 @@ deployment; the run that contradicts the most others of its deployment is marked
 tie), and so on until none contradict. The rule reads only the measurements, never a prediction; the bench leaves
 those runs out of every view and lists them.
 
+The file's disaggregated rows give each pool's layout but not how many instances ran, so their GPU total (and
+with it throughput per GPU) is unknown. InferenceX's recipes (``validation_recipes``) name the worker counts: a
+row takes the deployment of the recipe entry of its model, system, framework, image version, lengths and
+precision that swept its concurrency with its pools' sizes (GPUs per prefill and decode instance), when every
+such entry agrees on the GPU total (``gpus_total``) and, for ``recipe``, on the MTP depth and batch limit too.
+
 Split: every measurement is assigned to ``dev`` or ``holdout`` by a hash of that key. Development looked at
 ``dev`` only (to find missing terms in the model, never to set a number); ``holdout`` is reported apart.
 """
@@ -53,6 +59,8 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from validation_recipes import Recipe, load_recipes
 
 # HF ids in the validation set -> a model scoville knows (catalog name or an AIC config.json, read in place)
 MODELS = {
@@ -106,6 +114,8 @@ class SiliconRow:
     inconsistent: bool = False            # contradicts its deployment's other runs (module docstring)
     gpus_total: int | None = None         # a disaggregated deployment's GPU total, where the file gives it
     measured: str = ""                    # the run's date (ISO) where the file gives it: which recipe version ran
+    recipe: Recipe | None = None          # a disaggregated row's InferenceX deployment (module docstring)
+    total_from_recipe: bool = False       # gpus_total was read off the recipes, not the file
 
     @property
     def accelerators(self) -> int:
@@ -201,7 +211,7 @@ def load_silicon() -> list[SiliconRow]:
         layouts = {(x.tp, x.dp, x.ep, x.prefill, x.decode) for x in rows}
         if len(layouts) == 1:
             out.append(rows[0])
-    return _mark_inconsistent(_mark_speculative(out))
+    return _attach_recipes(_mark_inconsistent(_mark_speculative(out)))
 
 
 def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
@@ -250,3 +260,31 @@ def _mark_inconsistent(rows: list[SiliconRow]) -> list[SiliconRow]:
             bad |= out
             pairs = [p for p in pairs if not out & set(p)]
     return [replace(r, inconsistent=True) if r.id in bad else r for r in rows]
+
+
+def _pool_gpus(pool: tuple[int, int, int] | None) -> int:
+    return pool[0] * pool[1] if pool else 0
+
+
+def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
+    """Give each disaggregated row without a GPU total the deployment of its InferenceX recipe entry (module
+    docstring): the total where every matching entry agrees on it, the entry itself where they agree on
+    everything a prediction needs."""
+    recipes = [r for r in load_recipes() if r.prefill is not None and r.decode is not None]
+    out = []
+    for row in rows:
+        if row.mode != "disagg" or row.gpus_total:
+            out.append(row)
+            continue
+        match = [r for r in recipes
+                 if (r.model, r.hardware, r.framework, r.version, r.isl, r.osl) ==
+                 (row.model, row.hardware, row.framework, row.framework_version, row.isl, row.osl)
+                 and PRECISION.get(r.precision) == row.precision and row.concurrency in r.concurrency
+                 and r.prefill is not None and r.decode is not None
+                 and (r.prefill.tp, r.decode.tp) == (_pool_gpus(row.prefill), _pool_gpus(row.decode))]
+        totals = {r.gpus for r in match}
+        total = totals.pop() if len(totals) == 1 else None
+        deployments = {(r.gpus, r.prefill, r.decode, r.mtp_depths, r.decode_batch) for r in match}
+        out.append(replace(row, gpus_total=total, recipe=match[0] if len(deployments) == 1 else None,
+                           total_from_recipe=total is not None))
+    return out

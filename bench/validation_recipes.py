@@ -58,17 +58,31 @@ class Recipe:
     hardware: str
     precision: str
     framework: str
+    version: str                  # the serving image's version tag ("0.8.1.post2", "0.5.8.post1"), InferenceX's
     isl: int
     osl: int
-    mtp: bool
+    mtp_depths: tuple[int, ...]   # () without MTP; the depth its launch config names; (1, 2, 3) where none is named
     concurrency: tuple[int, ...]
     unified: Pool | None          # a single instance (multinode: false)
     prefill: Pool | None          # disaggregated pools (multinode Dynamo recipes)
     decode: Pool | None
+    decode_batch: int | None      # a decode rank's batch limit, where the launch config's name gives it
+
+    @property
+    def gpus(self) -> int:
+        """Accelerators of the whole deployment."""
+        pools = [self.unified] if self.unified is not None else [self.prefill, self.decode]
+        return sum(p.workers * p.tp for p in pools if p is not None)
 
 
 def _pool(d: dict) -> Pool:
     return Pool(int(d.get("workers", 1)), int(d["tp"]), int(d.get("ep") or 1), bool(d.get("dp_attn")))
+
+
+def _depths(mtp: bool | int) -> tuple[int, ...]:
+    if mtp is True:
+        return tuple(MTP_ACCEPTANCE)
+    return (int(mtp),) if mtp else ()
 
 
 def load_recipes() -> list[Recipe]:
@@ -76,30 +90,29 @@ def load_recipes() -> list[Recipe]:
     out = []
     for r in yaml.safe_load(path.read_text()).get("recipes", []):
         disagg = "prefill" in r
-        out.append(Recipe(r["recipe"], r["model"], r["hardware"], r["precision"], r["framework"], int(r["isl"]),
-                          int(r["osl"]), bool(r["mtp"]), tuple(int(c) for c in r["concurrency"]),
+        out.append(Recipe(r["recipe"], r["model"], r["hardware"], r["precision"], r["framework"],
+                          str(r["image"]).removeprefix("v").split("-")[0], int(r["isl"]), int(r["osl"]),
+                          _depths(r["mtp"]), tuple(int(c) for c in r["concurrency"]),
                           None if disagg else _pool(r), _pool(r["prefill"]) if disagg else None,
-                          _pool(r["decode"]) if disagg else None))
+                          _pool(r["decode"]) if disagg else None, r.get("decode_batch")))
     return out
 
 
 def _kv_link(recipe: Recipe) -> str:
     """The KV copy stays on the scale-up links where both pools fit in one scale-up domain (GB200 NVL72), and
     crosses the NICs where they span nodes (B200, H100), as the search assumes."""
-    assert recipe.prefill is not None and recipe.decode is not None
-    gpus = sum(p.workers * p.tp for p in (recipe.prefill, recipe.decode))
-    return "scaleup" if gpus <= load_hardware(recipe.hardware).scaleup_domain else "scaleout"
+    return "scaleup" if recipe.gpus <= load_hardware(recipe.hardware).scaleup_domain else "scaleout"
 
 
-def _configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
-    """The deployments one recipe entry stands for: each MTP depth where it ran MTP, each token budget the search
-    tries where it is unified (module docstring)."""
+def configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
+    """The deployments one recipe entry stands for: each MTP depth it may have run, each token budget the search
+    tries where it is unified (module docstring); a disaggregated one with its decode ranks' batch limit where the
+    recipe names it."""
     fw = recipe.framework
     base = {"hardware": recipe.hardware, "model": recipe.model, "precision": precision, "framework": fw,
             "kv_dtype": resolve_kv_dtype(None, recipe.hardware, recipe.model, fw),
             "attention_dp_balance": default_attention_dp_balance(fw), "max_num_seqs": max(recipe.concurrency)}
-    drafts = [{"num_draft_tokens": k, "acceptance_rate": a} for k, a in MTP_ACCEPTANCE.items()] if recipe.mtp \
-        else [None]
+    drafts = [{"num_draft_tokens": k, "acceptance_rate": MTP_ACCEPTANCE[k]} for k in recipe.mtp_depths] or [None]
     out = []
     for draft in drafts:
         if recipe.unified is not None:
@@ -110,10 +123,11 @@ def _configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
         else:
             assert recipe.prefill is not None and recipe.decode is not None
             pre, dec = recipe.prefill.parallel(), recipe.decode.parallel()
+            seqs = recipe.decode_batch * dec["dp"] if recipe.decode_batch else None
             out.append(SimConfig.model_validate({**base, "parallel": dec, "speculative": draft, "disaggregation": {
                 "prefill": {"parallel": pre, "replicas": recipe.prefill.workers,
                             "max_num_batched_tokens": token_budget_flag(fw, SearchSpace().prefill_budget, pre["dp"])},
-                "decode": {"parallel": dec, "replicas": recipe.decode.workers},
+                "decode": {"parallel": dec, "replicas": recipe.decode.workers, "max_num_seqs": seqs},
                 "kv_transfer": _kv_link(recipe)}}))
     return out
 
@@ -126,7 +140,7 @@ def recipe_envelope(recipes: list[Recipe], precision: str | None, length_factor:
     ys: list[float] = []
     for recipe in recipes:
         conc = np.asarray(recipe.concurrency, dtype=np.float64)
-        for cfg in _configs(recipe, precision):
+        for cfg in configs(recipe, precision):
             try:
                 est = estimate(cfg, recipe.isl * length_factor, recipe.osl * length_factor, conc,
                                osl_spread=1.0 / length_factor)
