@@ -26,7 +26,7 @@ import yaml
 
 from scoville.catalog.hardware import load_hardware
 from scoville.errors import UserError
-from scoville.sim.config import SimConfig
+from scoville.sim.config import SimConfig, SpeculativeConfig
 from scoville.sim.frameworks import token_budget_flag
 from scoville.sim.search import MTP_ACCEPTANCE, SearchSpace
 from scoville.sim.steady import estimate
@@ -112,19 +112,21 @@ def configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
     base = {"hardware": recipe.hardware, "model": recipe.model, "precision": precision, "framework": fw,
             "kv_dtype": resolve_kv_dtype(None, recipe.hardware, recipe.model, fw),
             "attention_dp_balance": default_attention_dp_balance(fw), "max_num_seqs": max(recipe.concurrency)}
-    drafts = [{"num_draft_tokens": k, "acceptance_rate": MTP_ACCEPTANCE[k]} for k in recipe.mtp_depths] or [None]
+    drafts: list[SpeculativeConfig | None] = [SpeculativeConfig(num_draft_tokens=k, acceptance_rate=MTP_ACCEPTANCE[k])
+                                              for k in recipe.mtp_depths] or [None]
     out = []
     for draft in drafts:
+        spec = draft.model_dump() if draft else None
         if recipe.unified is not None:
             par = recipe.unified.parallel()
-            out += [SimConfig.model_validate({**base, "parallel": par, "speculative": draft,
+            out += [SimConfig.model_validate({**base, "parallel": par, "speculative": spec,
                                               "max_num_batched_tokens": token_budget_flag(fw, b, par["dp"])})
                     for b in SearchSpace().budgets]
         else:
             assert recipe.prefill is not None and recipe.decode is not None
             pre, dec = recipe.prefill.parallel(), recipe.decode.parallel()
             seqs = recipe.decode_batch * dec["dp"] if recipe.decode_batch else None
-            out.append(SimConfig.model_validate({**base, "parallel": dec, "speculative": draft, "disaggregation": {
+            out.append(SimConfig.model_validate({**base, "parallel": dec, "speculative": spec, "disaggregation": {
                 "prefill": {"parallel": pre, "replicas": recipe.prefill.workers,
                             "max_num_batched_tokens": token_budget_flag(fw, SearchSpace().prefill_budget, pre["dp"])},
                 "decode": {"parallel": dec, "replicas": recipe.decode.workers, "max_num_seqs": seqs},
