@@ -29,6 +29,11 @@ ourselves; every figure here is validation. Four views:
    row (no search): what 2)'s error owes to the cost model, and what to the search. View 1 runs each row
    with the admission delays its InferenceX recipe set (``inferencex_recipe``: SGLang's poll interval for new
    requests, TensorRT-LLM's batch waiting); **1e** shows those rows' TTFT without and with them.
+   **1g** pins the file's Dynamo (disaggregated) rows the same way, on the deployment their InferenceX recipe
+   names (``validation_data``: pools, worker counts, MTP depth, decode batch limit); rows of the seed points'
+   curves are reported apart. **2c** reads measured frontier points off the envelope of InferenceX's own recipes
+   (``validation_recipes``): the public compare-page points, and the frontiers of the Dynamo rows whose GPU totals
+   the recipes give; what the default search of view 2 adds beyond it is deployments InferenceX never ran.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted. **3b** takes the predicted side
    from the envelopes of view 2b instead of the search (each group's own measured deployments, pinned): how
    well the cost model alone ranks two systems on the deployments that were run.

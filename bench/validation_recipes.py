@@ -3,16 +3,19 @@
 A compare page of InferenceX plots, per GPU, the envelope of every run of every recipe in its master configs
 (``configs/*-master.yaml``): a recipe names the framework, the parallel layout (tp, ep, attention DP), MTP on or
 off, disaggregated pools with their worker counts, and the concurrencies swept. ``validation_public.yaml``
-(``recipes:``) holds those facts for the groups of its compare-page points, transcribed from InferenceX's configs
-(source ``IX_CONFIGS``); no measured figure comes with them.
+(``recipes:``) holds those facts, transcribed from InferenceX's configs (source ``IX_CONFIGS``): the unified
+recipes of its compare-page points' groups and every NVIDIA Dynamo recipe of the models the validation set holds;
+no measured figure comes with them.
 
 View 2 reads such a point off the default search, which may pick deployments InferenceX never ran (more users
 than its sweep, MTP where the recipe had none, other layouts) and then over-predicts the published curve without
 any cost being wrong. Here each recipe's deployments are predicted on their own, at the concurrencies the
 recipe swept, and the point is read off the envelope of those predictions: the error left is the cost model's.
-A recipe's MTP depth and token budget live in its launch script, not in the master config: each is tried at
-the depths (1-3) and budgets the search tries, and the best counts (the envelope credits them, as the published
-curve credits whatever the script set).
+A recipe's token budget lives in its launch script, not in the master config, and so does its MTP depth
+unless the launch config's name gives it (TensorRT-LLM's ``..._mtp3.yaml``): each is tried at the budgets and
+depths (1-3) the search tries, and the best counts (the envelope credits them, as the published curve credits
+whatever the script set). The same entries give ``validation_data`` the GPU totals and deployments of the
+file's disaggregated rows (view 1g).
 """
 
 from __future__ import annotations
