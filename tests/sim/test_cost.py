@@ -380,6 +380,10 @@ def test_scoville_measured_cpu_tables_price_the_cpu_entry_without_the_silicon_ex
     assert zen4.ops.provenance["lm_head"].startswith("measured (epyc_zen4_2vcpu/gemm")
     assert "scoville/data/kernels/epyc_zen4_2vcpu/attention/vllm" in zen4.ops.provenance["attn_decode"]
     assert zen4.ops.lm_head(64.0) * 3 < c.ops.lm_head(64.0)
+    # a third, with AMX tiles: its oneDNN BF16 GEMMs beyond a few tokens run on them, several times the Zen 4's rate
+    amx = StepCost(load_model(str(p)), "xeon-amx-2vcpu", backend="measured")
+    assert amx.ops.provenance["lm_head"].startswith("measured (xeon_amx_2vcpu/gemm")
+    assert amx.ops.lm_head(512.0) * 3 < zen4.ops.lm_head(512.0)
 
 
 def test_a_model_served_in_fp32_moves_four_bytes_an_element_and_runs_the_fp32_kernels_measured_for_it(tmp_path):
