@@ -494,6 +494,18 @@ def test_data_parallel_attention_prices_each_prompt_chunk_on_its_own_rank():
     assert step(9) - step(8) > 0.5 * one_chunk
 
 
+def test_under_data_parallel_attention_each_rank_schedules_its_own_sequences_side_by_side():
+    """Host time per sequence is the busiest attention rank's: 256 decodes on DEP8 pay the per-sequence cost of the
+    32 on one rank (each rank runs its own scheduler), where 256 on one TP8 instance pay it for all 256."""
+    fw = msgspec.structs.replace(load_framework("sglang"), step_overhead_us=100.0, seq_overhead_us=2.0)
+    dep8 = StepCost("deepseek-r1", "b200", Parallel(tp=1, dp=8, ep=8), "nvfp4", "fp8", framework_costs=fw)
+    tp8 = StepCost("deepseek-r1", "b200", Parallel(tp=8), "nvfp4", "fp8", framework_costs=fw)
+    n, ctx = 256, 2048
+    decode = (n, n, n * ctx, n * ctx, n, n * ctx)
+    assert dep8.breakdown(*decode)["overhead"] == pytest.approx((100.0 + 2.0 * 32) * 1e-6)
+    assert tp8.breakdown(*decode)["overhead"] == pytest.approx((100.0 + 2.0 * 256) * 1e-6)
+
+
 @pytest.mark.parametrize("rows, cols", [(1, 1), (1, 5), (4, 1), (4, 6)])
 def test_a_surface_reads_the_same_by_the_array_and_by_the_scalar(rows, cols):
     """The array path (every row at once over the log-time matrix) follows the scalar path's edge rules: below,

@@ -23,7 +23,8 @@ FRAMEWORK_NAMES = ("vllm", "sglang", "trtllm")
 
 
 class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
-    """Host-side costs: each step ``step_overhead_us + seq_overhead_us × sequences``; each request
+    """Host-side costs: each step ``step_overhead_us + seq_overhead_us × sequences`` (the busiest rank's under
+    data-parallel attention, whose ranks schedule side by side: ``StepCost.breakdown``); each request
     ``request_overhead_ms`` before it reaches the scheduler (HTTP, tokenisation, detokenised first chunk),
     which only its time to first token sees."""
 
@@ -54,9 +55,6 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, field)
             if not (value >= 0 and value < 1e9):
                 raise ValueError(f"{self.name}.{field} must be a finite number >= 0, got {value}")
-
-    def step_seconds(self, seqs: float) -> float:
-        return (self.step_overhead_us + self.seq_overhead_us * seqs) * 1e-6
 
 
 def rank_token_budget(framework: str, max_num_batched_tokens: int, dp: int) -> int:
