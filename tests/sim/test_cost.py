@@ -283,6 +283,24 @@ def test_wide_ep_experts_run_tensorrt_llms_wideep_module_only_where_it_serves_th
 
 
 @needs_tables
+def test_sglang_with_attention_dp_runs_its_experts_on_deepeps_moe_kernel():
+    """SGLang's large-scale EP (DP attention, experts spread over the ranks) runs DeepEPMoE, timed in its own
+    table; at the ~3,700 tokens of DEP32 with 115 decodes a rank it is several times faster than the fused MoE
+    kernel SGLang runs without DP attention. A format the DeepEP table lacks (NVFP4) keeps the MoE table."""
+    def experts(tp: int, dp: int, ep: int, precision: str = "fp8") -> StepCost:
+        return StepCost("deepseek-r1", "gb200", Parallel(tp=tp, dp=dp, ep=ep), precision=precision, kv_dtype="fp8",
+                        framework="sglang")
+    dep32, tep32 = experts(1, 32, 32), experts(32, 1, 32)
+    assert "wideep_generation_moe_perf" in dep32.ops.provenance["moe"], dep32.ops.provenance["moe"]
+    assert "DeepEPMoE" not in tep32.ops.provenance["moe"]
+    assert "DeepEPMoE" not in experts(1, 32, 32, "nvfp4").ops.provenance["moe"]
+    # its table has no EP 8: DEP8 reads EP 4 and EP 16 and interpolates in log EP between them
+    assert "ep4..ep16 interpolated to ep8" in experts(1, 8, 8).ops.provenance["moe"]
+    assert dep32.ops.moe is not None and tep32.ops.moe is not None
+    assert dep32.ops.moe(3680.0) * 3 < tep32.ops.moe(3680.0)
+
+
+@needs_tables
 def test_tensorrt_llm_without_attention_dp_runs_its_experts_on_the_faster_of_its_table_and_trtllm_gen():
     """TensorRT-LLM's collection times FP8 block-scale experts with DeepGEMM only, which at a few tokens a step is
     2-3x the trtllm-gen kernels of its TRTLLM backend (timed in SGLang's table, FlashInfer's copy of them); the

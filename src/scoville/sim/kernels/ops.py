@@ -176,6 +176,11 @@ class _Builder:
                                     f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, no load balancer")
             if got is not None:
                 return got
+        if self.deepep(lay):
+            got = self._moe_over_ep(lay, lambda ep: kt.deepep_moe(*shape, ep, dtype, "power_law_1.01"), "deepep_moe",
+                                    f"SGLang DeepEPMoE, {dtype}, ep{lay.ep}, power-law routing")
+            if got is not None:
+                return got
         for fw in dict.fromkeys((self.framework, *MOE_KERNEL_DONORS)):
             borrowed = "" if fw == self.framework else f", from {fw}'s table: {self.framework} measured no {dtype}"
             got = self._moe_over_ep(lay, lambda ep, fw=fw: kt.moe(*shape, lay.moe_tp, ep, dtype, "power_law_1.01", fw),
@@ -210,11 +215,19 @@ class _Builder:
         spread beyond one 8-GPU board (its wide-EP recipes; the WideEP module requires attention DP)."""
         return self.framework == "trtllm" and lay.dp > 1 and lay.ep > WIDE_EP_BEYOND
 
+    def deepep(self, lay: Layout) -> bool:
+        """Whether SGLang serves this layout's experts behind DeepEP: data-parallel attention with the experts
+        spread over the ranks (``--enable-dp-attention`` with ``--moe-a2a-backend deepep``, SGLang's
+        large-scale expert-parallel setup), where ``DeepEPMoE`` runs them instead of the fused MoE kernels."""
+        return self.framework == "sglang" and lay.dp > 1 and lay.ep > 1
+
     def _moe_over_ep(self, lay: Layout, table: Any, label: str, detail: str,
                      widen: float = 1.0) -> np.ndarray | None:
-        """``table(ep)`` (tokens, seconds) at this EP degree, or interpolated in log EP between the powers of two
-        around it; None where neither holds the shape. ``label`` names the table in ``KernelTables.sources``;
-        ``widen`` scales the noted uncertainty (a table borrowed from another framework)."""
+        """``table(ep)`` (tokens, seconds) at this EP degree, or interpolated in log EP between the measured powers
+        of two around it (the nearest on each side, at most 4x away: a rank's share of the experts' work goes as
+        1/EP at fixed global tokens); None where neither side holds the shape. ``label`` names the table in
+        ``KernelTables.sources``; ``widen`` scales the noted uncertainty (a table borrowed from another
+        framework)."""
         kt = self.kt
         assert kt is not None
 
@@ -226,10 +239,21 @@ class _Builder:
         if exact is not None:
             self._note("moe", f"measured ({kt.source(label)}, {detail})", widen * self.measured_sigma)
             return exact
-        lo, hi = 2 ** int(math.floor(math.log2(lay.ep))), 2 ** int(math.ceil(math.log2(lay.ep)))
-        t_lo, t_hi = at(lo), at(hi)
-        if t_lo is None or t_hi is None or lo == hi:
+        below = 2 ** int(math.floor(math.log2(lay.ep)))
+        above = 2 ** int(math.ceil(math.log2(lay.ep)))
+        if below == above:                   # a power of two the table lacks: its measured neighbours
+            below, above = below // 2, above * 2
+        def nearest(degrees: tuple[int, int]) -> tuple[int, np.ndarray] | None:
+            for ep in degrees:
+                got = at(ep) if ep >= 1 else None
+                if got is not None:
+                    return ep, got
             return None
+
+        low, high = nearest((below, below // 2)), nearest((above, above * 2))
+        if low is None or high is None:
+            return None
+        (lo, t_lo), (hi, t_hi) = low, high
         w = (math.log(lay.ep) - math.log(lo)) / (math.log(hi) - math.log(lo))
         interpolated = detail.replace(f"ep{lay.ep}", f"ep{lo}..ep{hi} interpolated to ep{lay.ep}")
         self._note("moe", f"measured ({kt.source(label)}, {interpolated})", 1.5 * widen * self.measured_sigma)
