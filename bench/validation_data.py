@@ -36,11 +36,12 @@ pinned view and joins the frontier view beside the public points, against a sear
 
 Some runs contradict their own deployment: a decode step with more sequences in it is never faster, yet the file
 has runs whose TPOT is more than ``DECODE_MONOTONE_SLACK`` below that of the same deployment (same source file and
-framework version) at a lower concurrency. gpt-oss-120b on H100 with vLLM at 512 users, for one, reads 3.6-5.6 ms
-(TTFT 20-118 s) where the same layouts at 32-64 users read 10-16 ms. Such a pair cannot both describe the
-deployment; the run that contradicts the most others of its deployment is marked ``inconsistent`` (both, on a
-tie), and so on until none contradict. The rule reads only the measurements, never a prediction; the bench leaves
-those runs out of every view and lists them.
+framework version) at a lower concurrency: Kimi K2.5 on H200 with vLLM, for one, reads 64 ms at 16 users where
+the same deployment reads 22-32 ms at 32 and 64. Such a pair cannot both describe the deployment; the run that
+contradicts the most others of its deployment is marked ``inconsistent`` (both, on a tie), and so on until none
+contradict. The rule reads only the measurements, never a prediction; the bench leaves those runs out of every
+view and lists them. It does not reach across versions: gpt-oss-120b on H100 with vLLM 0.11.2 at 512 users reads
+3.6-5.6 ms (TTFT 20-118 s) where vLLM 0.18 at 32-64 users reads 10-16 ms, and stays in.
 
 The file's disaggregated rows give each pool's layout but not how many instances ran, so their GPU total (and
 with it throughput per GPU) is unknown. InferenceX's recipes (``validation_recipes``) name the worker counts: a
