@@ -61,7 +61,7 @@ class Recipe:
     hardware: str
     precision: str
     framework: str
-    version: str                  # the serving image's version tag ("0.8.1.post2", "0.5.8.post1"), InferenceX's
+    version: str                  # the serving image's version ("0.8.1.post2", "0.5.8.post1"): a row's must match
     isl: int
     osl: int
     mtp_depths: tuple[int, ...]   # () without MTP; the depth its launch config names; (1, 2, 3) where none is named
