@@ -34,7 +34,8 @@ ourselves; every figure here is validation. Four views:
    curves are reported apart. **2c** reads measured frontier points off the envelope of InferenceX's own recipes
    (``validation_recipes``): the public compare-page points, and the frontiers of the Dynamo rows whose GPU totals
    the recipes give; what the default search of view 2 adds beyond it is deployments InferenceX never ran.
-3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted. **3b** takes the predicted side
+3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted; **3c** pairs the Dynamo frontiers of view
+   2c (GB200 against GB300, B200, H100...), both sides read off their recipes. **3b** takes the predicted side
    from the envelopes of view 2b instead of the search (each group's own measured deployments, pinned): how
    well the cost model alone ranks two systems on the deployments that were run.
 4. **Published trends** (InferenceX blog statements, with their sources).
@@ -48,6 +49,7 @@ Every number printed is computed here; nothing is hard-coded but the published f
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 import time
@@ -741,11 +743,22 @@ def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
     print(f"   ({searches} default searches, {seconds:.1f} s in all)")
 
 
-def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> tuple[list[Cmp], int]:
+@dataclass
+class RecipeSpace:
+    """View 2c's comparisons, the points of groups with no recipe on file, and each group's measured frontier
+    points beside its recipes' predicted envelope (key: model, hardware, precision, framework, isl, osl and the
+    image version, None for a public group)."""
+
+    cmps: list[Cmp]
+    without: int
+    curves: dict[tuple, tuple[list[MeasuredPoint], tuple[np.ndarray, np.ndarray]]]
+
+
+def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> RecipeSpace:
     """View 2c: each public compare-page point, and each measured frontier point of the disaggregated rows whose
     deployment the recipes name (``validation_data``), against the envelope of InferenceX's own recipes for its
     group (``validation_recipes``): every framework's where a compare page names none, the row's own image
-    version for silicon rows; (comparisons, public points of groups with no recipe on file)."""
+    version for silicon rows."""
     recipes = load_recipes()
     by_group: dict[tuple, list[MeasuredPoint]] = defaultdict(list)
     for p in points:
@@ -762,6 +775,7 @@ def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> tuple[l
                 best = measured_tput(r)
                 by_group[key].append(MeasuredPoint(key[:6], r.split, 1e3 / r.tpot_ms, best, "silicon_recipe"))
     out, without = [], 0
+    curves: dict[tuple, tuple[list[MeasuredPoint], tuple[np.ndarray, np.ndarray]]] = {}
     for g, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
         model, hw, prec, fw, isl, osl, version = g
         mine = [r for r in recipes if (r.model, r.hardware, r.isl, r.osl) == (model, hw, isl, osl)
@@ -771,11 +785,30 @@ def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> tuple[l
             without += len(pts)
             continue
         xs, ys = recipe_envelope(mine, _precision(model, prec, hw), RANGE)
+        curves[g] = (pts, (xs, ys))
         tag = "public" if version is None else f"{version} disagg"
         name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl} [{tag}, {len(mine)} recipe entries]"
         out += [Cmp(name, p.split, p.tput, _achievable(xs, ys, p.interactivity),
                     speed=(p.interactivity, _fastest_at(xs, ys, p.tput))) for p in pts]
-    return out, without
+    return RecipeSpace(out, without, curves)
+
+
+def recipe_ratios(space: RecipeSpace) -> list[Cmp]:
+    """View 3c: GPU-vs-GPU throughput ratios of the Dynamo frontiers at matched interactivity (one model, precision,
+    framework and lengths on both sides, each side at its own image version), measured against the ratio of
+    the two sides' recipe envelopes read as view 2c reads them."""
+    silicon = {g: c for g, c in space.curves.items() if g[6] is not None}
+    out = []
+    for (ga, (pa, ea)), (gb, (pb, eb)) in itertools.combinations(sorted(silicon.items(), key=str), 2):
+        if (ga[0], *ga[2:6]) != (gb[0], *gb[2:6]) or ga[1] == gb[1]:
+            continue
+        for x in np.geomspace(10, 400, 12):
+            ya, yb = _measured_at(pa, x), _measured_at(pb, x)
+            qa, qb = _achievable(*ea, x), _achievable(*eb, x)
+            if ya and yb and qa and qb:
+                name = f"{_short(ga[0])} {ga[2]} {ga[3]} {ga[1]}/{gb[1]} {ga[4]}/{ga[5]}"
+                out.append(Cmp(name, "", ya / yb, qa / qb))
+    return out
 
 
 def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp]) -> None:
@@ -1018,12 +1051,15 @@ def main(argv: list[str] | None = None) -> int:
     pts = silicon_frontier_points(rows) + public_points()
     res, curves, secs = frontier(pts)
     report_frontier(res, secs, len(curves))
-    report_recipe_space(*recipe_space(pts, rows), res)
+    space = recipe_space(pts, rows)
+    report_recipe_space(space.cmps, space.without, res)
     report_measured_deployments(*measured_deployments(pts, envelopes))
     report_search_layouts(res, measured_layouts(rows))
     report_ratios(ratios(pts, curves))
     report_ratios(pinned_ratios(pts, envelopes), "3b) the same ratios with both sides predicted on their groups' "
                   "measured deployments (view 2b's envelopes, no search)")
+    report_ratios(recipe_ratios(space), "3c) GPU-vs-GPU ratios of the Dynamo (disaggregated) frontiers, both sides on "
+                  "InferenceX's recipes (view 2c's envelopes)")
     print("\n4) published trends (InferenceX blog; sources in data/reference/validation_public.yaml)")
     for statement, want, got, holds in trends(pts, rows):
         print(f"   {'holds' if holds else 'MISSES':6s} {statement}: published {want}, predicted {got}")
