@@ -243,6 +243,7 @@ class _Builder:
         above = 2 ** int(math.ceil(math.log2(lay.ep)))
         if below == above:                   # a power of two the table lacks: its measured neighbours
             below, above = below // 2, above * 2
+
         def nearest(degrees: tuple[int, int]) -> tuple[int, np.ndarray] | None:
             for ep in degrees:
                 got = at(ep) if ep >= 1 else None
