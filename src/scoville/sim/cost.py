@@ -252,8 +252,8 @@ class StepCost:
         fw = self.framework
         # host time: with data-parallel attention every rank runs its own scheduler over its own sequences (vLLM's
         # engine core per DP rank, SGLang's scheduler per DP rank, TensorRT-LLM's executor per attention-DP rank),
-        # side by side, so the step waits for the busiest rank's, not for all of them in turn
-        out["overhead"] = (fw.step_overhead_us + fw.seq_overhead_us * (Dr + Spr if dp > 1 else S)) * 1e-6
+        # side by side, so the step waits for the busiest rank's, not for all of them in turn (at dp = 1, all: S)
+        out["overhead"] = (fw.step_overhead_us + fw.seq_overhead_us * (Dr + Spr)) * 1e-6
         scale = self.kernel_factor * fw.kernel_scale
         if fw.prefill_kernel_ratio != 1.0:      # prefill tokens run at their own measured scale
             scale = scale * (1.0 + (fw.prefill_kernel_ratio - 1.0) * Tp / _pos(xp, T, scalar))
