@@ -271,15 +271,13 @@ class KernelTables:
         DeepEP), time over global tokens (a rank's tokens × EP, as collected): the decode table (low-latency mode,
         up to 128 tokens a rank) and, beyond its largest batch, the prefill table (normal mode, which SGLang's
         ``--deepep-mode auto`` runs for extend batches); SGLang tables only."""
-        key = (hidden, inter, topk, experts, ep, dtype, distribution)
+        query = _Query("moe", (hidden, inter, topk, experts, 1, ep, dtype, distribution, ""))   # same columns
         decode: tuple[np.ndarray, np.ndarray] | None = self._first(  # type: ignore[assignment]
-            "moe", "wideep_generation_moe_perf.parquet", _Query("deepep_moe", key), framework="sglang",
-            label="deepep_moe")
+            "moe", "wideep_generation_moe_perf.parquet", query, framework="sglang", label="deepep_moe")
         if decode is None:
             return None
         prefill: tuple[np.ndarray, np.ndarray] | None = self._first(  # type: ignore[assignment]
-            "moe", "wideep_context_moe_perf.parquet", _Query("deepep_moe", key), framework="sglang",
-            label="deepep_moe_prefill")
+            "moe", "wideep_context_moe_perf.parquet", query, framework="sglang", label="deepep_moe_prefill")
         tokens, seconds = decode
         if prefill is not None:
             more = prefill[0] > tokens[-1]
@@ -407,11 +405,6 @@ class _Query:
             hidden, inter, topk, experts, ep, dtype, dist = k
             s = _where(t, op_name="wideep_moe", hidden_size=hidden, inter_size=inter, topk=topk, num_experts=experts,
                        num_slots=experts, moe_tp_size=1, moe_ep_size=ep, moe_dtype=dtype, distribution=dist)
-            return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
-        if self.kind == "deepep_moe":
-            hidden, inter, topk, experts, ep, dtype, dist = k
-            s = _where(t, hidden_size=hidden, inter_size=inter, topk=topk, num_experts=experts, moe_tp_size=1,
-                       moe_ep_size=ep, moe_dtype=dtype, distribution=dist)
             return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
         if self.kind == "gqa_decode":
             heads, kvh, hd, kv, window = k
