@@ -499,18 +499,24 @@ def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
     out = []
     for (*group, mode), rs in groups.items():
         g = tuple(group)
-        pts = [(1e3 / r.tpot_ms, measured_tput(r), r.split) for r in rs]
-        pts.sort(key=lambda p: -p[0])
         # disaggregated totals (validation_data) are InferenceX Dynamo frontiers: searched over disaggregated pools
         gpus = max(r.accelerators for r in rs) if mode == "agg" else None
         speculative = [r.concurrency for r in rs if r.suspected_speculative]
         spec_users = max(speculative) if speculative else None
         users = max(r.concurrency for r in rs) if mode == "agg" else None
-        best = -1.0
-        for x, y, split in pts:
-            if y > best:
-                out.append(MeasuredPoint(g, split, x, y, "silicon_sample", gpus, users, spec_users))
-                best = y
+        out += [MeasuredPoint(g, r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_sample", gpus, users, spec_users)
+                for r in _on_envelope(rs)]
+    return out
+
+
+def _on_envelope(rows: list[SiliconRow]) -> list[SiliconRow]:
+    """The rows on their upper envelope (the published curve), fastest first: each with more throughput per GPU than
+    every faster one."""
+    out, best = [], -1.0
+    for r in sorted(rows, key=lambda r: r.tpot_ms):
+        if measured_tput(r) > best:
+            out.append(r)
+            best = measured_tput(r)
     return out
 
 
@@ -769,11 +775,8 @@ def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> RecipeS
         if r.total_from_recipe:
             versions[(r.model, r.hardware, r.precision, r.framework, r.isl, r.osl, r.framework_version)].append(r)
     for key, rs in versions.items():
-        best = -1.0
-        for r in sorted(rs, key=lambda r: r.tpot_ms):
-            if measured_tput(r) > best:
-                best = measured_tput(r)
-                by_group[key].append(MeasuredPoint(key[:6], r.split, 1e3 / r.tpot_ms, best, "silicon_recipe"))
+        by_group[key] += [MeasuredPoint(key[:6], r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_recipe")
+                          for r in _on_envelope(rs)]
     out, without = [], 0
     curves: dict[tuple, tuple[list[MeasuredPoint], tuple[np.ndarray, np.ndarray]]] = {}
     for g, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
