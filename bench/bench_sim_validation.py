@@ -73,7 +73,7 @@ from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
 from validation_data import PRECISION, SiliconRow, load_silicon  # noqa: E402
 from validation_recipes import configs as recipe_configs  # noqa: E402
-from validation_recipes import load_recipes, recipe_envelope  # noqa: E402
+from validation_recipes import load_recipes, recipe_envelope, validation_public  # noqa: E402
 
 TOL = 0.35
 RANGE = 0.9          # InferenceX draws lengths uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
@@ -524,8 +524,7 @@ MODEL_REF = {"deepseek-r1": "deepseek-r1", "gpt-oss-120b": "gpt-oss-120b", "kimi
 
 
 def _public() -> list[dict]:
-    path = Path(str(resources.files("scoville") / "data" / "reference" / "validation_public.yaml"))
-    return yaml.safe_load(path.read_text())["points"]
+    return validation_public()["points"]
 
 
 def _public_framework(p: dict) -> str:

@@ -21,6 +21,7 @@ file's disaggregated rows (view 1g).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -88,17 +89,25 @@ def _depths(mtp: bool | int) -> tuple[int, ...]:
     return (int(mtp),) if mtp else ()
 
 
-def load_recipes() -> list[Recipe]:
+@lru_cache(maxsize=1)
+def validation_public() -> dict:
+    """``validation_public.yaml`` parsed once: its points, trends and recipes are read by several views, and a
+    parse of the file takes about a second."""
     path = Path(str(resources.files("scoville") / "data" / "reference" / "validation_public.yaml"))
+    return yaml.safe_load(path.read_text())
+
+
+@lru_cache(maxsize=1)
+def load_recipes() -> tuple[Recipe, ...]:
     out = []
-    for r in yaml.safe_load(path.read_text()).get("recipes", []):
+    for r in validation_public().get("recipes", []):
         disagg = "prefill" in r
         out.append(Recipe(r["recipe"], r["model"], r["hardware"], r["precision"], r["framework"],
                           str(r["image"]).removeprefix("v").split("-")[0], int(r["isl"]), int(r["osl"]),
                           _depths(r["mtp"]), tuple(int(c) for c in r["concurrency"]),
                           None if disagg else _pool(r), _pool(r["prefill"]) if disagg else None,
                           _pool(r["decode"]) if disagg else None, r.get("decode_batch")))
-    return out
+    return tuple(out)
 
 
 def _kv_link(recipe: Recipe) -> str:
