@@ -301,6 +301,30 @@ def test_sglang_with_attention_dp_runs_its_experts_on_deepeps_moe_kernel():
 
 
 @needs_tables
+def test_experts_spread_over_nodes_exchange_tokens_on_deepeps_measured_cross_node_kernels():
+    """Beyond one 8-GPU node the dispatch and combine are DeepEP's, timed over 2-8 H100 nodes: TensorRT-LLM's
+    multi-node recipes force its normal kernels, SGLang runs the low-latency ones for decode-size batches and the
+    normal ones beyond. Their fixed cost (notify, RDMA latency) is above the datasheet all-to-all at a few tokens a
+    rank, their per-node deduplication far below it at prefill sizes; EP 24 sits between the 2- and 4-node
+    timings. Within one node the NCCL all-to-all stays."""
+    def exchange(framework: str, ep: int, hardware: str = "h100") -> StepCost:
+        return StepCost("deepseek-r1", hardware, Parallel(tp=1, dp=ep, ep=ep), kv_dtype="fp8", framework=framework)
+
+    trtllm, sglang = exchange("trtllm", 16), exchange("sglang", 16)
+    assert "deepep_normal_perf" in trtllm.ops.provenance["alltoall"]
+    assert "deepep_ll_perf" in sglang.ops.provenance["alltoall"] and "2 nodes" in sglang.ops.provenance["alltoall"]
+    assert "nccl" in exchange("sglang", 8).ops.provenance["alltoall"]
+    tt, ts, t24, t32 = (c.ops.ep_exchange for c in (trtllm, sglang, exchange("trtllm", 24), exchange("trtllm", 32)))
+    assert tt is not None and ts is not None and t24 is not None and t32 is not None
+    assert ts(16.0) < 0.7 * tt(16.0)                 # low-latency kernels at a decode batch
+    assert ts(1024.0) == pytest.approx(tt(1024.0))   # both normal at prefill sizes
+    assert tt(16.0) < t24(16.0) < t32(16.0) and tt(1024.0) < t24(1024.0) < t32(1024.0)
+    datasheet = StepCost("deepseek-r1", "h100", Parallel(tp=1, dp=16, ep=16), kv_dtype="fp8", framework="trtllm",
+                         backend="transfer").ops.ep_exchange
+    assert datasheet is not None and tt(1.0) > datasheet(1.0) and tt(4096.0) < 0.5 * datasheet(4096.0)
+
+
+@needs_tables
 def test_tensorrt_llm_without_attention_dp_runs_its_experts_on_the_faster_of_its_table_and_trtllm_gen():
     """TensorRT-LLM's collection times FP8 block-scale experts with DeepGEMM only, which at a few tokens a step is
     2-3x the trtllm-gen kernels of its TRTLLM backend (timed in SGLang's table, FlashInfer's copy of them); the

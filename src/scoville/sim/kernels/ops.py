@@ -50,6 +50,9 @@ ELEMENTWISE_TAU_US = 2.0   # launch floor of a tiny kernel under CUDA graphs (AI
 ELEMENTWISE_EFF = 0.7      # streaming efficiency of those kernels (AIC mem_bw_empirical_scaling_factor 0.8)
 DISPATCH_BYTES = 1.0       # EP dispatch sends FP8 activations (DeepEP low-latency / TRT-LLM default)
 COMBINE_BYTES = 2.0        # combine returns BF16
+# SGLang's low-latency DeepEP buffers hold this many tokens a rank (SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK's
+# default); decode batches up to it dispatch on those kernels, larger (extend) batches on the normal ones
+DEEPEP_LL_MAX_TOKENS = 128
 WIDE_EP_BEYOND = 8         # TensorRT-LLM serves EP above one 8-GPU board with attention DP on its WideEP module
 
 
@@ -172,18 +175,18 @@ class _Builder:
             return None
         shape = (m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts)
         if self.wide_ep(lay):
-            got = self._moe_over_ep(lay, lambda ep: kt.wideep_moe(*shape, ep, dtype, "power_law_1.01"), "wideep_moe",
+            got = self._over_ep(lay, lambda ep: kt.wideep_moe(*shape, ep, dtype, "power_law_1.01"), "wideep_moe",
                                     f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, no load balancer")
             if got is not None:
                 return got
         if self.deepep(lay):
-            got = self._moe_over_ep(lay, lambda ep: kt.deepep_moe(*shape, ep, dtype, "power_law_1.01"), "deepep_moe",
+            got = self._over_ep(lay, lambda ep: kt.deepep_moe(*shape, ep, dtype, "power_law_1.01"), "deepep_moe",
                                     f"SGLang DeepEPMoE, {dtype}, ep{lay.ep}, power-law routing")
             if got is not None:
                 return got
         for fw in dict.fromkeys((self.framework, *MOE_KERNEL_DONORS)):
             borrowed = "" if fw == self.framework else f", from {fw}'s table: {self.framework} measured no {dtype}"
-            got = self._moe_over_ep(lay, lambda ep, fw=fw: kt.moe(*shape, lay.moe_tp, ep, dtype, "power_law_1.01", fw),
+            got = self._over_ep(lay, lambda ep, fw=fw: kt.moe(*shape, lay.moe_tp, ep, dtype, "power_law_1.01", fw),
                                     "moe", f"{dtype}, ep{lay.ep}, power-law routing{borrowed}",
                                     1.5 if borrowed else 1.0)
             if got is not None:
@@ -221,13 +224,13 @@ class _Builder:
         large-scale expert-parallel setup), where ``DeepEPMoE`` runs them instead of the fused MoE kernels."""
         return self.framework == "sglang" and lay.dp > 1 and lay.ep > 1
 
-    def _moe_over_ep(self, lay: Layout, table: Any, label: str, detail: str,
-                     widen: float = 1.0) -> np.ndarray | None:
+    def _over_ep(self, lay: Layout, table: Any, label: str, detail: str,
+                 widen: float = 1.0, op: str = "moe") -> np.ndarray | None:
         """``table(ep)`` (tokens, seconds) at this EP degree, or interpolated in log EP between the measured powers
         of two around it (the nearest on each side, at most 4x away: a rank's share of the experts' work goes as
-        1/EP at fixed global tokens); None where neither side holds the shape. ``label`` names the table in
-        ``KernelTables.sources``; ``widen`` scales the noted uncertainty (a table borrowed from another
-        framework)."""
+        1/EP at fixed global tokens, and a rank's cross-node traffic with the share of ranks off its node); None
+        where neither side holds the shape. ``label`` names the table in ``KernelTables.sources``; ``widen`` scales
+        the noted uncertainty (a table borrowed from another framework); ``op`` is the operator it prices."""
         kt = self.kt
         assert kt is not None
 
@@ -237,7 +240,7 @@ class _Builder:
 
         exact = at(lay.ep)
         if exact is not None:
-            self._note("moe", f"measured ({kt.source(label)}, {detail})", widen * self.measured_sigma)
+            self._note(op, f"measured ({kt.source(label)}, {detail})", widen * self.measured_sigma)
             return exact
         below = 2 ** int(math.floor(math.log2(lay.ep)))
         above = 2 ** int(math.ceil(math.log2(lay.ep)))
@@ -257,7 +260,7 @@ class _Builder:
         (lo, t_lo), (hi, t_hi) = low, high
         w = (math.log(lay.ep) - math.log(lo)) / (math.log(hi) - math.log(lo))
         interpolated = detail.replace(f"ep{lay.ep}", f"ep{lo}..ep{hi} interpolated to ep{lay.ep}")
-        self._note("moe", f"measured ({kt.source(label)}, {interpolated})", 1.5 * widen * self.measured_sigma)
+        self._note(op, f"measured ({kt.source(label)}, {interpolated})", 1.5 * widen * self.measured_sigma)
         return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
 
     # -- attention cores -----------------------------------------------------------------------------
@@ -327,6 +330,8 @@ class _Builder:
         kernel where measured (TensorRT-LLM's NVLink all-to-all on NVL72), else an NCCL or transfer all-to-all
         of the bytes each rank sends (FP8 out, BF16 back)."""
         measured = self._nvlink_alltoall(m, lay, experts_format)
+        if measured is None:
+            measured = self._deepep_exchange(m, lay)
         if measured is not None:
             return measured
         per_rank = self.alltoall(lay.ep)
@@ -363,6 +368,35 @@ class _Builder:
         self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lo}..ep{hi} interpolated to "
                    f"ep{lay.ep})", 1.5 * self.measured_sigma)
         return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
+
+    def _deepep_exchange(self, m: ModelArch, lay: Layout) -> np.ndarray | None:
+        """Experts spread over several nodes: DeepEP's measured cross-node dispatch and combine. SGLang runs DeepEP
+        under attention DP (``deepep``), its low-latency kernels up to ``DEEPEP_LL_MAX_TOKENS`` a rank and its
+        normal ones beyond (``--deepep-mode auto``); TensorRT-LLM's multi-node recipes force DeepEP's normal
+        kernels (NVIDIA/srt-slurm ``recipes/trtllm/h100-fp8``: ``TRTLLM_FORCE_ALLTOALL_METHOD: DeepEP``). A node is
+        the scale-up domain; within one, the NVLink or NCCL all-to-all stays."""
+        kt, domain = self.kt, self.hw.scaleup_domain
+        if kt is None or lay.ep <= domain or self.framework not in ("sglang", "trtllm"):
+            return None
+        if self.framework == "sglang" and not self.deepep(lay):
+            return None
+        shape = (m.hidden_size, m.experts_per_token, m.num_experts)
+        nodes = f"ep{lay.ep} over {lay.ep / domain:g} nodes"
+
+        def curve(mode: str) -> np.ndarray | None:
+            def at(ep: int) -> tuple[np.ndarray, np.ndarray] | None:
+                return kt.deepep_exchange(*shape, ep // domain, mode) if ep % domain == 0 else None
+            return self._over_ep(lay, at, f"deepep_{mode}", f"DeepEP {mode} kernels, {nodes}", op="alltoall")
+
+        normal = curve("normal")
+        if normal is None or self.framework == "trtllm":
+            return normal
+        low_latency = curve("ll")
+        if low_latency is None:
+            return normal
+        self.provenance["alltoall"] = (f"measured ({kt.source('deepep_ll')} to {DEEPEP_LL_MAX_TOKENS} tokens a rank, "
+                                       f"{kt.source('deepep_normal')} beyond; {nodes})")
+        return np.where(TOKENS <= DEEPEP_LL_MAX_TOKENS, low_latency, normal)
 
     def alltoall(self, ranks: int) -> np.ndarray:
         """One all-to-all over the BYTES grid (bytes each rank sends): NCCL's table within a node, else transfer."""

@@ -333,6 +333,16 @@ class KernelTables:
         return self._first("comm", "trtllm_alltoall_perf.parquet",  # type: ignore[return-value]
                            _Query("nvlink_a2a", (hidden, topk, ep, dispatch_dtype)), label="nvlink_alltoall")
 
+    def deepep_exchange(self, hidden: int, topk: int, experts: int, nodes: int, mode: str
+                        ) -> tuple[np.ndarray, np.ndarray] | None:
+        """DeepEP's dispatch + combine of one MoE layer over ``nodes`` 8-GPU nodes, time over tokens per rank: its
+        low-latency kernels (``mode="ll"``) or its normal ones (``"normal"``: each phase's notify and transmit, at
+        the fastest SM count timed). SGLang's collection timed them; DeepEP is one library, whichever framework
+        calls it (TensorRT-LLM runs its fork), so this is no framework's own table."""
+        return self._first("comm", f"wideep_deepep_{mode}_perf.parquet",  # type: ignore[return-value]
+                           _Query(f"deepep_{mode}", (hidden, topk, experts, nodes)), framework="sglang",
+                           label=f"deepep_{mode}")
+
     def elementwise(self) -> tuple[float, float] | None:
         """(launch floor in seconds, streaming bytes/s) of a simple elementwise kernel on this system, or None.
 
@@ -447,6 +457,15 @@ class _Query:
             if not totals:
                 return None
             return _fastest_over(np.concatenate([x for x, _ in totals]), np.concatenate([y for _, y in totals]))
+        if self.kind in ("deepep_ll", "deepep_normal"):
+            hidden, topk, experts, nodes = k
+            s = _where(t, node_num=nodes, hidden_size=hidden, num_topk=topk, num_experts=experts)
+            if not s.num_rows:
+                return None
+            phases = (("dispatch_avg_t_us", "combine_avg_t_us") if self.kind == "deepep_ll" else
+                      ("dispatch_transmit_us", "dispatch_notify_us", "combine_transmit_us", "combine_notify_us"))
+            tokens, best = _fastest_over(_np(s, "num_token"), np.sum([_np(s, c) for c in phases], axis=0) * 1e-6)
+            return tokens, np.minimum.accumulate(best[::-1])[::-1]    # more tokens never move faster
         if self.kind == "nccl":
             op, gpus = k
             s = _where(t, op_name=op, num_gpus=gpus, nccl_dtype="half")
