@@ -59,6 +59,7 @@ from scoville.sim.steady import INFERENCEX, Protocol, SteadyEstimate, estimate
 MTP_ACCEPTANCE = {1: 0.85, 2: 0.75, 3: 0.67}
 PREFILL_UTILISATION = 0.8          # a prefill pool sized to run at most this busy (queueing headroom)
 CONC_GRID = np.unique(np.round(np.geomspace(1, 8192, 36)))
+MAX_TP = 16                        # no framework's recipes split attention heads wider
 MIN_KV_REQUESTS = 4                # an instance must hold at least this many full requests' KV to count as fitting
 
 
@@ -138,12 +139,15 @@ def _default_max(base: SimConfig, domain: int) -> int:
 
 
 def _layouts_of(n: int, model: ModelArch, domain: int) -> list[ParallelConfig]:
-    """Instance layouts on ``n`` accelerators (TP only inside one scale-up domain, at most 16 ways)."""
+    """Instance layouts on ``n`` accelerators. TP at most 16 ways: inside one scale-up domain, or over two 8-GPU
+    nodes, as InferenceX's H100 DeepSeek-R1 recipes run it (SGLang tp16; TensorRT-LLM's tep16 decode, for its
+    fastest per-user curve ends)."""
     out = []
-    if n <= min(domain, 16) and model.num_heads % n == 0:
+    tp_ok = model.num_heads % n == 0 and (n <= min(domain, MAX_TP) or n == 2 * domain <= MAX_TP)
+    if tp_ok:
         out.append(ParallelConfig(tp=n))
     if model.num_experts and 1 < n <= model.num_experts and model.num_experts % n == 0:
-        if n <= min(domain, 16) and model.num_heads % n == 0:
+        if tp_ok:
             out.append(ParallelConfig(tp=n, ep=n))
         out.append(ParallelConfig(tp=1, dp=n, ep=n))
     return out
