@@ -388,6 +388,20 @@ def _nvlink_total(t: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     return tokens, np.minimum.accumulate(total[::-1])[::-1]
 
 
+def _deepep_total(t: pa.Table, low_latency: bool, hidden: int, topk: int, experts: int,
+                  nodes: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """One MoE layer's DeepEP dispatch + combine over tokens per rank on ``nodes`` nodes: the low-latency table's
+    two averages, or the normal table's notify and transmit of both phases at the fastest SM count timed. More
+    tokens never move faster, so a smaller batch's time above a larger one's is noise and takes the larger's."""
+    s = _where(t, node_num=nodes, hidden_size=hidden, num_topk=topk, num_experts=experts)
+    if not s.num_rows:
+        return None
+    phases = (("dispatch_avg_t_us", "combine_avg_t_us") if low_latency else
+              ("dispatch_transmit_us", "dispatch_notify_us", "combine_transmit_us", "combine_notify_us"))
+    tokens, best = _fastest_over(_np(s, "num_token"), np.sum([_np(s, c) for c in phases], axis=0) * 1e-6)
+    return tokens, np.minimum.accumulate(best[::-1])[::-1]
+
+
 def _fastest_over(x: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     xu = np.unique(x)
     best = np.full(xu.size, np.inf)
@@ -458,14 +472,7 @@ class _Query:
                 return None
             return _fastest_over(np.concatenate([x for x, _ in totals]), np.concatenate([y for _, y in totals]))
         if self.kind in ("deepep_ll", "deepep_normal"):
-            hidden, topk, experts, nodes = k
-            s = _where(t, node_num=nodes, hidden_size=hidden, num_topk=topk, num_experts=experts)
-            if not s.num_rows:
-                return None
-            phases = (("dispatch_avg_t_us", "combine_avg_t_us") if self.kind == "deepep_ll" else
-                      ("dispatch_transmit_us", "dispatch_notify_us", "combine_transmit_us", "combine_notify_us"))
-            tokens, best = _fastest_over(_np(s, "num_token"), np.sum([_np(s, c) for c in phases], axis=0) * 1e-6)
-            return tokens, np.minimum.accumulate(best[::-1])[::-1]    # more tokens never move faster
+            return _deepep_total(t, self.kind == "deepep_ll", *k)
         if self.kind == "nccl":
             op, gpus = k
             s = _where(t, op_name=op, num_gpus=gpus, nccl_dtype="half")
