@@ -1031,7 +1031,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for r in measured if not r.inconsistent]
     print(f"validation set: {len(rows)} distinct measurements from silicon_sample.csv "
           f"({sum(r.split == 'dev' for r in rows)} dev, {sum(r.split == 'holdout' for r in rows)} holdout); "
-          f"{sum(r.suspected_speculative for r in rows)} suspected speculative runs left out of view 1")
+          f"{sum(r.suspected_speculative and r.mode == 'agg' for r in rows)} suspected speculative runs left out of "
+          f"view 1, {sum(r.suspected_speculative and r.mode == 'disagg' for r in rows)} disaggregated ones read as "
+          f"MTP runs (view 1g)")
     report_inconsistent([r for r in measured if r.inconsistent])
     view1 = pinned(rows)
     by_row, envelopes = view1.cmps, view1.envelopes

@@ -26,8 +26,11 @@ concurrencies). Where one deployment at one concurrency was measured twice with 
 ``SPECULATIVE_SPLIT`` apart, the faster is taken for the speculative run (``suspected_speculative``), and so is
 the faster of every pair more than ``SERIES_SPLIT`` apart at that deployment's other concurrencies (MTP gains
 less as the batch grows, so one threshold would keep half of a speculative series as plain runs). The pinned
-view leaves them out, and the frontier view searches their groups with MTP allowed. The pairs occur in
-DeepSeek-R1 TensorRT-LLM groups only (59 rows); SGLang's repeated DeepSeek-R1 measurements all agree within 1.5x.
+view leaves them out, and the frontier view searches their groups with MTP allowed. Among aggregated rows the
+pairs occur in DeepSeek-R1 TensorRT-LLM groups only (59 rows). InferenceX's Dynamo recipes, too, run many pool
+layouts plain and with MTP (one entry each, same pools and concurrencies), and the file holds both runs: the
+same rule, one deployment being the same pools within one image version, reads 123 disaggregated runs as
+speculative (SGLang on B200, H200 and H100 among them, whose MTP gains 1.1-1.5x there).
 
 InferenceX's GB200 DeepSeek-R1 results are Dynamo disaggregated deployments; the file's April CSV writes 55 of
 them as aggregated rows with the deployment's GPU total as tp (12 to 72, EP 1: no aggregated DeepSeek-R1
@@ -48,6 +51,8 @@ with it throughput per GPU) is unknown. InferenceX's recipes (``validation_recip
 row takes the deployment of the recipe entry of its model, system, framework, image version, lengths and
 precision that swept its concurrency with its pools' sizes (GPUs per prefill and decode instance), when every
 such entry agrees on the GPU total (``gpus_total``) and, for ``recipe``, on the MTP depth and batch limit too.
+Where both a plain and an MTP entry match, a run read as speculative takes the MTP ones and any other the plain
+ones (a pair closer than the split reads as two plain runs, as it does among aggregated rows).
 
 Split: every measurement is assigned to ``dev`` or ``holdout`` by a hash of that key. Development looked at
 ``dev`` only (to find missing terms in the model, never to set a number); ``holdout`` is reported apart.
@@ -215,9 +220,19 @@ def load_silicon() -> list[SiliconRow]:
     return _attach_recipes(_mark_inconsistent(_mark_speculative(out)))
 
 
+def _deployment(r: SiliconRow) -> tuple:
+    """What makes two runs the same deployment: the layout of an aggregated one; the pools of a disaggregated one
+    (its GPU total where the file gives one), within one image version (disaggregated recipes change between
+    versions at the same pool shapes)."""
+    if r.mode == "agg":
+        return (r.model, r.hardware, r.framework, r.precision, r.isl, r.osl, r.tp, r.dp, r.ep)
+    return (r.model, r.hardware, r.framework, r.framework_version, r.precision, r.isl, r.osl, r.prefill, r.decode,
+            r.gpus_total)
+
+
 def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
-    """Flag the faster of two aggregated measurements of one deployment and concurrency whose TPOTs differ by
-    more than ``SPECULATIVE_SPLIT`` (by more than ``SERIES_SPLIT`` at the other concurrencies of a deployment
+    """Flag the faster of two measurements of one deployment (``_deployment``) and concurrency whose TPOTs differ
+    by more than ``SPECULATIVE_SPLIT`` (by more than ``SERIES_SPLIT`` at the other concurrencies of a deployment
     that has such a pair), for models with MTP heads (elsewhere such a pair is a bad run, not a speculative
     one: Kimi K2.5 on H200 has one at 64 ms against 16 ms)."""
     from scoville.catalog.models import load_model
@@ -225,9 +240,8 @@ def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
     has_mtp = {m: load_model(m).mtp_layers > 0 for m in {r.model for r in rows}}
     same: dict[tuple, list[SiliconRow]] = {}
     for r in rows:
-        if r.mode == "agg" and has_mtp[r.model]:
-            same.setdefault((r.model, r.hardware, r.framework, r.precision, r.isl, r.osl, r.tp, r.dp, r.ep,
-                             r.concurrency), []).append(r)
+        if has_mtp[r.model]:
+            same.setdefault((*_deployment(r), r.concurrency), []).append(r)
     speculative_deployments = {key[:-1] for key, runs in same.items()
                                if max(x.tpot_ms for x in runs) / min(x.tpot_ms for x in runs) > SPECULATIVE_SPLIT}
     faster: set[str] = set()
@@ -283,6 +297,10 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
                  and PRECISION.get(r.precision) == row.precision and row.concurrency in r.concurrency
                  and r.prefill is not None and r.decode is not None
                  and (r.prefill.tp, r.decode.tp) == (_pool_gpus(row.prefill), _pool_gpus(row.decode))]
+        # InferenceX runs some deployments both plain and with MTP (one recipe entry each): a run read as speculative
+        # is one of the MTP entries, any other one of the plain entries, where both kinds match
+        kind = [r for r in match if bool(r.mtp_depths) == row.suspected_speculative]
+        match = kind or match
         totals = {r.gpus for r in match}
         total = totals.pop() if len(totals) == 1 else None
         deployments = {(r.gpus, r.prefill, r.decode, r.mtp_depths, r.decode_batch) for r in match}
