@@ -111,6 +111,23 @@ def test_gqa_kv_split_by_kv_head_and_mla_latent_replicated(datasheet, tiny):
     assert dp8.kv_capacity_tokens() / tp8.kv_capacity_tokens() == pytest.approx(8, rel=0.15)
 
 
+def test_attention_dp_without_ep_splits_the_experts_over_every_rank_and_gathers_their_tokens():
+    """InferenceX's B300 DeepSeek-R1 recipes run attention DP with tensor-parallel experts (``tp 8, ep 1,
+    dp-attn``): the experts are split over all eight ranks, as under EP (the same bytes a GPU, so the model fits
+    with room for KV), and each MoE layer gathers every rank's tokens and reduce-scatters the outputs, which EP's
+    all-to-all replaces."""
+    no_ep = StepCost("deepseek-r1", "b300", Parallel(dp=8, ep=1), kv_dtype="fp8", framework="trtllm")
+    ep8 = StepCost("deepseek-r1", "b300", Parallel(dp=8, ep=8), kv_dtype="fp8", framework="trtllm")
+    assert no_ep.weight_bytes_per_accelerator == pytest.approx(ep8.weight_bytes_per_accelerator, rel=1e-6)
+    assert no_ep.kv_capacity_tokens() == pytest.approx(ep8.kv_capacity_tokens(), rel=1e-6)
+    assert no_ep.ops.moe_gather is not None and no_ep.ops.ep_exchange is None
+    assert ep8.ops.moe_gather is None and ep8.ops.ep_exchange is not None
+    tokens = 8 * 64.0
+    gathered = no_ep.breakdown(tokens, tokens, tokens * 2048, tokens * 2048)["comm"]
+    assert gathered == pytest.approx(no_ep.model.num_moe_layers * no_ep.framework.kernel_scale
+                                     * no_ep.ops.moe_gather(tokens * no_ep.model.hidden_size * no_ep.act_bytes))
+
+
 def test_sliding_window_layers_stop_growing_at_their_window(datasheet):
     oss = StepCost("gpt-oss-120b", datasheet())
     assert oss.kv_bytes_per_token == 18 * 2 * 8 * 64 * 2            # full-attention layers only

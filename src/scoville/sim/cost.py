@@ -52,7 +52,9 @@ class Parallel(msgspec.Struct, frozen=True, kw_only=True):
     """How one instance is split: ``tp`` x ``dp`` accelerators; MoE experts over ``ep`` of them.
 
     ``dp`` > 1 is data-parallel attention (each DP rank runs its own slice of the batch with ``tp``-way
-    attention); ``ep`` must divide ``tp * dp``. With ``ep == 1`` experts are tensor-split ``tp`` ways.
+    attention); ``ep`` must divide ``tp * dp``. MoE layers always span the whole instance: experts spread over
+    ``ep`` ranks and each split over the ``tp * dp / ep`` that share it (with ``ep == 1``, tensor-split over every
+    rank, data-parallel ones included, as vLLM, SGLang and TensorRT-LLM run them).
     """
 
     tp: int = 1
@@ -146,8 +148,7 @@ class StepCost:
         self._attn_w = attn_layer / tp
         self._dense_w = 3 * m.hidden_size * m.dense_intermediate * wb["dense_ffn"] / tp
         self._shared_w = m.shared_params_per_layer * wb["shared_experts"] / tp
-        expert_split = (p.accelerators // p.ep) if p.ep > 1 else tp
-        self._expert_w = m.expert_params * wb["experts"] / expert_split if m.num_experts else 0.0
+        self._expert_w = m.expert_params * wb["experts"] / (p.accelerators // p.ep) if m.num_experts else 0.0
         self._experts_per_rank = m.num_experts / p.ep if m.num_experts else 0
         self._head_w = m.vocab_size * m.hidden_size * wb["lm_head"] / tp
         layer_w = (self._attn_w + (self._dense_w if not m.num_moe_layers else
@@ -247,6 +248,8 @@ class StepCost:
         comm = L * self._tp_allreduces(Tr, scalar, xp)
         if ops.ep_exchange is not None:
             comm = comm + m.num_moe_layers * ops.ep_exchange(_pos(xp, Tr, scalar))
+        if ops.moe_gather is not None:
+            comm = comm + m.num_moe_layers * ops.moe_gather(_pos(xp, T * m.hidden_size * self.act_bytes, scalar))
         out["comm"] = comm
         out["draft"] = self._draft_time(Dr, ctx, scalar, xp) if self.drafts else 0.0
         fw = self.framework

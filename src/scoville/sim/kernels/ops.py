@@ -91,6 +91,7 @@ class OpSet:
     qk_norm: Curve | None            # the RMSNorm of one layer's queries and keys (``ModelArch.qk_norm``)
     allreduce: Curve | None          # one TP all-reduce over bytes per rank
     ep_exchange: Curve | None        # one MoE layer's EP dispatch + combine over tokens per rank
+    moe_gather: Curve | None         # attention DP without EP: one MoE layer's all-gather + reduce-scatter over bytes
     provenance: dict[str, str] = field(default_factory=dict)
     sigma: dict[str, float] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
@@ -532,6 +533,11 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
         allreduce=Curve(BYTES, b.allreduce(tp)) if tp > 1 else None,
         ep_exchange=(Curve(TOKENS, b.ep_exchange(m, lay, fmt["experts"]))
                      if m.num_moe_layers and lay.ep > 1 and lay.dp > 1 else None),
+        # attention DP with tensor-parallel experts: each MoE layer gathers every rank's tokens and reduce-scatters
+        # the outputs (TensorRT-LLM's path without all-to-all, vLLM's and SGLang's alike), the wire bytes of one
+        # all-reduce of the instance's tokens
+        moe_gather=(Curve(BYTES, b.allreduce(lay.ranks))
+                    if m.num_moe_layers and lay.ep == 1 and lay.dp > 1 else None),
     )
     ops.provenance, ops.sigma = b.provenance, b.sigma
     ops.formats = {g: formats.describe(precision.get(g, "bf16"), f, hw) for g, f in fmt.items()}
