@@ -51,8 +51,10 @@ with it throughput per GPU) is unknown. InferenceX's recipes (``validation_recip
 row takes the deployment of the recipe entry of its model, system, framework, image version, lengths and
 precision that swept its concurrency with its pools' sizes (GPUs per prefill and decode instance), when every
 such entry agrees on the GPU total (``gpus_total``) and, for ``recipe``, on the MTP depth and batch limit too.
-Where both a plain and an MTP entry match, a run read as speculative takes the MTP ones and any other the plain
-ones (a pair closer than the split reads as two plain runs, as it does among aggregated rows).
+Where plain and MTP entries match, a run read as speculative takes the MTP ones, the slower run of its pair the
+plain ones (and stays unpinned where only MTP entries match: InferenceX's recipe list does not hold every run
+its results do), a lone run whichever match (a pair closer than the split reads as two plain runs, as it does
+among aggregated rows).
 
 Split: every measurement is assigned to ``dev`` or ``holdout`` by a hash of that key. Development looked at
 ``dev`` only (to find missing terms in the model, never to set a number); ``holdout`` is reported apart.
@@ -286,6 +288,7 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
     docstring): the total where every matching entry agrees on it, the entry itself where they agree on
     everything a prediction needs."""
     recipes = [r for r in load_recipes() if r.prefill is not None and r.decode is not None]
+    speculative_at = {(*_deployment(r), r.concurrency) for r in rows if r.suspected_speculative}
     out = []
     for row in rows:
         if row.mode != "disagg" or row.gpus_total:
@@ -298,12 +301,14 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
                  and r.prefill is not None and r.decode is not None
                  and (r.prefill.tp, r.decode.tp) == (_pool_gpus(row.prefill), _pool_gpus(row.decode))]
         # InferenceX runs some deployments both plain and with MTP (one recipe entry each): a run read as speculative
-        # is one of the MTP entries, any other one of the plain entries, where both kinds match
+        # is one of the MTP entries, the slower run of such a pair one of the plain entries (none, if no plain entry
+        # matches: it stays unpinned), and a lone run whichever entries match
+        paired = (*_deployment(row), row.concurrency) in speculative_at
         kind = [r for r in match if bool(r.mtp_depths) == row.suspected_speculative]
-        match = kind or match
-        totals = {r.gpus for r in match}
+        chosen = kind if kind or row.suspected_speculative or paired else match
+        totals = {r.gpus for r in chosen or match}
         total = totals.pop() if len(totals) == 1 else None
-        deployments = {(r.gpus, r.prefill, r.decode, r.mtp_depths, r.decode_batch) for r in match}
-        out.append(replace(row, gpus_total=total, recipe=match[0] if len(deployments) == 1 else None,
+        deployments = {(r.gpus, r.prefill, r.decode, r.mtp_depths, r.decode_batch) for r in chosen}
+        out.append(replace(row, gpus_total=total, recipe=chosen[0] if len(deployments) == 1 else None,
                            total_from_recipe=total is not None))
     return out
