@@ -177,19 +177,18 @@ class _Builder:
         shape = (m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts)
         if self.wide_ep(lay):
             got = self._over_ep(lay, lambda ep: kt.wideep_moe(*shape, ep, dtype, "power_law_1.01"), "wideep_moe",
-                                    f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, no load balancer")
+                                f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, no load balancer")
             if got is not None:
                 return got
         if self.deepep(lay):
             got = self._over_ep(lay, lambda ep: kt.deepep_moe(*shape, ep, dtype, "power_law_1.01"), "deepep_moe",
-                                    f"SGLang DeepEPMoE, {dtype}, ep{lay.ep}, power-law routing")
+                                f"SGLang DeepEPMoE, {dtype}, ep{lay.ep}, power-law routing")
             if got is not None:
                 return got
         for fw in dict.fromkeys((self.framework, *MOE_KERNEL_DONORS)):
             borrowed = "" if fw == self.framework else f", from {fw}'s table: {self.framework} measured no {dtype}"
             got = self._over_ep(lay, lambda ep, fw=fw: kt.moe(*shape, lay.moe_tp, ep, dtype, "power_law_1.01", fw),
-                                    "moe", f"{dtype}, ep{lay.ep}, power-law routing{borrowed}",
-                                    1.5 if borrowed else 1.0)
+                                "moe", f"{dtype}, ep{lay.ep}, power-law routing{borrowed}", 1.5 if borrowed else 1.0)
             if got is not None:
                 return self._or_trtllm_gen(shape, lay, dtype, got)
         return None
@@ -371,15 +370,14 @@ class _Builder:
         return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
 
     def _deepep_exchange(self, m: ModelArch, lay: Layout) -> np.ndarray | None:
-        """Experts spread over several nodes: DeepEP's measured cross-node dispatch and combine. SGLang runs DeepEP
-        under attention DP (``deepep``), its low-latency kernels up to ``DEEPEP_LL_MAX_TOKENS`` a rank and its
-        normal ones beyond (``--deepep-mode auto``); TensorRT-LLM's multi-node recipes force DeepEP's normal
-        kernels (NVIDIA/srt-slurm ``recipes/trtllm/h100-fp8``: ``TRTLLM_FORCE_ALLTOALL_METHOD: DeepEP``). A node is
-        the scale-up domain; within one, the NVLink or NCCL all-to-all stays."""
+        """Experts spread over several nodes: DeepEP's measured cross-node dispatch and combine (an exchange is priced
+        only under attention DP, where SGLang runs DeepEP: ``deepep``): SGLang's low-latency kernels up to
+        ``DEEPEP_LL_MAX_TOKENS`` a rank and its normal ones beyond (``--deepep-mode auto``); TensorRT-LLM's
+        multi-node recipes force DeepEP's normal kernels (NVIDIA/srt-slurm ``recipes/trtllm/h100-fp8``:
+        ``TRTLLM_FORCE_ALLTOALL_METHOD: DeepEP``). A node is the scale-up domain; within one, the NVLink or NCCL
+        all-to-all stays."""
         kt, domain = self.kt, self.hw.scaleup_domain
         if kt is None or lay.ep <= domain or self.framework not in ("sglang", "trtllm"):
-            return None
-        if self.framework == "sglang" and not self.deepep(lay):
             return None
         shape = (m.hidden_size, m.experts_per_token, m.num_experts)
         nodes = f"ep{lay.ep} over {lay.ep / domain:g} nodes"
