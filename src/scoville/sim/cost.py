@@ -269,7 +269,7 @@ class StepCost:
         """``drafts`` sequential passes of one decoder layer (MTP module / EAGLE head) plus the LM head over
         the decoding sequences, one token each: the layer's projections, its attention over the sequence's
         context, its experts, and the collectives the main layers pay (TP all-reduces, the EP dispatch and
-        combine), since the MTP module is a whole decoder block on the same ranks."""
+        combine or the experts' gather), since the MTP module is a whole decoder block on the same ranks."""
         ops = self.ops
         x = _pos(xp, Dr, scalar)
         layer = self._projections(x) + ops.attn_decode(x, _pos(xp, ctx, scalar))
@@ -279,6 +279,8 @@ class StepCost:
                 layer = layer + ops.shared_ffn(x)
             if ops.ep_exchange is not None:
                 layer = layer + ops.ep_exchange(x)
+            if ops.moe_gather is not None:
+                layer = layer + ops.moe_gather(x * self.par.dp * self.model.hidden_size * self.act_bytes)
         elif ops.dense_ffn is not None:
             layer = layer + ops.dense_ffn(x)
         layer = layer + self._tp_allreduces(x, scalar, xp)
