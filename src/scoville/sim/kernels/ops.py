@@ -347,27 +347,19 @@ class _Builder:
         dtype = {"nvfp4": "nvfp4", "fp8_block": "fp8", "fp8": "fp8", "w4a8_mxfp4_mxfp8": "fp8"}.get(experts_format,
                                                                                                  "bfloat16")
 
-        def at(ep: int) -> np.ndarray | None:
-            got = kt.nvlink_alltoall(m.hidden_size, m.experts_per_token, ep, dtype)
-            return None if got is None else Curve(*got)(TOKENS)
+        def at(ep: int) -> tuple[np.ndarray, np.ndarray] | None:
+            return kt.nvlink_alltoall(m.hidden_size, m.experts_per_token, ep, dtype)
 
-        exact = at(lay.ep)
-        if exact is not None:
-            self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lay.ep}, {dtype} dispatch)",
-                       self.measured_sigma)
-            return exact
-        lo, hi = 2 ** int(math.floor(math.log2(lay.ep))), 2 ** int(math.ceil(math.log2(lay.ep)))
-        t_lo, t_hi = at(lo), (at(hi) if hi != lo else None)
-        if t_lo is None:
+        got = self._over_ep(lay, at, "nvlink_alltoall", f"ep{lay.ep}, {dtype} dispatch", op="alltoall")
+        if got is not None:
+            return got
+        below = 2 ** int(math.floor(math.log2(lay.ep)))        # past the largest degree measured: read at it
+        largest = at(below) if below != lay.ep else None
+        if largest is None:
             return None
-        if t_hi is None:
-            self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lo} for ep{lay.ep})",
-                       2 * self.measured_sigma)
-            return t_lo
-        w = (math.log(lay.ep) - math.log(lo)) / (math.log(hi) - math.log(lo))
-        self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{lo}..ep{hi} interpolated to "
-                   f"ep{lay.ep})", 1.5 * self.measured_sigma)
-        return np.exp(np.log(t_lo) * (1 - w) + np.log(t_hi) * w)
+        self._note("alltoall", f"measured ({kt.source('nvlink_alltoall')}, ep{below} for ep{lay.ep})",
+                   2 * self.measured_sigma)
+        return Curve(*largest)(TOKENS)
 
     def _deepep_exchange(self, m: ModelArch, lay: Layout) -> np.ndarray | None:
         """Experts spread over several nodes: DeepEP's measured cross-node dispatch and combine (an exchange is priced
