@@ -245,12 +245,7 @@ class StepCost:
                 ffn = ffn + m.num_moe_layers * ops.shared_ffn(Tr)
         out["ffn"] = ffn
         out["lm_head"] = ops.lm_head(_pos(xp, Td / dp + Spr, scalar))
-        comm = L * self._tp_allreduces(Tr, scalar, xp)
-        if ops.ep_exchange is not None:
-            comm = comm + m.num_moe_layers * ops.ep_exchange(_pos(xp, Tr, scalar))
-        if ops.moe_gather is not None:
-            comm = comm + m.num_moe_layers * ops.moe_gather(_pos(xp, T * m.hidden_size * self.act_bytes, scalar))
-        out["comm"] = comm
+        out["comm"] = L * self._tp_allreduces(Tr, scalar, xp) + m.num_moe_layers * self._moe_exchange(Tr, T, scalar, xp)
         out["draft"] = self._draft_time(Dr, ctx, scalar, xp) if self.drafts else 0.0
         fw = self.framework
         # host time: with data-parallel attention every rank runs its own scheduler over its own sequences (vLLM's
@@ -277,10 +272,7 @@ class StepCost:
             layer = layer + ops.moe(x * self.par.dp) + ops.router(x)
             if ops.shared_ffn is not None:
                 layer = layer + ops.shared_ffn(x)
-            if ops.ep_exchange is not None:
-                layer = layer + ops.ep_exchange(x)
-            if ops.moe_gather is not None:
-                layer = layer + ops.moe_gather(x * self.par.dp * self.model.hidden_size * self.act_bytes)
+            layer = layer + self._moe_exchange(x, x * self.par.dp, scalar, xp)
         elif ops.dense_ffn is not None:
             layer = layer + ops.dense_ffn(x)
         layer = layer + self._tp_allreduces(x, scalar, xp)
@@ -291,6 +283,17 @@ class StepCost:
         ``x`` tokens per rank: the same for a main layer and a draft pass."""
         ops = self.ops
         return ops.attn_proj(x) + ops.elementwise(x) + (ops.qk_norm(x) if ops.qk_norm is not None else 0.0)
+
+    def _moe_exchange(self, rank_tokens: Any, instance_tokens: Any, scalar: bool, xp: Any) -> Any:
+        """One MoE layer's token exchange (none without one): EP's dispatch and combine over the busiest rank's
+        tokens, or, under attention DP without EP, the gather and reduce-scatter of the whole instance's tokens;
+        the same for a main layer and a draft pass."""
+        ops, out = self.ops, 0.0
+        if ops.ep_exchange is not None:
+            out = out + ops.ep_exchange(_pos(xp, rank_tokens, scalar))
+        if ops.moe_gather is not None:
+            out = out + ops.moe_gather(_pos(xp, instance_tokens * self.model.hidden_size * self.act_bytes, scalar))
+        return out
 
     def _tp_allreduces(self, x: Any, scalar: bool, xp: Any) -> Any:
         """One layer's tensor-parallel all-reduces over ``x`` tokens per rank (none on one rank): after attention
