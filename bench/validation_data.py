@@ -11,7 +11,9 @@ The file repeats many measurements under several sources (the same TTFT/TPOT in 
 and the April database dump), sometimes with a different parallel layout written beside the same numbers.
 Rows are therefore merged per *measurement* (model, system, framework, precision, mode, lengths,
 concurrency, TTFT, TPOT); a measurement published with two different layouts is dropped as ambiguous, and so
-is a row whose layout does not add up (tp × attention-dp ≠ moe-tp × moe-ep).
+is a row whose layout does not add up (tp × attention-dp ≠ moe-tp × moe-ep). The database dump also names 391
+DeepSeek-R1 runs DeepSeek-V3 (``SAME_RUNS_AS``); until 2026-12-07 they were counted twice, 201 of them once in
+each half of the split.
 
 The InferenceX rows of the file write an expert-parallel deployment with its GPU count multiplied by the EP
 degree: InferenceX's "tp 8, ep 8" (8 GPUs, experts split 8 ways; the row id ends ``_tp8_ep8``) appears as
@@ -29,7 +31,7 @@ less as the batch grows, so one threshold would keep half of a speculative serie
 view leaves them out, and the frontier view searches their groups with MTP allowed. Among aggregated rows the
 pairs occur in DeepSeek-R1 TensorRT-LLM groups only (59 rows). InferenceX's Dynamo recipes, too, run many pool
 layouts plain and with MTP (one entry each, same pools and concurrencies), and the file holds both runs: the
-same rule, one deployment being the same pools within one image version, reads 123 disaggregated runs as
+same rule, one deployment being the same pools within one image version, reads 122 disaggregated runs as
 speculative (SGLang on B200, H200 and H100 among them, whose MTP gains 1.1-1.5x there).
 
 InferenceX's GB200 DeepSeek-R1 results are Dynamo disaggregated deployments; the file's April CSV writes 55 of
@@ -84,6 +86,10 @@ MODELS = {
     "Qwen/Qwen3-235B-A22B-FP8": "aic:Qwen--Qwen3-235B-A22B-FP8",
     "MiniMaxAI/MiniMax-M2.5": "aic:MiniMaxAI--MiniMax-M2.5",
 }
+# HF ids under which the file publishes another id's runs: the April database dump writes 391 DeepSeek-R1 runs as
+# DeepSeek-V3 (the same TTFT and TPOT to the last digit as the March and April CSVs' DeepSeek-R1 rows); merging them
+# under the run's own id keeps one measurement from counting twice, or in both halves of the split
+SAME_RUNS_AS = {"deepseek-ai/DeepSeek-V3": "deepseek-ai/DeepSeek-R1"}
 SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "gb300": "gb300"}
 PRECISION = {"fp8": "fp8", "fp4": "nvfp4", "int4": "int4", "bf16": "bf16", "": None}
@@ -201,11 +207,12 @@ def load_silicon() -> list[SiliconRow]:
             mode, gpus_total = r["mode"], None
             if mode == "agg" and r["system"] == "gb200" and tp > DISAGG_TOTAL_ABOVE and dp == ep == 1:
                 mode, gpus_total, tp = "disagg", tp, 1
-            key = "|".join(str(x) for x in (r["model_path"], r["system"], r["backend"], r["precision"], r["mode"],
-                                            r["isl"], r["osl"], concurrency, round(float(r["silicon_ttft_ms"]), 3),
-                                            round(float(r["silicon_tpot_ms"]), 4)))
+            measurement = (r["system"], r["backend"], r["precision"], r["mode"], r["isl"], r["osl"], concurrency,
+                           round(float(r["silicon_ttft_ms"]), 3), round(float(r["silicon_tpot_ms"]), 4))
+            published = "|".join(str(x) for x in (r["model_path"], *measurement))
+            key = "|".join(str(x) for x in (SAME_RUNS_AS.get(r["model_path"], r["model_path"]), *measurement))
             by_key.setdefault(key, []).append(SiliconRow(
-                id=r["id"], split=_split(key), model=model, model_id=r["model_path"], hardware=hw,
+                id=r["id"], split=_split(published), model=model, model_id=r["model_path"], hardware=hw,
                 framework=r["backend"], framework_version=r["backend_version"], precision=PRECISION.get(r["precision"]),
                 mode=mode, isl=_int(r["isl"]), osl=_int(r["osl"]), concurrency=concurrency,
                 tp=tp, dp=dp, ep=ep,
@@ -216,6 +223,9 @@ def load_silicon() -> list[SiliconRow]:
                                                               r["silicon_data_source"])) else ""))
     out = []
     for rows in by_key.values():
+        # a run also published under another id is read as its own id's rows write it (split, layout): the dump
+        # writes the disaggregated pools of those runs otherwise (attention DP where the CSVs have TP)
+        rows = [x for x in rows if x.model_id not in SAME_RUNS_AS] or rows
         layouts = {(x.tp, x.dp, x.ep, x.prefill, x.decode) for x in rows}
         if len(layouts) == 1:
             out.append(rows[0])
