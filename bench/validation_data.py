@@ -27,12 +27,15 @@ both plain and with MTP (its ``dsr1-fp8-b200-trt`` and ``dsr1-fp8-b200-trt-mtp``
 concurrencies). Where one deployment at one concurrency was measured twice with TPOTs more than
 ``SPECULATIVE_SPLIT`` apart, the faster is taken for the speculative run (``suspected_speculative``), and so is
 the faster of every pair more than ``SERIES_SPLIT`` apart at that deployment's other concurrencies (MTP gains
-less as the batch grows, so one threshold would keep half of a speculative series as plain runs). The pinned
-view leaves them out, and the frontier view searches their groups with MTP allowed. Among aggregated rows the
-pairs occur in DeepSeek-R1 TensorRT-LLM groups only (59 rows). InferenceX's Dynamo recipes, too, run many pool
-layouts plain and with MTP (one entry each, same pools and concurrencies), and the file holds both runs: the
-same rule, one deployment being the same pools within one image version, reads 122 disaggregated runs as
-speculative (SGLang on B200, H200 and H100 among them, whose MTP gains 1.1-1.5x there).
+less as the batch grows, so one threshold would keep half of a speculative series as plain runs). A deployment
+whose runs split by more than ``SERIES_SPLIT`` at ``SERIES_PAIRS`` concurrencies or more is a speculative series
+too: InferenceX's SGLang MTP runs of DeepSeek-R1 on B200 (depth 2) gain 1.2-1.5x, never more, and two runs of one
+plain deployment do not differ by a fifth twice. The pinned view leaves them out, and the frontier view searches
+their groups with MTP allowed. Among aggregated rows the pairs occur in DeepSeek-R1 TensorRT-LLM groups (61 rows)
+and SGLang's B200 FP8 ones (7). InferenceX's Dynamo recipes, too, run many pool layouts plain and with MTP (one
+entry each, same pools and concurrencies), and the file holds both runs: the same rule, one deployment being the
+same pools within one image version, reads 129 disaggregated runs as speculative (SGLang on B200, H200 and H100
+among them, whose MTP gains 1.1-1.5x there).
 
 InferenceX's GB200 DeepSeek-R1 results are Dynamo disaggregated deployments; the file's April CSV writes 55 of
 them as aggregated rows with the deployment's GPU total as tp (12 to 72, EP 1: no aggregated DeepSeek-R1
@@ -67,6 +70,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -98,6 +102,8 @@ SPECULATIVE_SPLIT = 1.5   # TPOT ratio between two runs of one deployment that o
 DECODE_MONOTONE_SLACK = 1.3   # a run this much faster per token than the same deployment at fewer users: a bad run
 SERIES_SPLIT = 1.2        # ... at the other concurrencies of a deployment that has such a pair (MTP's gain shrinks
                           # as the batch grows: 1.6x at 4 users, 1.3-1.4x at 32-64 on H200)
+SERIES_PAIRS = 2          # ... or a deployment split by more than SERIES_SPLIT at this many concurrencies: SGLang's MTP
+                          # gains 1.2-1.5x on B200 (InferenceX's dsr1-fp8-b200-sglang-mtp, depth 2), never 1.5x
 
 
 @dataclass(frozen=True)
@@ -244,9 +250,9 @@ def _deployment(r: SiliconRow) -> tuple:
 
 def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
     """Flag the faster of two measurements of one deployment (``_deployment``) and concurrency whose TPOTs differ
-    by more than ``SPECULATIVE_SPLIT`` (by more than ``SERIES_SPLIT`` at the other concurrencies of a deployment
-    that has such a pair), for models with MTP heads (elsewhere such a pair is a bad run, not a speculative
-    one: Kimi K2.5 on H200 has one at 64 ms against 16 ms)."""
+    by more than ``SPECULATIVE_SPLIT`` (by more than ``SERIES_SPLIT`` throughout a deployment that has such a pair,
+    or that many at ``SERIES_PAIRS`` concurrencies), for models with MTP heads (elsewhere such a pair is a bad run,
+    not a speculative one: Kimi K2.5 on H200 has one at 64 ms against 16 ms)."""
     from scoville.catalog.models import load_model
 
     has_mtp = {m: load_model(m).mtp_layers > 0 for m in {r.model for r in rows}}
@@ -254,13 +260,15 @@ def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
     for r in rows:
         if has_mtp[r.model]:
             same.setdefault((*_deployment(r), r.concurrency), []).append(r)
-    speculative_deployments = {key[:-1] for key, runs in same.items()
-                               if max(x.tpot_ms for x in runs) / min(x.tpot_ms for x in runs) > SPECULATIVE_SPLIT}
+    spread = {key: max(x.tpot_ms for x in runs) / min(x.tpot_ms for x in runs) for key, runs in same.items()}
+    series_pairs = Counter(key[:-1] for key, ratio in spread.items() if ratio > SERIES_SPLIT)
+    speculative_deployments = {key[:-1] for key, ratio in spread.items() if ratio > SPECULATIVE_SPLIT} | \
+        {deployment for deployment, pairs in series_pairs.items() if pairs >= SERIES_PAIRS}
     faster: set[str] = set()
     for key, runs in same.items():
-        split = SERIES_SPLIT if key[:-1] in speculative_deployments else SPECULATIVE_SPLIT
+        threshold = SERIES_SPLIT if key[:-1] in speculative_deployments else SPECULATIVE_SPLIT
         slowest = max(x.tpot_ms for x in runs)
-        faster.update(x.id for x in runs if slowest / x.tpot_ms > split)
+        faster.update(x.id for x in runs if slowest / x.tpot_ms > threshold)
     return [replace(r, suspected_speculative=True) if r.id in faster else r for r in rows]
 
 
