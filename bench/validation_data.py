@@ -51,11 +51,13 @@ contradict. The rule reads only the measurements, never a prediction; the bench 
 view and lists them. It does not reach across versions: gpt-oss-120b on H100 with vLLM 0.11.2 at 512 users reads
 3.6-5.6 ms (TTFT 20-118 s) where vLLM 0.18 at 32-64 users reads 10-16 ms, and stays in.
 
-The file's disaggregated rows give each pool's layout but not how many instances ran, so their GPU total (and
-with it throughput per GPU) is unknown. InferenceX's recipes (``validation_recipes``) name the worker counts: a
-row takes the deployment of the recipe entry of its model, system, framework, image version, lengths and
-precision that swept its concurrency with its pools' sizes (GPUs per prefill and decode instance), when every
-such entry agrees on the GPU total (``gpus_total``) and, for ``recipe``, on the MTP depth and batch limit too.
+The file's disaggregated rows give each pool's layout but, except in the database dump (``workers``: 271 runs),
+not how many instances ran, so their GPU total (and with it throughput per GPU) is unknown. InferenceX's recipes
+(``validation_recipes``) name the worker counts: a row takes the deployment of the recipe entry of its model,
+system, framework, image version, lengths and precision that swept its concurrency with its pools' sizes (GPUs
+per prefill and decode instance) and, where the dump gives them, its worker counts, when every such entry agrees
+on the GPU total (``gpus_total``) and, for ``recipe``, on the MTP depth and batch limit too. The dump's counts
+check the matching: of the 133 runs both give a total for, 130 agree.
 Where plain and MTP entries match, a run read as speculative takes the MTP ones, the slower run of its pair the
 plain ones (and stays unpinned where only MTP entries match: InferenceX's recipe list does not hold every run
 its results do), a lone run whichever match (a pair closer than the split reads as two plain runs, as it does
@@ -125,7 +127,7 @@ class SiliconRow:
     tp: int
     dp: int
     ep: int
-    prefill: tuple[int, int, int] | None   # disagg pool shapes (tp, dp, ep); worker counts are not published
+    prefill: tuple[int, int, int] | None   # disagg pool shapes (tp, dp, ep)
     decode: tuple[int, int, int] | None
     ttft_ms: float
     tpot_ms: float
@@ -136,6 +138,7 @@ class SiliconRow:
     measured: str = ""                    # the run's date (ISO) where the file gives it: which recipe version ran
     recipe: Recipe | None = None          # a disaggregated row's InferenceX deployment (module docstring)
     total_from_recipe: bool = False       # gpus_total was read off the recipes, not the file
+    workers: tuple[int, int] | None = None   # (prefill, decode) instances of a disaggregated run, where the file says
 
     @property
     def accelerators(self) -> int:
@@ -225,16 +228,20 @@ def load_silicon() -> list[SiliconRow]:
                 prefill=_pool(r, "prefill_"), decode=_pool(r, "decode_"),
                 ttft_ms=float(r["silicon_ttft_ms"]), tpot_ms=float(r["silicon_tpot_ms"]),
                 source=r["silicon_data_source"].split(";")[0], gpus_total=gpus_total,
+                workers=(_int(r["prefill_num_workers"]), _int(r["decode_num_workers"]))
+                if mode == "disagg" and r["prefill_num_workers"] and r["decode_num_workers"] else None,
                 measured=date.group(1) if (date := re.search(r"measured=(\d{4}-\d{2}-\d{2})",
                                                               r["silicon_data_source"])) else ""))
     out = []
     for rows in by_key.values():
         # a run also published under another id is read as its own id's rows write it (split, layout): the dump
         # writes the disaggregated pools of those runs otherwise (attention DP where the CSVs have TP)
+        workers = {x.workers for x in rows if x.workers}
         rows = [x for x in rows if x.model_id not in SAME_RUNS_AS] or rows
         layouts = {(x.tp, x.dp, x.ep, x.prefill, x.decode) for x in rows}
-        if len(layouts) == 1:
-            out.append(rows[0])
+        if len(layouts) == 1 and len(workers) <= 1:
+            # the dump alone gives a disaggregated run's worker counts: they join the run however it is named
+            out.append(replace(rows[0], workers=workers.pop() if workers else None))
     return _attach_recipes(_mark_inconsistent(_mark_speculative(out)))
 
 
@@ -317,7 +324,8 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
                  (row.model, row.hardware, row.framework, row.framework_version, row.isl, row.osl)
                  and PRECISION.get(r.precision) == row.precision and row.concurrency in r.concurrency
                  and r.prefill is not None and r.decode is not None
-                 and (r.prefill.tp, r.decode.tp) == (_pool_gpus(row.prefill), _pool_gpus(row.decode))]
+                 and (r.prefill.tp, r.decode.tp) == (_pool_gpus(row.prefill), _pool_gpus(row.decode))
+                 and row.workers in (None, (r.prefill.workers, r.decode.workers))]
         # InferenceX runs some deployments both plain and with MTP (one recipe entry each): a run read as speculative
         # is one of the MTP entries, the slower run of such a pair one of the plain entries (none, if no plain entry
         # matches: it stays unpinned), and a lone run whichever entries match
