@@ -491,10 +491,12 @@ class MeasuredPoint:
 
 def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
     """Measured points on each group's own upper envelope (the published curve): unified rows, and the
-    disaggregated ones whose GPU total the file itself gives (those with a total from the recipes: view 2c)."""
+    disaggregated ones whose GPU total the April CSV writes as tp (those with a total from the recipes are view
+    2c's; those with one from the dump's worker counts, of versions no recipe on file ran, are pinned in view 1g
+    where the deployment is known and left out of the frontiers)."""
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
-        if (r.mode == "agg" or r.gpus_total) and not r.total_from_recipe and "gap" not in r.source:
+        if (r.mode == "agg" or r.total_source == "csv") and "gap" not in r.source:
             groups[(r.model, r.hardware, r.precision, r.framework, r.isl, r.osl, r.mode)].append(r)
     out = []
     for (*group, mode), rs in groups.items():
@@ -771,7 +773,7 @@ def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> RecipeS
             by_group[(*p.group, None)].append(p)
     versions: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
-        if r.total_from_recipe:
+        if r.total_source == "recipes":
             versions[(r.model, r.hardware, r.precision, r.framework, r.isl, r.osl, r.framework_version)].append(r)
     for key, rs in versions.items():
         by_group[key] += [MeasuredPoint(key[:6], r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_recipe")
@@ -984,8 +986,8 @@ def trends(points: list[MeasuredPoint], rows: list[SiliconRow]) -> list[tuple[st
                 and (p.max_gpus is None) == disaggregated]
 
     measured_gb200, measured_b200 = measured("gb200", True), measured("b200", False)
-    march = [r for r in rows if r.total_from_recipe and (r.model, r.hardware, r.precision, r.framework, r.isl, r.osl)
-             == group]
+    march = [r for r in rows if r.total_source == "recipes"
+             and (r.model, r.hardware, r.precision, r.framework, r.isl, r.osl) == group]
     measured_march = [MeasuredPoint(group, r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_recipe")
                       for r in march]
     recipes = load_recipes()

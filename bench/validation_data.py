@@ -57,7 +57,9 @@ not how many instances ran, so their GPU total (and with it throughput per GPU) 
 system, framework, image version, lengths and precision that swept its concurrency with its pools' sizes (GPUs
 per prefill and decode instance) and, where the dump gives them, its worker counts, when every such entry agrees
 on the GPU total (``gpus_total``) and, for ``recipe``, on the MTP depth and batch limit too. The dump's counts
-check the matching: of the 133 runs both give a total for, 130 agree.
+check the matching: of the 133 runs both give a total for, 130 agree. A run the dump gives worker counts for and
+no entry matches (another image version) keeps the dump's total and, for a model without MTP heads, the deployment
+its row writes (``_file_deployment``): view 1g pins it, the frontier views leave it out.
 Where plain and MTP entries match, a run read as speculative takes the MTP ones, the slower run of its pair the
 plain ones (and stays unpinned where only MTP entries match: InferenceX's recipe list does not hold every run
 its results do), a lone run whichever match (a pair closer than the split reads as two plain runs, as it does
@@ -75,8 +77,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
-from validation_recipes import Recipe, load_recipes
+from validation_recipes import Pool, Recipe, load_recipes
 
 # HF ids in the validation set -> a model scoville knows (catalog name or an AIC config.json, read in place)
 MODELS = {
@@ -108,6 +111,9 @@ SERIES_PAIRS = 2          # ... or a deployment split by more than SERIES_SPLIT 
                           # gains 1.2-1.5x on B200 (InferenceX's dsr1-fp8-b200-sglang-mtp, depth 2), never 1.5x
 
 
+TotalSource = Literal["csv", "recipes", "dump"]
+
+
 @dataclass(frozen=True)
 class SiliconRow:
     """One measured point with the deployment that produced it."""
@@ -137,7 +143,9 @@ class SiliconRow:
     gpus_total: int | None = None         # a disaggregated deployment's GPU total, where the file gives it
     measured: str = ""                    # the run's date (ISO) where the file gives it: which recipe version ran
     recipe: Recipe | None = None          # a disaggregated row's InferenceX deployment (module docstring)
-    total_from_recipe: bool = False       # gpus_total was read off the recipes, not the file
+    # where gpus_total comes from: "csv" (a GB200 Dynamo total written as tp), "recipes" (validation_recipes), "dump"
+    # (the database dump's worker counts, no recipe entry matching)
+    total_source: TotalSource | None = None
     workers: tuple[int, int] | None = None   # (prefill, decode) instances of a disaggregated run, where the file says
 
     @property
@@ -213,9 +221,9 @@ def load_silicon() -> list[SiliconRow]:
             conc = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
             concurrency = int(conc.group(1)) if conc else _int(r["batch_size"])
             tp, dp, ep = _layout(r)
-            mode, gpus_total = r["mode"], None
+            mode, gpus_total, total_source = r["mode"], None, None
             if mode == "agg" and r["system"] == "gb200" and tp > DISAGG_TOTAL_ABOVE and dp == ep == 1:
-                mode, gpus_total, tp = "disagg", tp, 1
+                mode, gpus_total, tp, total_source = "disagg", tp, 1, "csv"
             measurement = (r["system"], r["backend"], r["precision"], r["mode"], r["isl"], r["osl"], concurrency,
                            round(float(r["silicon_ttft_ms"]), 3), round(float(r["silicon_tpot_ms"]), 4))
             published = "|".join(str(x) for x in (r["model_path"], *measurement))
@@ -227,7 +235,7 @@ def load_silicon() -> list[SiliconRow]:
                 tp=tp, dp=dp, ep=ep,
                 prefill=_pool(r, "prefill_"), decode=_pool(r, "decode_"),
                 ttft_ms=float(r["silicon_ttft_ms"]), tpot_ms=float(r["silicon_tpot_ms"]),
-                source=r["silicon_data_source"].split(";")[0], gpus_total=gpus_total,
+                source=r["silicon_data_source"].split(";")[0], gpus_total=gpus_total, total_source=total_source,
                 workers=(_int(r["prefill_num_workers"]), _int(r["decode_num_workers"]))
                 if mode == "disagg" and r["prefill_num_workers"] and r["decode_num_workers"] else None,
                 measured=date.group(1) if (date := re.search(r"measured=(\d{4}-\d{2}-\d{2})",
@@ -308,10 +316,35 @@ def _pool_gpus(pool: tuple[int, int, int] | None) -> int:
     return pool[0] * pool[1] if pool else 0
 
 
+def _file_pool(workers: int, pool: tuple[int, int, int]) -> Pool | None:
+    """A pool the file writes as (tp, attention dp, ep) with its instance count, as a recipe would; None for a mix
+    of attention TP and DP, which a recipe's pool does not express."""
+    tp, dp, ep = pool
+    return None if tp > 1 and dp > 1 else Pool(workers, tp * dp, ep, dp > 1)
+
+
+def _file_deployment(row: SiliconRow) -> Recipe | None:
+    """The deployment a disaggregated run's own row gives where no recipe entry matches it: its pools with the dump's
+    worker counts, for a model without MTP heads (the file does not say whether a run drafted; one that cannot is
+    plain) and with no decode batch limit (the file gives none); none for AIC's own runs, which give no
+    concurrency."""
+    from scoville.catalog.models import load_model
+
+    if row.workers is None or row.prefill is None or row.decode is None or row.concurrency < 1 \
+            or load_model(row.model).mtp_layers:
+        return None
+    prefill, decode = _file_pool(row.workers[0], row.prefill), _file_pool(row.workers[1], row.decode)
+    if prefill is None or decode is None:
+        return None
+    return Recipe("silicon_sample.csv", row.model, row.hardware, row.precision or "", row.framework,
+                  row.framework_version, row.isl, row.osl, (), (row.concurrency,), None, prefill, decode, None)
+
+
 def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
     """Give each disaggregated row without a GPU total the deployment of its InferenceX recipe entry (module
     docstring): the total where every matching entry agrees on it, the entry itself where they agree on
-    everything a prediction needs."""
+    everything a prediction needs. A run no entry matches keeps the total and, where it can, the deployment of its
+    own row, if the dump gives its worker counts (``_file_deployment``)."""
     recipes = [r for r in load_recipes() if r.prefill is not None and r.decode is not None]
     speculative_at = {(*_deployment(r), r.concurrency) for r in rows if r.suspected_speculative}
     out = []
@@ -326,6 +359,10 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
                  and r.prefill is not None and r.decode is not None
                  and (r.prefill.tp, r.decode.tp) == (_pool_gpus(row.prefill), _pool_gpus(row.decode))
                  and row.workers in (None, (r.prefill.workers, r.decode.workers))]
+        if not match and row.workers:
+            gpus = row.workers[0] * _pool_gpus(row.prefill) + row.workers[1] * _pool_gpus(row.decode)
+            out.append(replace(row, gpus_total=gpus, recipe=_file_deployment(row), total_source="dump"))
+            continue
         # InferenceX runs some deployments both plain and with MTP (one recipe entry each): a run read as speculative
         # is one of the MTP entries, the slower run of such a pair one of the plain entries (none, if no plain entry
         # matches: it stays unpinned), and a lone run whichever entries match
@@ -336,5 +373,5 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
         total = totals.pop() if len(totals) == 1 else None
         deployments = {(r.gpus, r.prefill, r.decode, r.mtp_depths, r.decode_batch) for r in chosen}
         out.append(replace(row, gpus_total=total, recipe=chosen[0] if len(deployments) == 1 else None,
-                           total_from_recipe=total is not None))
+                           total_source="recipes" if total is not None else None))
     return out
