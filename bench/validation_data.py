@@ -221,7 +221,8 @@ def load_silicon() -> list[SiliconRow]:
             conc = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
             concurrency = int(conc.group(1)) if conc else _int(r["batch_size"])
             tp, dp, ep = _layout(r)
-            mode, gpus_total, total_source = r["mode"], None, None
+            mode, gpus_total = r["mode"], None
+            total_source: TotalSource | None = None
             if mode == "agg" and r["system"] == "gb200" and tp > DISAGG_TOTAL_ABOVE and dp == ep == 1:
                 mode, gpus_total, tp, total_source = "disagg", tp, 1, "csv"
             measurement = (r["system"], r["backend"], r["precision"], r["mode"], r["isl"], r["osl"], concurrency,
