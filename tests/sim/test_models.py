@@ -119,3 +119,42 @@ def test_a_bad_shape_field_is_one_line_naming_it(tmp_path, field, value):
     p.write_text(_json.dumps(cfg))
     with pytest.raises(UserError, match=field):
         _load(str(p))
+
+
+def _llama_8b_config() -> dict:
+    return json.loads((Path(__file__).resolve().parents[2] / "src/scoville/data/models/llama-3.1-8b.json").read_text())
+
+
+@pytest.mark.parametrize("extra, named", [
+    ({"layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 8},
+     "layer_types linear_attention"),                                    # Qwen3.5 / Qwen3-Next Gated DeltaNet
+    ({"index_topk": 2048}, "index_topk"),                               # DeepSeek-V3.2 / GLM-5 sparse attention
+    ({"hybrid_override_pattern": "M-M*-" * 6}, "hybrid_override_pattern"),   # Nemotron-H Mamba layers
+    ({"attention_chunk_size": 8192}, "attention_chunk_size"),           # Llama 4 chunked local attention
+])
+def test_a_layer_design_the_cost_model_lacks_is_refused_in_one_line_naming_its_field(tmp_path, extra, named):
+    """Read as the nearest supported family, such a model would get an estimate that is wrong without a sign."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**_llama_8b_config(), **extra}))
+    with pytest.raises(UserError) as exc:
+        load_model(str(p))
+    assert named in str(exc.value) and str(p) in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_sliding_and_full_layer_types_still_load():
+    m = load_model("gpt-oss-120b")
+    assert m.num_sliding_layers == 18 and m.num_full_layers == 18
+
+
+def test_moe_layers_follow_a_per_layer_list_and_qwen_dense_only_layers(tmp_path):
+    base = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+            "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 8, "num_attention_heads": 32,
+            "num_key_value_heads": 4, "num_experts": 64, "num_experts_per_tok": 8, "vocab_size": 151936}
+    listed = tmp_path / "listed.json"
+    listed.write_text(json.dumps({**base, "moe_layer_freq": [0, 0, 1, 1, 1, 1, 1, 1]}))
+    m = load_model(str(listed))
+    assert (m.num_dense_layers, m.num_moe_layers) == (2, 6)
+    dense_only = tmp_path / "dense-only.json"
+    dense_only.write_text(json.dumps({**base, "mlp_only_layers": [0, 7]}))
+    m = load_model(str(dense_only))
+    assert (m.num_dense_layers, m.num_moe_layers) == (2, 6)

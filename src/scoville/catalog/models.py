@@ -10,7 +10,10 @@ so any compatible config.json works, not only the shipped ones.
 Supported families: Llama/Qwen/Mistral-style dense GQA, Mixtral/Qwen-MoE-style
 MoE, GptOss (alternating sliding/full attention with sinks), DeepseekV3/Kimi
 (MLA, shared experts, first-k dense layers, MTP), and multimodal wrappers that
-nest the language model in ``text_config``.
+nest the language model in ``text_config``. A config whose layers are something
+else (linear attention, Mamba, sparse or chunked attention, per-layer block
+configs: ``UNMODELLED``) is refused with a one-line error naming the field, not
+read as the nearest supported family: its estimate would be wrong without a sign.
 """
 
 from __future__ import annotations
@@ -38,6 +41,19 @@ COMPUTE_PRECISION = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8
 KV_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5625, "fp32": 4.0}
 
 GROUPS = ("attn", "dense_ffn", "experts", "shared_experts", "embed", "lm_head")
+# Attention kinds a ``layer_types`` entry may name: full causal attention and a sliding window over it
+MODELLED_LAYER_TYPES = ("full_attention", "sliding_attention")
+# Config fields of layer designs the cost model has no operators for, and what each one is
+UNMODELLED = {
+    "index_topk": "DeepSeek sparse attention, a top-k indexer per layer, as in DeepSeek-V3.2/V4 and GLM-5",
+    "linear_attn_config": "linear attention layers, as in Kimi Linear",
+    "sparse_attention_config": "sparse attention, as in MiniMax-M3",
+    "hybrid_override_pattern": "Mamba layers, as in Nemotron-H",
+    "layers_block_type": "Mamba layers, as in Nemotron-H",
+    "attention_chunk_size": "chunked local attention, as in Llama 4 and MiMo-V2",
+    "hybrid_layer_pattern": "a per-layer attention pattern, as in MiMo-V2",
+    "block_configs": "per-layer block configs, as in DeciLM / Nemotron-Super",
+}
 
 
 class ModelArch(msgspec.Struct, kw_only=True):
@@ -239,6 +255,32 @@ def _count(cfg: dict[str, Any], key: str, source: str, default: Any = None, *, m
     return int(raw)
 
 
+def _refuse_unmodelled(cfg: dict[str, Any], arch: str, source: str) -> None:
+    """A one-line error for a config whose layers the cost model cannot represent (``UNMODELLED``, or a
+    ``layer_types`` entry other than full or sliding-window attention)."""
+    found = [f"{field} ({what})" for field, what in UNMODELLED.items() if cfg.get(field)]
+    kinds = sorted({str(t) for t in cfg.get("layer_types") or []} - set(MODELLED_LAYER_TYPES))
+    if kinds:
+        found.insert(0, f"layer_types {'/'.join(kinds)}")
+    if found:
+        raise UserError(f"{source}: {arch} uses {'; '.join(found)}, which scoville's cost model does not represent; "
+                        "it models dense and MoE decoders with full or sliding-window GQA or MLA attention, so "
+                        "simulate one of those")
+
+
+def _moe_layers(cfg: dict[str, Any], num_layers: int) -> int:
+    """How many decoder layers are MoE layers: after the first ``first_k_dense_replace``, every
+    ``moe_layer_freq`` / ``decoder_sparse_step``-th (or those a per-layer 0/1 ``moe_layer_freq`` list marks), none
+    of Qwen-MoE's ``mlp_only_layers``."""
+    freq = cfg.get("moe_layer_freq")
+    if isinstance(freq, list):
+        return sum(1 for flag in freq[:num_layers] if flag)
+    first_dense = int(cfg.get("first_k_dense_replace", 0))
+    step = int(freq or cfg.get("decoder_sparse_step") or 1)
+    dense_only = {int(i) for i in cfg.get("mlp_only_layers") or []}
+    return sum(1 for i in range(first_dense, num_layers) if (i - first_dense) % step == 0 and i not in dense_only)
+
+
 def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") -> ModelArch:
     """A ModelArch from a parsed HF config dict (``source`` names the file in error messages)."""
     outer = cfg
@@ -246,6 +288,7 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
     if "text_config" in cfg and "hidden_size" not in cfg:
         cfg = cfg["text_config"]
     arch = (cfg.get("architectures") or outer.get("architectures") or ["unknown"])[0]
+    _refuse_unmodelled(cfg, arch, source)
     mtype = str(cfg.get("model_type", ""))
     h = _count(cfg, "hidden_size", source)
     L = _count(cfg, "num_hidden_layers", source)
@@ -285,12 +328,7 @@ def parse_config(cfg: dict[str, Any], name: str, source: str = "config.json") ->
                       attention_sinks=mtype == "gpt_oss")
     n_exp = int(cfg.get("n_routed_experts") or cfg.get("num_local_experts") or cfg.get("num_experts") or 0)
     if n_exp:
-        first_dense = int(cfg.get("first_k_dense_replace", 0))
-        step = int(cfg.get("moe_layer_freq") or cfg.get("decoder_sparse_step") or 1)
-        if step > 1:
-            moe_layers = sum(1 for i in range(first_dense, L) if (i - first_dense) % step == 0)
-        else:
-            moe_layers = L - first_dense
+        moe_layers = _moe_layers(cfg, L)
         common.update(
             num_dense_layers=L - moe_layers, dense_intermediate=int(cfg.get("intermediate_size", 0)),
             num_moe_layers=moe_layers, num_experts=n_exp,
