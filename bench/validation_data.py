@@ -140,7 +140,7 @@ class SiliconRow:
     source: str
     suspected_speculative: bool = False   # the faster of a plain/speculative pair (module docstring)
     inconsistent: bool = False            # contradicts its deployment's other runs (module docstring)
-    gpus_total: int | None = None         # a disaggregated deployment's GPU total, where the file gives it
+    gpus_total: int | None = None         # a disaggregated deployment's GPU total, where known (total_source)
     measured: str = ""                    # the run's date (ISO) where the file gives it: which recipe version ran
     recipe: Recipe | None = None          # a disaggregated row's InferenceX deployment (module docstring)
     # where gpus_total comes from: "csv" (a GB200 Dynamo total written as tp), "recipes" (validation_recipes), "dump"
