@@ -400,10 +400,19 @@ def _short(model: str) -> str:
     return Path(model).stem.replace("_config", "").split("--")[-1][:22]
 
 
-def report_inconsistent(runs: list[SiliconRow]) -> None:
-    """The runs ``validation_data`` leaves out because they contradict their own deployment, one line each."""
-    print(f"{len(runs)} runs left out of every view: per-token time beats the same deployment's at fewer users "
-          f"(validation_data.DECODE_MONOTONE_SLACK)")
+def report_left_out(runs: list[SiliconRow]) -> None:
+    """The runs ``validation_data`` leaves out because they contradict their own deployment or their GPUs'
+    memory bandwidth, one line each."""
+    for reason, mine in (("per-token time beats the same deployment's at fewer users "
+                          "(validation_data.DECODE_MONOTONE_SLACK)", [r for r in runs if r.inconsistent]),
+                         ("per-token time below what the GPUs' datasheet HBM bandwidth allows for the weights and KV "
+                          "its running batch reads (validation_data._decode_floor_s)",
+                          [r for r in runs if r.beyond_bandwidth])):
+        print(f"{len(mine)} runs left out of every view: {reason}")
+        _list_runs(mine)
+
+
+def _list_runs(runs: list[SiliconRow]) -> None:
     for r in sorted(runs, key=lambda r: (r.model, r.hardware, r.isl, r.osl, r.tp, r.concurrency)):
         print(f"   {_short(r.model)} {r.hardware} {r.framework} {r.isl}/{r.osl} tp{r.tp} dp{r.dp} ep{r.ep} "
               f"{r.concurrency} users: TPOT {r.tpot_ms:.1f} ms, TTFT {r.ttft_ms:,.0f} ms ({r.split})")
@@ -1030,13 +1039,13 @@ def main(argv: list[str] | None = None) -> int:
     if not measured:
         print("the validation tables need aiconfigurator-core: pip install 'scoville[silicon]'")
         return 1
-    rows = [r for r in measured if not r.inconsistent]
+    rows = [r for r in measured if not (r.inconsistent or r.beyond_bandwidth)]
     print(f"validation set: {len(rows)} distinct measurements from silicon_sample.csv "
           f"({sum(r.split == 'dev' for r in rows)} dev, {sum(r.split == 'holdout' for r in rows)} holdout); "
           f"{sum(r.suspected_speculative and r.mode == 'agg' for r in rows)} suspected speculative runs left out of "
           f"view 1, {sum(r.suspected_speculative and r.mode == 'disagg' for r in rows)} disaggregated ones read as "
           f"MTP runs (view 1g)")
-    report_inconsistent([r for r in measured if r.inconsistent])
+    report_left_out([r for r in measured if r.inconsistent or r.beyond_bandwidth])
     view1 = pinned(rows)
     by_row, envelopes = view1.cmps, view1.envelopes
     report_pinned(by_row)

@@ -79,6 +79,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from scoville.catalog.models import load_model
+from scoville.errors import UserError
+from scoville.sim.config import SimConfig
+from scoville.sim.engine import step_cost
 from validation_recipes import Pool, Recipe, load_recipes
 
 # HF ids in the validation set -> a model scoville knows (catalog name or an AIC config.json, read in place)
@@ -107,6 +111,7 @@ SPECULATIVE_SPLIT = 1.5   # TPOT ratio between two runs of one deployment that o
 DECODE_MONOTONE_SLACK = 1.3   # a run this much faster per token than the same deployment at fewer users: a bad run
 SERIES_SPLIT = 1.2        # ... at the other concurrencies of a deployment that has such a pair (MTP's gain shrinks
                           # as the batch grows: 1.6x at 4 users, 1.3-1.4x at 32-64 on H200)
+LENGTH_FLOOR = 0.8        # InferenceX draws prompt and output lengths from [0.8 L, L] (--random-range-ratio 0.8)
 SERIES_PAIRS = 2          # ... or a deployment split by more than SERIES_SPLIT at this many concurrencies: SGLang's MTP
                           # gains 1.2-1.5x on B200 (InferenceX's dsr1-fp8-b200-sglang-mtp, depth 2), never 1.5x
 
@@ -140,6 +145,7 @@ class SiliconRow:
     source: str
     suspected_speculative: bool = False   # the faster of a plain/speculative pair (module docstring)
     inconsistent: bool = False            # contradicts its deployment's other runs (module docstring)
+    beyond_bandwidth: bool = False        # faster per token than its GPUs' memory allows (``_mark_beyond_bandwidth``)
     gpus_total: int | None = None         # a disaggregated deployment's GPU total, where known (total_source)
     measured: str = ""                    # the run's date (ISO) where the file gives it: which recipe version ran
     recipe: Recipe | None = None          # a disaggregated row's InferenceX deployment (module docstring)
@@ -251,7 +257,7 @@ def load_silicon() -> list[SiliconRow]:
         if len(layouts) == 1 and len(workers) <= 1:
             # the dump alone gives a disaggregated run's worker counts: they join the run however it is named
             out.append(replace(rows[0], workers=workers.pop() if workers else None))
-    return _attach_recipes(_mark_inconsistent(_mark_speculative(out)))
+    return _attach_recipes(_mark_beyond_bandwidth(_mark_inconsistent(_mark_speculative(out))))
 
 
 def _deployment(r: SiliconRow) -> tuple:
@@ -269,8 +275,6 @@ def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
     by more than ``SPECULATIVE_SPLIT`` (by more than ``SERIES_SPLIT`` throughout a deployment that has such a pair,
     or that many at ``SERIES_PAIRS`` concurrencies), for models with MTP heads (elsewhere such a pair is a bad run,
     not a speculative one: Kimi K2.5 on H200 has one at 64 ms against 16 ms)."""
-    from scoville.catalog.models import load_model
-
     has_mtp = {m: load_model(m).mtp_layers > 0 for m in {r.model for r in rows}}
     same: dict[tuple, list[SiliconRow]] = {}
     for r in rows:
@@ -313,6 +317,49 @@ def _mark_inconsistent(rows: list[SiliconRow]) -> list[SiliconRow]:
     return [replace(r, inconsistent=True) if r.id in bad else r for r in rows]
 
 
+def _decode_floor_s(row: SiliconRow, precision: str | None) -> float:
+    """The least time a plain decode step of ``row``'s deployment can take: each GPU reads its share of the weights
+    the step touches (every non-expert weight; the experts its running batch routes to, each token to
+    ``experts_per_token`` of them at random) and its running sequences' KV cache, at its datasheet HBM bandwidth.
+    The batch is Little's law's (users × decode time / request time) and every length the shortest InferenceX draws
+    (0.8 of nominal) with an FP8 cache, so the floor errs low."""
+    cfg = SimConfig.model_validate({"hardware": row.hardware, "model": row.model, "precision": precision,
+                                    "kv_dtype": "fp8", "framework": row.framework,
+                                    "parallel": {"tp": row.tp, "dp": row.dp, "ep": row.ep}})
+    cost, m = step_cost(cfg, cfg.parallel), load_model(row.model)
+    prompt, output = LENGTH_FLOOR * row.isl, LENGTH_FLOOR * row.osl
+    decode_s = (output - 1) * row.tpot_ms / 1e3
+    seqs = row.concurrency * decode_s / (row.ttft_ms / 1e3 + decode_s)
+    if m.num_experts:
+        touched = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** seqs
+        ffn = m.num_moe_layers * (cost._shared_w + cost._experts_per_rank * touched * cost._expert_w) \
+            + m.num_dense_layers * cost._dense_w
+    else:
+        ffn = m.num_dense_layers * cost._dense_w
+    weights = m.num_layers * cost._attn_w + ffn + cost._head_w
+    kv = seqs / row.dp * prompt * cost._kv_layer_rank * m.num_full_layers
+    return (weights + kv) / (cost.hw.hbm_bandwidth_tbps * 1e12)
+
+
+def _mark_beyond_bandwidth(rows: list[SiliconRow]) -> list[SiliconRow]:
+    """Mark the plain aggregated runs whose TPOT is below ``_decode_floor_s`` at the lighter of the row's weight format
+    and the checkpoint's own (gpt-oss rows say NVFP4 of an MXFP4 checkpoint): no GPU reads its memory faster than
+    its datasheet. Runs of models with MTP heads are not checked: an unflagged speculative run may beat it by design."""
+    out = []
+    for r in rows:
+        if r.mode != "agg" or r.suspected_speculative or r.inconsistent or load_model(r.model).mtp_layers:
+            out.append(r)
+            continue
+        floors = []
+        for precision in {None, r.precision}:
+            try:
+                floors.append(_decode_floor_s(r, precision))
+            except (UserError, ValueError):
+                continue
+        out.append(replace(r, beyond_bandwidth=True) if floors and r.tpot_ms / 1e3 < min(floors) else r)
+    return out
+
+
 def _pool_gpus(pool: tuple[int, int, int] | None) -> int:
     return pool[0] * pool[1] if pool else 0
 
@@ -329,8 +376,6 @@ def _file_deployment(row: SiliconRow) -> Recipe | None:
     worker counts, for a model without MTP heads (the file does not say whether a run drafted; one that cannot is
     plain) and with no decode batch limit (the file gives none); none for AIC's own runs, which give no
     concurrency."""
-    from scoville.catalog.models import load_model
-
     if row.workers is None or row.prefill is None or row.decode is None or row.concurrency < 1 \
             or load_model(row.model).mtp_layers:
         return None
