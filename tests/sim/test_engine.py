@@ -360,16 +360,33 @@ def test_speculative_decoding_yields_groups_and_faster_decode():
     assert abs(np.mean(counts) - expect) < 0.25
 
 
-def test_disaggregated_first_token_waits_for_the_kv_transfer():
+def test_disaggregated_first_token_waits_for_the_kv_transfer_and_the_handover():
+    """The KV copy at the link's rate, then the framework's handover (vLLM: the decode side noticing the loaded KV
+    and running the forward that emits the first token, PR #51919's measurement)."""
     dis = SimConfig(**BASE, disaggregation={"prefill": {"replicas": 1}, "decode": {"replicas": 1},
                                             "kv_transfer": "scaleout"})
     uni = SimConfig(**BASE)
     s = spec(0, isl=8000, osl=50)
     ttft_uni = per_request(run_events(SimEngine(uni), [s]))["r0"][0].t
     ttft_dis = per_request(run_events(SimEngine(dis), [s]))["r0"][0].t
-    xfer = step_cost(dis, dis.parallel).kv_transfer_time(8000, True)
-    assert xfer > 0
-    assert ttft_dis == pytest.approx(ttft_uni + xfer, rel=1e-6)
+    cost = step_cost(dis, dis.parallel)
+    xfer, handover = cost.kv_transfer_time(8000, True), cost.framework.disagg_handover_ms * 1e-3
+    assert xfer > 0 and handover > 0
+    assert ttft_dis == pytest.approx(ttft_uni + xfer + handover, rel=1e-6)
+
+
+def test_the_steady_estimate_adds_the_handover_to_a_lone_users_disaggregated_first_token():
+    """One user: the handover lands on the first token whole, less the little prefill queueing the slower request
+    rate spares (the estimate's M/D/1 wait)."""
+    from scoville.sim.steady import estimate
+
+    dis = SimConfig(**BASE, disaggregation={"prefill": {}, "decode": {}, "kv_transfer": "scaleout"})
+    with_handover = estimate(dis, 8000, 50, np.array([1.0])).ttft[0]
+    vllm = load_framework("vllm")
+    with overridden(msgspec.structs.replace(vllm, disagg_handover_ms=0.0)):
+        without = estimate(dis, 8000, 50, np.array([1.0])).ttft[0]
+    handover = vllm.disagg_handover_ms * 1e-3
+    assert 0.8 * handover < with_handover - without <= handover
 
 
 def test_round_robin_spreads_requests_over_replicas():

@@ -455,11 +455,13 @@ class SimEngine:
         self._outbox.append(TokenEvent(req.rid, t, 0, finished=True))
 
     def _handoff(self, req: Req, t: float) -> None:
-        """Prefill done at ``t``: copy the KV to a decode instance; the first token arrives with it."""
+        """Prefill done at ``t``: copy the KV to a decode instance; the first token arrives with it, after the
+        framework's handover (``FrameworkCosts.disagg_handover_ms``), when the decode instance takes the request."""
         d = self.config.disaggregation
         assert d is not None
         dec = self._route(req, self.decode_pool)
-        ready = t + self._xfer_cost.kv_transfer_time(req.prompt, d.kv_transfer == "scaleout")
+        ready = t + self._xfer_cost.kv_transfer_time(req.prompt, d.kv_transfer == "scaleout") \
+            + self._xfer_cost.framework.disagg_handover_ms * 1e-3
         req.kv_ready = True
         req.next_register = -1
         self._emit(req, ready, 1, False)

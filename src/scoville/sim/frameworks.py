@@ -26,13 +26,17 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
     """Host-side costs: each step ``step_overhead_us + seq_overhead_us × sequences`` (the busiest rank's under
     data-parallel attention, whose ranks schedule side by side: ``StepCost.breakdown``); each request
     ``request_overhead_ms`` before it reaches the scheduler (HTTP, tokenisation, detokenised first chunk),
-    which only its time to first token sees."""
+    which only its time to first token sees; under disaggregated serving, ``disagg_handover_ms`` between the
+    prompt's KV copy and its first token at the client, which the copy does not explain (routing the request to
+    the decode instance, that scheduler noticing the loaded KV at a step boundary, the forward that emits the
+    token)."""
 
     name: str
     step_overhead_us: float
     seq_overhead_us: float
     request_overhead_ms: float
     sigma: float
+    disagg_handover_ms: float = 0.0
     source: str
     # The stack's kernels run as a whole step relative to the sum of their isolated table timings: fusion and
     # CUDA-graph replay (< 1) or gaps between kernels (> 1). 1.0 where nothing was fitted.
@@ -51,7 +55,7 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, field)
             if not 0.05 <= value <= 20:
                 raise ValueError(f"{self.name}.{field} must be within 0.05-20, got {value}")
-        for field in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms"):
+        for field in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms", "disagg_handover_ms"):
             value = getattr(self, field)
             if not (value >= 0 and value < 1e9):
                 raise ValueError(f"{self.name}.{field} must be a finite number >= 0, got {value}")

@@ -119,6 +119,7 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                               seq_overhead_us=self.seq_overhead_us, request_overhead_ms=self.request_overhead_ms,
                               sigma=self.sigma, kernel_scale=1.0, prefill_kernel_ratio=self.prefill_kernel_ratio,
                               elementwise_kernels=load_framework(self.framework).elementwise_kernels,
+                              disagg_handover_ms=load_framework(self.framework).disagg_handover_ms,
                               source=f"calibrated {self.created} on {len(self.fitted_on)} point(s) of "
                                      f"{', '.join(runs) or 'no runs'}")
 

@@ -429,6 +429,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     t_d, sig_d = dc.time_and_sigma(dec_t, grid, dec_t * ctx, grid * ctx, grid, grid * ctx)
     reps = float(d.decode.replicas)
     request_s = pc.framework.request_overhead_ms * 1e-3
+    handover = xfer + pc.framework.disagg_handover_ms * 1e-3          # KV copy done to first token at the client
     fronts = float(d.prefill.replicas)                                  # one front end per prefill instance
 
     def state(N: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -436,7 +437,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
         lam = N * AL / ((O - 1.0) * s)
         t_step, wait = _prefill_step(batch, t_prompts, lam / d.prefill.replicas)
         wait = np.maximum(wait, _mdl_wait(t_batch, lam / capacity))
-        ttft_min = t_step + xfer + wait + _front_end(request_s, lam / fronts, c_all / fronts)
+        ttft_min = t_step + handover + wait + _front_end(request_s, lam / fronts, c_all / fronts)
         return s, lam, ttft_min
 
     def h(N: np.ndarray) -> np.ndarray:
@@ -452,7 +453,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     sigma_ttft = _ttft_sigma(sig_p, _front_end(request_s, lam / fronts, c_all / fronts), ttft, pc.framework.sigma)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
-    burst = _wave_steps(c_all, d.prefill.replicas * per) * t_batch + xfer
+    burst = _wave_steps(c_all, d.prefill.replicas * per) * t_batch + handover
     burst = np.maximum(burst, _burst_front_end(request_s, c_all / fronts)) + request_s
     ttft, stretch = _measured(c_all, ttft, e2e_ss, burst, protocol, osl_spread)
     rate = c_all / e2e_ss / stretch
