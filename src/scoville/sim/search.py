@@ -53,9 +53,10 @@ from scoville.sim.steady import INFERENCEX, Protocol, SteadyEstimate, estimate
 
 # Per-draft acceptance of DeepSeek's MTP head used for k chained drafts (SpeculativeConfig's constant rate a
 # with mean acceptance length (1 - a^(k+1)) / (1 - a)): k=1 from the DeepSeek-V3 technical report §5.4.3 (the
-# second token is accepted 85-90% of the time: AL 1.85); k=2, 3 give AL 2.39 and 2.65, within SGLang's reported
-# "2.5~3 avg accept length" for 4 draft tokens over 2 steps (sgl-project/sglang PR #3582). Chained drafts from
-# one MTP layer lose accuracy with depth, hence the falling rate.
+# second token is accepted 85-90% of the time: AL 1.85); k=2, 3 give AL 2.31 and 2.42 (chained drafts from one MTP
+# layer lose accuracy with depth, hence the falling rate). A cross-check, not a fit: TensorRT-LLM's tech blog 2
+# ("DeepSeek R1 MTP Implementation and Optimization") measured MTP nextn=3 at 2.16x the plain decode speed at one
+# user on 8 B200 (FP4, attention TP8, MoE EP2, 1k/2k), and this model gives 2.08x for that deployment.
 MTP_ACCEPTANCE = {1: 0.85, 2: 0.75, 3: 0.67}
 PREFILL_UTILISATION = 0.8          # a prefill pool sized to run at most this busy (queueing headroom)
 CONC_GRID = np.unique(np.round(np.geomspace(1, 8192, 36)))
