@@ -228,6 +228,7 @@ class Recipe:
     gpu_memory_utilization: float | None = None     # SGLang's --mem-fraction-static, where it decides what fits
     adp_balance: AttentionDpBalanceConfig | None = None   # TensorRT-LLM's attention-DP balance
     experts_over_every_gpu: bool = False            # vLLM --enable-expert-parallel whatever the row's ep says
+    moe_kernel: str = "auto"                        # vLLM's Marlin MoE where VLLM_MXFP4_USE_MARLIN=1
 
     @property
     def delays(self) -> bool:
@@ -253,6 +254,8 @@ class Recipe:
             out["gpu_memory_utilization"] = self.gpu_memory_utilization
         if self.adp_balance:
             out["attention_dp_balance"] = self.adp_balance.model_dump()
+        if self.moe_kernel != "auto":
+            out["moe_kernel"] = self.moe_kernel
         return out
 
 
@@ -263,6 +266,12 @@ TRTLLM_ADP_BALANCE = {"deepseek-r1": AttentionDpBalanceConfig(timeout_iters=60, 
 # where the search space names no ep, so the rows say ep 1): from, until (exclusive) the dates of their commits
 VLLM_EXPERT_PARALLEL_ALWAYS = {("MiniMaxAI/MiniMax-M2.5", "b200", "fp8"): ("2026-03-11", "2026-04-03"),
                                ("MiniMaxAI/MiniMax-M2.5", "h200", "fp8"): ("2026-03-13", "9999")}
+
+# The vLLM recipes that export VLLM_MXFP4_USE_MARLIN=1 (gptoss_fp4_{h100,h200}.sh): from, until (exclusive) the dates
+# of the commits that added it (4e52ed4c6, "Fix H100/H200 perf regression" with vLLM 0.13) and moved those scripts
+# away (303669b0e)
+VLLM_MARLIN_MOE = {("openai/gpt-oss-120b", "h100"): ("2026-01-02", "2026-07-02"),
+                   ("openai/gpt-oss-120b", "h200"): ("2026-01-02", "2026-07-02")}
 
 # The vLLM recipes that set --max-num-batched-tokens "$((ISL * 2))", from the date their commit landed (model,
 # hardware, precision as the rows name them); every other vLLM recipe the rows ran passes 8192 or nothing, which
@@ -297,6 +306,8 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
       2026-04-03) and H200 (from 2026-03-13): expert parallelism over every GPU whatever ep the row records
       (VLLM_EXPERT_PARALLEL_ALWAYS). Every vLLM recipe the rows ran kept vLLM's async scheduling on (the flag
       where the release defaulted it off), as ``SimConfig`` does.
+    - vLLM gpt-oss-120b on H100 and H200 (gptoss_fp4_{h100,h200}.sh, 2026-01-02 to 2026-07): VLLM_MXFP4_USE_MARLIN=1,
+      the experts on Marlin kernels (VLLM_MARLIN_MOE).
     Nothing for other rows."""
     one_k = row.isl == row.osl == 1024
     if row.framework == "trtllm" and row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
@@ -315,8 +326,10 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
         key = (row.model_id, row.hardware, row.precision or "")
         since = VLLM_TWICE_THE_PROMPT_BUDGET.get(key)
         start, end = VLLM_EXPERT_PARALLEL_ALWAYS.get(key, ("", ""))
+        marlin_from, marlin_until = VLLM_MARLIN_MOE.get((row.model_id, row.hardware), ("", ""))
         return Recipe(max_num_batched_tokens=2 * row.isl if since is not None and row.measured >= since else None,
-                      experts_over_every_gpu=start <= row.measured < end)
+                      experts_over_every_gpu=start <= row.measured < end,
+                      moe_kernel="marlin" if marlin_from <= row.measured < marlin_until else "auto")
     return Recipe()
 
 

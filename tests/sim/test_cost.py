@@ -579,3 +579,27 @@ def test_a_surface_reads_the_same_by_the_array_and_by_the_scalar(rows, cols):
     assert by_array.shape == (3, 7)
     by_scalar = [surface(float(x), float(y)) for x, y in zip(xs.ravel(), ys.ravel(), strict=True)]
     assert by_array.ravel() == pytest.approx(by_scalar, rel=1e-12)
+
+
+@needs_tables
+def test_marlin_experts_run_at_marlins_measured_rate_where_it_is_slower_than_the_tables_kernel():
+    """InferenceX's gpt-oss H100/H200 vLLM recipes put the MXFP4 experts on Marlin (VLLM_MXFP4_USE_MARLIN=1); vLLM's
+    table times Marlin at another model's shape only, so its FLOP rate is carried over by tokens per expert: a
+    prompt's worth of tokens runs at about half the Triton kernel's rate, a decode step's few tokens per expert
+    stay on the shape's own table."""
+    auto = StepCost("gpt-oss-120b", "h200", framework="vllm", kv_dtype="fp8")
+    marlin = StepCost("gpt-oss-120b", "h200", framework="vllm", kv_dtype="fp8", moe_kernel="marlin")
+    assert auto.ops.moe is not None and marlin.ops.moe is not None
+    assert "Marlin rate" in marlin.ops.provenance["moe"] and "Marlin" not in auto.ops.provenance["moe"]
+    assert marlin.ops.sigma["moe"] > auto.ops.sigma["moe"]
+    assert marlin.ops.moe(16.0) == pytest.approx(auto.ops.moe(16.0))
+    assert 1.5 < marlin.ops.moe(8192.0) / auto.ops.moe(8192.0) < 2.5
+    with pytest.raises(UserError, match="no measured Marlin MoE rate"):
+        StepCost("gpt-oss-120b", "b200", framework="vllm", kv_dtype="fp8", moe_kernel="marlin")
+
+
+def test_marlin_is_vllms_kernel_and_another_framework_asking_for_it_is_refused():
+    from scoville.sim.config import SimConfig, SimConfigError
+
+    with pytest.raises((SimConfigError, ValueError), match="moe_kernel marlin is vLLM's"):
+        SimConfig(hardware="h200", model="gpt-oss-120b", framework="trtllm", moe_kernel="marlin")

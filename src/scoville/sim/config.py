@@ -202,6 +202,18 @@ class SimConfig(_Strict):
     # TensorRT-LLM's attention-DP balance (AttentionDpBalanceConfig); None = each rank starts its prompts at once,
     # as vLLM and SGLang do and TensorRT-LLM does by default. Acts only where parallel.dp > 1.
     attention_dp_balance: AttentionDpBalanceConfig | None = None
+    # The routed experts' kernel: "auto", the framework's own (its measured MoE table); "marlin", vLLM's Marlin
+    # weight-only MoE, which VLLM_MXFP4_USE_MARLIN=1 selects for MXFP4 experts on Hopper (InferenceX's gpt-oss
+    # H100/H200 vLLM recipes from 2026-01-02: "Fix H100/H200 perf regression"), priced from the rate Marlin reaches
+    # in vLLM's table at as many tokens per expert (``_Builder._marlin_moe``).
+    moe_kernel: Literal["auto", "marlin"] = "auto"
+
+    @model_validator(mode="after")
+    def _marlin_is_vllms(self) -> SimConfig:
+        if self.moe_kernel == "marlin" and self.framework != "vllm":
+            raise ValueError(f"moe_kernel marlin is vLLM's MoE kernel; {self.framework} does not run it: use "
+                             "moe_kernel auto or framework vllm")
+        return self
 
     @model_validator(mode="after")
     def _batch_wait_without_attention_dp(self) -> SimConfig:

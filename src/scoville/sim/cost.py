@@ -97,6 +97,7 @@ class StepCost:
         framework_costs: FrameworkCosts | None = None,
         kernel_factor: float = 1.0,
         calibrated_sigma: float | None = None,
+        moe_kernel: str = "auto",
     ) -> None:
         self.model = load_model(model) if isinstance(model, str) else model
         self.hw = load_hardware(hardware) if isinstance(hardware, str) else hardware
@@ -129,7 +130,7 @@ class StepCost:
         self.accelerators = p.accelerators
         self.ops: OpSet = build_ops(m, self.hw, Layout(tp=p.tp, dp=p.dp, ep=p.ep), self.precision, self.kv_dtype,
                                     framework=self.framework.name, backend=backend,
-                                    elementwise_kernels=self.framework.elementwise_kernels)
+                                    elementwise_kernels=self.framework.elementwise_kernels, moe_kernel=moe_kernel)
         missing = sorted(k for k, s in self.ops.provenance.items() if s.startswith("transfer"))
         if backend == "measured" and missing:
             raise MissingKernelTables(f"no measured kernel tables for {', '.join(missing)} of {m.name} on "

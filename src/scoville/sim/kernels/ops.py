@@ -26,6 +26,7 @@ import numpy as np
 
 from scoville.catalog.hardware import Hardware
 from scoville.catalog.models import ModelArch
+from scoville.errors import UserError
 from scoville.sim.kernels import formats, tables, work
 from scoville.sim.kernels.curve import Curve, Surface
 from scoville.sim.kernels.transfer import TransferModel, load_transfer
@@ -101,8 +102,8 @@ class _Builder:
     """Builds curves from the measured tables when they hold the shape, else from the transfer model."""
 
     def __init__(self, hw: Hardware, framework: str, backend: str, transfer: TransferModel,
-                 elementwise_kernels: int, act_bytes: float) -> None:
-        self.hw, self.framework, self.transfer = hw, framework, transfer
+                 elementwise_kernels: int, act_bytes: float, moe_kernel: str = "auto") -> None:
+        self.hw, self.framework, self.transfer, self.moe_kernel = hw, framework, transfer, moe_kernel
         self.elementwise_kernels, self.act_bytes = elementwise_kernels, act_bytes
         system = hw.kernel_tables if backend != "transfer" else None
         self.kt = tables.KernelTables(system, framework) if system and tables.root_for(system) else None
@@ -162,6 +163,8 @@ class _Builder:
     # -- MoE ---------------------------------------------------------------------------------------------
     def moe(self, m: ModelArch, lay: Layout, dtype: str) -> np.ndarray:
         measured = self._moe_measured(m, lay, dtype)
+        if self.moe_kernel == "marlin":
+            return self._marlin_moe(m, lay, dtype, measured)
         if measured is not None:
             return measured
         f, b = work.moe(TOKENS, m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts,
@@ -192,6 +195,32 @@ class _Builder:
             if got is not None:
                 return self._or_trtllm_gen(shape, lay, dtype, got)
         return None
+
+    def _marlin_moe(self, m: ModelArch, lay: Layout, dtype: str, table: np.ndarray | None) -> np.ndarray:
+        """vLLM's Marlin MoE kernel (``moe_kernel: marlin``): each rank's share of the routed-expert FLOPs at the rate
+        Marlin reached, in vLLM's table on this GPU, at as many tokens per expert (``KernelTables.marlin_moe_rate``,
+        any shape it timed), where that is slower than the table's own kernel for this shape. The rate carries to
+        another shape where the kernel is compute-bound (a prompt's thousands of tokens: Marlin reaches ~220 TFLOP/s
+        on H200 where vLLM's Triton MXFP4 kernel reaches ~450); at a few tokens per expert both read the same
+        weights and the shape's own table holds (InferenceX's gpt-oss decode on H200 matched it before Marlin was
+        modelled, and this transfer alone put it 20-35% fast). A deployment asks for Marlin explicitly; where no
+        table times it, that is an error, not another kernel's figure."""
+        got = self.kt.marlin_moe_rate(dtype, "power_law_1.01") if self.kt else None
+        if got is None:
+            raise UserError(f"moe_kernel marlin: no measured Marlin MoE rate for {dtype} experts on {self.hw.name}; "
+                            "drop moe_kernel or use a GPU whose vLLM kernel tables time it")
+        per_expert, rate = got
+        flops = 2.0 * TOKENS * m.experts_per_token * 3.0 * m.hidden_size * m.expert_intermediate / (lay.moe_tp * lay.ep)
+        at = np.interp(np.log(TOKENS * m.experts_per_token / m.num_experts), np.log(per_expert), rate)
+        marlin = flops / at
+        source = (f"measured Marlin rate ({self.kt.source('marlin_moe') if self.kt else ''}, {dtype}, over tokens per "
+                  f"expert from the shapes it timed, ep{lay.ep})")
+        if table is None:
+            self._note("moe", source, 2 * self.measured_sigma)
+            return marlin
+        self.provenance["moe"] += f"; {source} where slower"
+        self.sigma["moe"] = max(self.sigma["moe"], 2 * self.measured_sigma)
+        return np.maximum(table, marlin)
 
     def _or_trtllm_gen(self, shape: tuple[int, int, int, int], lay: Layout, dtype: str,
                        got: np.ndarray) -> np.ndarray:
@@ -469,23 +498,24 @@ def _interp_nk(ns: np.ndarray, ks: np.ndarray, t: np.ndarray, n: float, k: float
 
 
 def build_ops(model: ModelArch, hw: Hardware, lay: Layout, precision: dict[str, str], kv_dtype: str, *,
-              framework: str, backend: str, elementwise_kernels: int) -> OpSet:
+              framework: str, backend: str, elementwise_kernels: int, moe_kernel: str = "auto") -> OpSet:
     """Every operator curve of one instance shape (see module docstring); cached per process, since a
     search asks for the same shape once per draft count and token budget. ``framework`` and
     ``elementwise_kernels`` come from the step's ``FrameworkCosts`` (one place states each stack's count)."""
     key = (msgspec.json.encode(model), msgspec.json.encode(hw), lay, tuple(sorted(precision.items())), kv_dtype,
-           framework, backend, elementwise_kernels)
+           framework, backend, elementwise_kernels, moe_kernel)
     return _build_ops(*key)
 
 
 @lru_cache(maxsize=512)
 def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: tuple[tuple[str, str], ...],
-               kv_dtype: str, framework: str, backend: str, elementwise_kernels: int) -> OpSet:
+               kv_dtype: str, framework: str, backend: str, elementwise_kernels: int, moe_kernel: str) -> OpSet:
     m = msgspec.json.decode(model_json, type=ModelArch)
     hw = msgspec.json.decode(hw_json, type=Hardware)
     precision = dict(precision_items)
     act = formats.activation_format(precision)
-    b = _Builder(hw, framework, backend, load_transfer(), elementwise_kernels, formats.activation_bytes(precision))
+    b = _Builder(hw, framework, backend, load_transfer(), elementwise_kernels, formats.activation_bytes(precision),
+                 moe_kernel)
     kv = formats.kv_format(kv_dtype, hw)
     fmt = {g: (formats.moe_format if g == "experts" else formats.gemm_format)(precision.get(g, "bf16"), hw)
            for g in ("attn", "dense_ffn", "experts", "shared_experts", "lm_head")}

@@ -257,6 +257,14 @@ class KernelTables:
         return self._first("moe", "moe_perf.parquet", _Query("moe", key),  # type: ignore[return-value]
                            framework=framework, label=f"moe:{kernel}" if kernel else "moe")
 
+    def marlin_moe_rate(self, dtype: str, distribution: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """vLLM's Marlin MoE kernel (weight-only ``dtype`` experts dequantised in the GEMM) as the FLOP rate it
+        reached over tokens per expert, from every shape its table timed it at on one rank: a grouped GEMM's
+        arithmetic intensity is set by the tokens each expert sees, not by the expert's width, so the rate carries
+        to another model's experts. vLLM tables only."""
+        return self._first("moe", "moe_perf.parquet", _Query("marlin_rate", (dtype, distribution)),  # type: ignore[return-value]
+                           framework="vllm", label="marlin_moe")
+
     def wideep_moe(self, hidden: int, inter: int, topk: int, experts: int, ep: int, dtype: str,
                    distribution: str) -> tuple[np.ndarray, np.ndarray] | None:
         """TensorRT-LLM's WideEP expert compute (the MoE module its wide expert-parallel deployments run, with
@@ -409,6 +417,34 @@ def _fastest_over(x: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return xu, best
 
 
+def _gqa_prefill(t: pa.Table, heads: int, kv_heads: int, head_dim: int, dtype: str) -> Grid | None:
+    """Full-attention prefill rows of one head layout (``KernelTables.gqa_prefill``): those run in ``dtype`` where
+    the table has them, else any format but FP32."""
+    eq: dict[str, object] = dict(num_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim)
+    if "window_size" in t.column_names:
+        eq["window_size"] = 0
+    s = _where(t, **eq)
+    if "kv_cache_dtype" in s.column_names and s.num_rows:
+        if pc.any(pc.equal(s["kv_cache_dtype"], dtype)).as_py():
+            s = _where(s, kv_cache_dtype=dtype)
+        elif dtype != "float32":
+            s = s.filter(pc.not_equal(s["kv_cache_dtype"], "float32"))
+    return Grid.of(s, "batch_size", "isl")
+
+
+def _marlin_rate(t: pa.Table, dtype: str, distribution: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(tokens per expert, the highest FLOP/s vLLM's Marlin MoE kernel reached there) over every one-rank shape of
+    ``dtype`` experts the table timed it at (``KernelTables.marlin_moe_rate``)."""
+    s = _where(t, moe_dtype=dtype, moe_tp_size=1, moe_ep_size=1, distribution=distribution)
+    s = s.filter(pc.match_substring(s["kernel_source"], "marlin")) if s.num_rows else s
+    if not s.num_rows:
+        return None
+    tokens, topk, experts = _np(s, "num_tokens"), _np(s, "topk"), _np(s, "num_experts")
+    flops = 2.0 * tokens * topk * 3.0 * _np(s, "hidden_size") * _np(s, "inter_size")
+    per_expert, slowest_negated = _fastest_over(tokens * topk / experts, -flops / (_np(s, "latency") * 1e-3))
+    return per_expert, -slowest_negated
+
+
 @dataclass(frozen=True)
 class _Query:
     """One slice of a table (hashable, so slices cache per process)."""
@@ -425,6 +461,8 @@ class _Query:
             if kernel and s.num_rows:
                 s = s.filter(pc.match_substring(s["kernel_source"], kernel))
             return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
+        if self.kind == "marlin_rate":
+            return _marlin_rate(t, *k)
         if self.kind == "wideep_moe":
             hidden, inter, topk, experts, ep, dtype, dist = k
             s = _where(t, op_name="wideep_moe", hidden_size=hidden, inter_size=inter, topk=topk, num_experts=experts,
@@ -437,17 +475,7 @@ class _Query:
                 eq["window_size"] = window
             return Grid.of(_where(t, **eq), "batch_size", "step")
         if self.kind == "gqa_prefill":
-            heads, kvh, hd, dtype = k
-            eq = dict(num_heads=heads, num_key_value_heads=kvh, head_dim=hd)
-            if "window_size" in t.column_names:
-                eq["window_size"] = 0
-            s = _where(t, **eq)
-            if "kv_cache_dtype" in s.column_names and s.num_rows:
-                if pc.any(pc.equal(s["kv_cache_dtype"], dtype)).as_py():
-                    s = _where(s, kv_cache_dtype=dtype)
-                elif dtype != "float32":
-                    s = s.filter(pc.not_equal(s["kv_cache_dtype"], "float32"))
-            return Grid.of(s, "batch_size", "isl")
+            return _gqa_prefill(t, *k)
         if self.kind == "mla":
             heads, kv, ycol = k
             # num_heads is per rank (tp_size only labels the model it was cut from): the kernel sees those heads
