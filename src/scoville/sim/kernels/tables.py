@@ -441,8 +441,9 @@ def _marlin_rate(t: pa.Table, dtype: str, distribution: str) -> tuple[np.ndarray
         return None
     tokens, topk, experts = _np(s, "num_tokens"), _np(s, "topk"), _np(s, "num_experts")
     flops = 2.0 * tokens * topk * 3.0 * _np(s, "hidden_size") * _np(s, "inter_size")
-    per_expert, slowest_negated = _fastest_over(tokens * topk / experts, -flops / (_np(s, "latency") * 1e-3))
-    return per_expert, -slowest_negated
+    # the lowest negated rate at each tokens-per-expert is the highest rate
+    per_expert, negated_best = _fastest_over(tokens * topk / experts, -flops / (_np(s, "latency") * 1e-3))
+    return per_expert, -negated_best
 
 
 @dataclass(frozen=True)
