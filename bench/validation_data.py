@@ -417,7 +417,7 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
         chosen = kind if kind or row.suspected_speculative or paired else match
         totals = {r.gpus for r in chosen or match}
         total = totals.pop() if len(totals) == 1 else None
-        deployments = {(r.gpus, r.prefill, r.decode, r.mtp_depths, r.decode_batch) for r in chosen}
+        deployments = {(r.gpus, r.prefill, r.decode, r.mtp_depths, r.decode_batch, r.expert_slots) for r in chosen}
         out.append(replace(row, gpus_total=total, recipe=chosen[0] if len(deployments) == 1 else None,
                            total_source="recipes" if total is not None else None))
     return out

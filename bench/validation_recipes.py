@@ -71,6 +71,7 @@ class Recipe:
     prefill: Pool | None          # disaggregated pools (multinode Dynamo recipes)
     decode: Pool | None
     decode_batch: int | None      # a decode rank's batch limit, where the launch config's name gives it
+    expert_slots: int | None = None   # TensorRT-LLM's expert load balancer on the decode pool ("_eplb256_")
 
     @property
     def gpus(self) -> int:
@@ -106,7 +107,7 @@ def load_recipes() -> tuple[Recipe, ...]:
                           str(r["image"]).removeprefix("v").split("-")[0], int(r["isl"]), int(r["osl"]),
                           _depths(r["mtp"]), tuple(int(c) for c in r["concurrency"]),
                           None if disagg else _pool(r), _pool(r["prefill"]) if disagg else None,
-                          _pool(r["decode"]) if disagg else None, r.get("decode_batch")))
+                          _pool(r["decode"]) if disagg else None, r.get("decode_batch"), r.get("expert_slots")))
     return tuple(out)
 
 
@@ -136,8 +137,9 @@ def configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
                     for b in SearchSpace().budgets]
         else:
             assert recipe.prefill is not None and recipe.decode is not None
-            pre, dec = recipe.prefill.parallel(), recipe.decode.parallel()
-            seqs = recipe.decode_batch * dec["dp"] if recipe.decode_batch else None
+            pre, dec_layout = recipe.prefill.parallel(), recipe.decode.parallel()
+            seqs = recipe.decode_batch * dec_layout["dp"] if recipe.decode_batch else None
+            dec = {**dec_layout, "expert_slots": recipe.expert_slots}
             out.append(SimConfig.model_validate({**base, "parallel": dec, "speculative": spec, "disaggregation": {
                 "prefill": {"parallel": pre, "replicas": recipe.prefill.workers,
                             "max_num_batched_tokens": token_budget_flag(fw, SearchSpace().prefill_budget, pre["dp"])},

@@ -603,3 +603,32 @@ def test_marlin_is_vllms_kernel_and_another_framework_asking_for_it_is_refused()
 
     with pytest.raises((SimConfigError, ValueError), match="moe_kernel marlin is vLLM's"):
         SimConfig(hardware="h200", model="gpt-oss-120b", framework="trtllm", moe_kernel="marlin")
+
+
+@needs_tables
+def test_tensorrt_llms_expert_load_balancer_runs_its_wide_ep_experts_on_the_tables_balanced_runs():
+    """InferenceX's widest NVL72 recipes run TensorRT-LLM's load balancer (``_eplb256_`` in the launch config): the
+    WideEP tables time those runs apart, and at a decode step's token counts balanced placement is faster than the
+    static one; off the wide-EP path, an untimed slot count or fewer slots than experts is refused."""
+    def dep16(slots: int) -> StepCost:
+        return StepCost("deepseek-r1", "gb300", Parallel(tp=1, dp=16, ep=16, expert_slots=slots), precision="nvfp4",
+                        kv_dtype="fp8", framework="trtllm")
+    static, balanced = dep16(0), dep16(256)
+    assert "load balancer over 256 slots" in balanced.ops.provenance["moe"]
+    assert "no load balancer" in static.ops.provenance["moe"]
+    assert static.ops.moe is not None and balanced.ops.moe is not None
+    for tokens in (256.0, 1024.0, 4096.0):
+        assert balanced.ops.moe(tokens) < static.ops.moe(tokens)
+    for parallel, match in ((Parallel(tp=8, ep=8, expert_slots=256), "wide-EP path only"),
+                            (Parallel(tp=1, dp=16, ep=16, expert_slots=300), "no measured load-balanced"),
+                            (Parallel(tp=1, dp=16, ep=16, expert_slots=128), "fewer than")):
+        with pytest.raises(UserError, match=match):
+            StepCost("deepseek-r1", "gb300", parallel, precision="nvfp4", kv_dtype="fp8", framework="trtllm")
+
+
+def test_a_deployment_with_the_load_balancer_says_so_in_its_label():
+    from scoville.sim.config import SimConfig
+
+    cfg = SimConfig(hardware="gb300", model="deepseek-r1", framework="trtllm",
+                    parallel={"tp": 1, "dp": 16, "ep": 16, "expert_slots": 288})
+    assert "eplb288" in cfg.label()

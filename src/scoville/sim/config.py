@@ -61,6 +61,10 @@ class ParallelConfig(_Strict):
     tp: int = Field(1, ge=1)
     ep: int = Field(1, ge=1)
     dp: int = Field(1, ge=1)
+    # TensorRT-LLM's expert load balancer (moe_config.load_balancer.num_slots): expert slots the balancer places over
+    # the EP ranks by observed load (the model's expert count, or more for replicas); None: static placement. Acts on
+    # TensorRT-LLM's wide-EP path (attention DP, EP beyond one 8-GPU board), priced from its measured WideEP tables.
+    expert_slots: int | None = Field(None, ge=1)
 
     @property
     def accelerators(self) -> int:
@@ -256,6 +260,8 @@ class SimConfig(_Strict):
                 s += f"ep{p.ep}"
             if p.dp > 1:
                 s += f"dp{p.dp}"
+            if p.expert_slots:
+                s += f"eplb{p.expert_slots}"
             return s
 
         if self.disaggregation is not None:

@@ -60,6 +60,7 @@ class Parallel(msgspec.Struct, frozen=True, kw_only=True):
     tp: int = 1
     ep: int = 1
     dp: int = 1
+    expert_slots: int = 0        # TensorRT-LLM's expert load balancer's slots; 0: none (``ParallelConfig``)
 
     @property
     def accelerators(self) -> int:
@@ -128,7 +129,11 @@ class StepCost:
         self.kernel_factor = kernel_factor
         self.calibrated_sigma = calibrated_sigma
         self.accelerators = p.accelerators
-        self.ops: OpSet = build_ops(m, self.hw, Layout(tp=p.tp, dp=p.dp, ep=p.ep), self.precision, self.kv_dtype,
+        if p.expert_slots and p.expert_slots < m.num_experts:
+            raise UserError(f"expert_slots={p.expert_slots} is fewer than {m.name}'s {m.num_experts} experts; the load "
+                            "balancer places every expert at least once")
+        lay = Layout(tp=p.tp, dp=p.dp, ep=p.ep, expert_slots=p.expert_slots)
+        self.ops: OpSet = build_ops(m, self.hw, lay, self.precision, self.kv_dtype,
                                     framework=self.framework.name, backend=backend,
                                     elementwise_kernels=self.framework.elementwise_kernels, moe_kernel=moe_kernel)
         missing = sorted(k for k, s in self.ops.provenance.items() if s.startswith("transfer"))

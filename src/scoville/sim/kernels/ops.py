@@ -64,6 +64,7 @@ class Layout:
     tp: int
     dp: int
     ep: int
+    expert_slots: int = 0        # TensorRT-LLM's expert load balancer's slots; 0: static placement
 
     @property
     def ranks(self) -> int:
@@ -178,6 +179,8 @@ class _Builder:
         if kt is None:
             return None
         shape = (m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts)
+        if lay.expert_slots:
+            return self._balanced_wideep_moe(shape, lay, dtype)
         if self.wide_ep(lay):
             got = self._over_ep(lay, lambda ep: kt.wideep_moe(*shape, ep, dtype, "power_law_1.01"), "wideep_moe",
                                 f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, no load balancer")
@@ -195,6 +198,24 @@ class _Builder:
             if got is not None:
                 return self._or_trtllm_gen(shape, lay, dtype, got)
         return None
+
+    def _balanced_wideep_moe(self, shape: tuple[int, int, int, int], lay: Layout, dtype: str) -> np.ndarray:
+        """TensorRT-LLM's WideEP experts under its load balancer (``ParallelConfig.expert_slots``): the tables' runs
+        with the balancer's placement of that many slots over power-law routing. Asked for explicitly, so a
+        layout off its path or a slot count no table timed is an error, not the unbalanced figure."""
+        kt = self.kt
+        if not self.wide_ep(lay):
+            raise UserError(f"expert_slots: TensorRT-LLM's load balancer acts on its wide-EP path only (framework "
+                            f"trtllm, attention DP, ep > {WIDE_EP_BEYOND}); drop expert_slots for this layout")
+        got = self._over_ep(lay, lambda ep: kt.wideep_moe(*shape, ep, dtype, "power_law_1.01_eplb",
+                                                          lay.expert_slots) if kt else None,
+                            "wideep_moe", f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, load "
+                            f"balancer over {lay.expert_slots} slots")
+        if got is None:
+            raise UserError(f"expert_slots={lay.expert_slots}: no measured load-balanced WideEP table for {dtype} "
+                            f"experts at ep{lay.ep} on {self.hw.name}; the tables time 256 and 288 slots (384 for "
+                            "384-expert models), up to ep32 for 288")
+        return got
 
     def _marlin_moe(self, m: ModelArch, lay: Layout, dtype: str, table: np.ndarray | None) -> np.ndarray:
         """vLLM's Marlin MoE kernel (``moe_kernel: marlin``): each rank's share of the routed-expert FLOPs at the rate

@@ -266,10 +266,11 @@ class KernelTables:
                            framework="vllm", label="marlin_moe")
 
     def wideep_moe(self, hidden: int, inter: int, topk: int, experts: int, ep: int, dtype: str,
-                   distribution: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """TensorRT-LLM's WideEP expert compute (the MoE module its wide expert-parallel deployments run, with
-        no redundant expert slots and no load balancer), time over global tokens; TensorRT-LLM tables only."""
-        key = (hidden, inter, topk, experts, ep, dtype, distribution)
+                   distribution: str, slots: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+        """TensorRT-LLM's WideEP expert compute (the MoE module its wide expert-parallel deployments run), time over
+        global tokens: with no load balancer (``slots`` 0: one slot per expert), or under it over ``slots`` slots
+        (the ``wideep_moe_eplb`` runs, whose distributions carry an ``_eplb`` suffix); TensorRT-LLM tables only."""
+        key = (hidden, inter, topk, experts, ep, dtype, distribution, slots)
         return self._first("moe", "wideep_moe_perf.parquet", _Query("wideep_moe", key),  # type: ignore[return-value]
                            framework="trtllm", label="wideep_moe")
 
@@ -465,9 +466,10 @@ class _Query:
         if self.kind == "marlin_rate":
             return _marlin_rate(t, *k)
         if self.kind == "wideep_moe":
-            hidden, inter, topk, experts, ep, dtype, dist = k
-            s = _where(t, op_name="wideep_moe", hidden_size=hidden, inter_size=inter, topk=topk, num_experts=experts,
-                       num_slots=experts, moe_tp_size=1, moe_ep_size=ep, moe_dtype=dtype, distribution=dist)
+            hidden, inter, topk, experts, ep, dtype, dist, slots = k
+            s = _where(t, op_name="wideep_moe_eplb" if slots else "wideep_moe", hidden_size=hidden, inter_size=inter,
+                       topk=topk, num_experts=experts, num_slots=slots or experts, moe_tp_size=1, moe_ep_size=ep,
+                       moe_dtype=dtype, distribution=dist)
             return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
         if self.kind == "gqa_decode":
             heads, kvh, hd, kv, window = k
