@@ -624,6 +624,9 @@ def test_tensorrt_llms_expert_load_balancer_runs_its_wide_ep_experts_on_the_tabl
                             (Parallel(tp=1, dp=16, ep=16, expert_slots=128), "fewer than")):
         with pytest.raises(UserError, match=match):
             StepCost("deepseek-r1", "gb300", parallel, precision="nvfp4", kv_dtype="fp8", framework="trtllm")
+    with pytest.raises(UserError, match="no measured load-balanced"):    # not the static datasheet figure instead
+        StepCost("deepseek-r1", "gb300", Parallel(tp=1, dp=16, ep=16, expert_slots=256), precision="nvfp4",
+                 kv_dtype="fp8", framework="trtllm", backend="transfer")
 
 
 def test_a_deployment_with_the_load_balancer_says_so_in_its_label():

@@ -124,6 +124,12 @@ class _Builder:
             self.provenance[op] = source
         self.sigma[op] = max(self.sigma.get(op, 0.0), sigma)
 
+    def _amend(self, op: str, source: str, sigma: float) -> None:
+        """Add a second source to an operator already priced from a table (a kernel taken where faster or slower
+        than the table's own), widening its uncertainty to ``sigma`` at least."""
+        self.provenance[op] += f"; {source}"
+        self.sigma[op] = max(self.sigma[op], sigma)
+
     def _transfer(self, op: str, cls: str, flops: Any, nbytes: Any, rate: float) -> np.ndarray:
         c = self.transfer.op(cls)
         self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency)",
@@ -163,6 +169,8 @@ class _Builder:
 
     # -- MoE ---------------------------------------------------------------------------------------------
     def moe(self, m: ModelArch, lay: Layout, dtype: str) -> np.ndarray:
+        if lay.expert_slots:
+            return self._balanced_wideep_moe(m, lay, dtype)
         measured = self._moe_measured(m, lay, dtype)
         if self.moe_kernel == "marlin":
             return self._marlin_moe(m, lay, dtype, measured)
@@ -179,8 +187,6 @@ class _Builder:
         if kt is None:
             return None
         shape = (m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts)
-        if lay.expert_slots:
-            return self._balanced_wideep_moe(shape, lay, dtype)
         if self.wide_ep(lay):
             got = self._over_ep(lay, lambda ep: kt.wideep_moe(*shape, ep, dtype, "power_law_1.01"), "wideep_moe",
                                 f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, no load balancer")
@@ -199,18 +205,19 @@ class _Builder:
                 return self._or_trtllm_gen(shape, lay, dtype, got)
         return None
 
-    def _balanced_wideep_moe(self, shape: tuple[int, int, int, int], lay: Layout, dtype: str) -> np.ndarray:
+    def _balanced_wideep_moe(self, m: ModelArch, lay: Layout, dtype: str) -> np.ndarray:
         """TensorRT-LLM's WideEP experts under its load balancer (``ParallelConfig.expert_slots``): the tables' runs
         with the balancer's placement of that many slots over power-law routing. Asked for explicitly, so a
-        layout off its path or a slot count no table timed is an error, not the unbalanced figure."""
+        layout off its path, a system without kernel tables or a slot count no table timed is an error, not the
+        unbalanced figure."""
         kt = self.kt
         if not self.wide_ep(lay):
             raise UserError(f"expert_slots: TensorRT-LLM's load balancer acts on its wide-EP path only (framework "
                             f"trtllm, attention DP, ep > {WIDE_EP_BEYOND}); drop expert_slots for this layout")
-        got = self._over_ep(lay, lambda ep: kt.wideep_moe(*shape, ep, dtype, "power_law_1.01_eplb",
-                                                          lay.expert_slots) if kt else None,
-                            "wideep_moe", f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, load "
-                            f"balancer over {lay.expert_slots} slots")
+        shape = (m.hidden_size, m.expert_intermediate, m.experts_per_token, m.num_experts)
+        got = None if kt is None else self._over_ep(
+            lay, lambda ep: kt.wideep_moe(*shape, ep, dtype, "power_law_1.01_eplb", lay.expert_slots), "wideep_moe",
+            f"TensorRT-LLM WideEP, {dtype}, ep{lay.ep}, power-law routing, load balancer over {lay.expert_slots} slots")
         if got is None:
             raise UserError(f"expert_slots={lay.expert_slots}: no measured load-balanced WideEP table for {dtype} "
                             f"experts at ep{lay.ep} on {self.hw.name}; the tables time 256 and 288 slots (384 for "
@@ -226,21 +233,21 @@ class _Builder:
         weights and the shape's own table holds (InferenceX's gpt-oss decode on H200 matched it before Marlin was
         modelled, and this transfer alone put it 20-35% fast). A deployment asks for Marlin explicitly; where no
         table times it, that is an error, not another kernel's figure."""
-        got = self.kt.marlin_moe_rate(dtype, "power_law_1.01") if self.kt else None
-        if got is None:
+        kt = self.kt
+        got = kt.marlin_moe_rate(dtype, "power_law_1.01") if kt else None
+        if kt is None or got is None:
             raise UserError(f"moe_kernel marlin: no measured Marlin MoE rate for {dtype} experts on {self.hw.name}; "
                             "drop moe_kernel or use a GPU whose vLLM kernel tables time it")
         per_expert, rate = got
         flops = 2.0 * TOKENS * m.experts_per_token * 3.0 * m.hidden_size * m.expert_intermediate / (lay.moe_tp * lay.ep)
         at = np.interp(np.log(TOKENS * m.experts_per_token / m.num_experts), np.log(per_expert), rate)
         marlin = flops / at
-        source = (f"measured Marlin rate ({self.kt.source('marlin_moe') if self.kt else ''}, {dtype}, over tokens per "
-                  f"expert from the shapes it timed, ep{lay.ep})")
+        source = (f"measured Marlin rate ({kt.source('marlin_moe')}, {dtype}, over tokens per expert from the shapes "
+                  f"it timed, ep{lay.ep})")
         if table is None:
             self._note("moe", source, 2 * self.measured_sigma)
             return marlin
-        self.provenance["moe"] += f"; {source} where slower"
-        self.sigma["moe"] = max(self.sigma["moe"], 2 * self.measured_sigma)
+        self._amend("moe", f"{source} where slower", 2 * self.measured_sigma)
         return np.maximum(table, marlin)
 
     def _or_trtllm_gen(self, shape: tuple[int, int, int, int], lay: Layout, dtype: str,
@@ -257,9 +264,8 @@ class _Builder:
             if gen is not None:
                 faster = np.minimum(got, Curve(*gen)(TOKENS))
                 if np.any(faster < got):    # another framework's timing of the kernel: as uncertain as a borrowed table
-                    self.provenance["moe"] += (f"; TRTLLM backend where faster (trtllm-gen kernels, "
-                                               f"{kt.source('moe:trtllm')})")
-                    self.sigma["moe"] = max(self.sigma["moe"], 1.5 * self.measured_sigma)
+                    self._amend("moe", f"TRTLLM backend where faster (trtllm-gen kernels, {kt.source('moe:trtllm')})",
+                                1.5 * self.measured_sigma)
                 return faster
         return got
 
