@@ -422,6 +422,11 @@ class StepCost:
         nbytes = tokens * self._unique_kv_per_token
         return lat * self.model.num_layers + nbytes / (bw * self.accelerators)
 
+    def handover_time(self, tokens: int, scaleout: bool) -> float:
+        """Disaggregated serving: from a prompt's prefill done to its first token at the client, the KV copy
+        (``kv_transfer_time``) and then the framework's handover (``FrameworkCosts.disagg_handover_ms``)."""
+        return self.kv_transfer_time(tokens, scaleout) + self.framework.disagg_handover_ms * 1e-3
+
     def describe(self) -> dict[str, Any]:
         """What this cost model believes and where each operator's time comes from, for manifests."""
         return {

@@ -461,8 +461,7 @@ class SimEngine:
         d = self.config.disaggregation
         assert d is not None
         dec = self._route(req, self.decode_pool)
-        ready = t + self._xfer_cost.kv_transfer_time(req.prompt, d.kv_transfer == "scaleout") \
-            + self._xfer_cost.framework.disagg_handover_ms * 1e-3
+        ready = t + self._xfer_cost.handover_time(req.prompt, d.kv_transfer == "scaleout")
         req.kv_ready = True
         req.next_register = -1
         self._emit(req, ready, 1, False)

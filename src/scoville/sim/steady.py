@@ -416,7 +416,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     batch = np.arange(1.0, per + 1.0)                                   # prompts a prefill step may carry
     t_prompts = steps * np.asarray(_prefill_step_time(pc, P, chunk, batch))
     t_batch = float(t_prompts[-1])
-    xfer = pc.kv_transfer_time(int(P), d.kv_transfer == "scaleout")
+    handover = pc.handover_time(int(P), d.kv_transfer == "scaleout")   # prefill done to first token at the client
     capacity = d.prefill.replicas * per / t_batch                      # prompts/s the prefill pool sustains
     sig_p = float(pc.sigma(per * chunk, per, per * chunk * chunk / 2, per * chunk, 0, 0))
     # decode: pure decode steps over n sequences per instance
@@ -429,7 +429,6 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     t_d, sig_d = dc.time_and_sigma(dec_t, grid, dec_t * ctx, grid * ctx, grid, grid * ctx)
     reps = float(d.decode.replicas)
     request_s = pc.framework.request_overhead_ms * 1e-3
-    handover = xfer + pc.framework.disagg_handover_ms * 1e-3          # KV copy done to first token at the client
     fronts = float(d.prefill.replicas)                                  # one front end per prefill instance
 
     def state(N: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
