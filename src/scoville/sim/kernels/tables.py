@@ -394,7 +394,7 @@ def _nvlink_total(t: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     if tokens.size < 2:
         return None
     total = np.sum([lat[np.searchsorted(x, tokens)] for x, lat in curves], axis=0)
-    return tokens, np.minimum.accumulate(total[::-1])[::-1]
+    return tokens, _never_faster_with_more(total)
 
 
 def _deepep_total(t: pa.Table, low_latency: bool, hidden: int, topk: int, experts: int,
@@ -408,7 +408,13 @@ def _deepep_total(t: pa.Table, low_latency: bool, hidden: int, topk: int, expert
     phases = (("dispatch_avg_t_us", "combine_avg_t_us") if low_latency else
               ("dispatch_transmit_us", "dispatch_notify_us", "combine_transmit_us", "combine_notify_us"))
     tokens, best = _fastest_over(_np(s, "num_token"), np.sum([_np(s, c) for c in phases], axis=0) * 1e-6)
-    return tokens, np.minimum.accumulate(best[::-1])[::-1]
+    return tokens, _never_faster_with_more(best)
+
+
+def _never_faster_with_more(seconds: np.ndarray) -> np.ndarray:
+    """Times over a rising token grid with the noise taken out: a batch never moves faster than a larger one, so
+    each takes the least of its own time and every larger batch's."""
+    return np.minimum.accumulate(seconds[::-1])[::-1]
 
 
 def _fastest_over(x: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
