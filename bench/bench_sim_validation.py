@@ -71,12 +71,12 @@ from scoville.sim.config import AttentionDpBalanceConfig, SimConfig  # noqa: E40
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
-from validation_data import PRECISION, SiliconRow, load_silicon  # noqa: E402
+from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, load_silicon  # noqa: E402
 from validation_recipes import configs as recipe_configs  # noqa: E402
 from validation_recipes import load_recipes, recipe_envelope, validation_public  # noqa: E402
 
 TOL = 0.35
-RANGE = 0.9          # InferenceX draws lengths uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
+RANGE = (1.0 + LENGTH_FLOOR) / 2.0   # lengths drawn uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
 
 
 @dataclass

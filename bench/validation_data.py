@@ -326,19 +326,10 @@ def _decode_floor_s(row: SiliconRow, precision: str | None) -> float:
     cfg = SimConfig.model_validate({"hardware": row.hardware, "model": row.model, "precision": precision,
                                     "kv_dtype": "fp8", "framework": row.framework,
                                     "parallel": {"tp": row.tp, "dp": row.dp, "ep": row.ep}})
-    cost, m = step_cost(cfg, cfg.parallel), load_model(row.model)
-    prompt, output = LENGTH_FLOOR * row.isl, LENGTH_FLOOR * row.osl
-    decode_s = (output - 1) * row.tpot_ms / 1e3
+    cost = step_cost(cfg, cfg.parallel)
+    decode_s = (LENGTH_FLOOR * row.osl - 1) * row.tpot_ms / 1e3
     seqs = row.concurrency * decode_s / (row.ttft_ms / 1e3 + decode_s)
-    if m.num_experts:
-        touched = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** seqs
-        ffn = m.num_moe_layers * (cost._shared_w + cost._experts_per_rank * touched * cost._expert_w) \
-            + m.num_dense_layers * cost._dense_w
-    else:
-        ffn = m.num_dense_layers * cost._dense_w
-    weights = m.num_layers * cost._attn_w + ffn + cost._head_w
-    kv = seqs / row.dp * prompt * cost._kv_layer_rank * m.num_full_layers
-    return (weights + kv) / (cost.hw.hbm_bandwidth_tbps * 1e12)
+    return cost.decode_floor_bytes(seqs, LENGTH_FLOOR * row.isl) / (cost.hw.hbm_bandwidth_tbps * 1e12)
 
 
 def _mark_beyond_bandwidth(rows: list[SiliconRow]) -> list[SiliconRow]:

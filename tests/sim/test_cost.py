@@ -635,3 +635,14 @@ def test_a_deployment_with_the_load_balancer_says_so_in_its_label():
     cfg = SimConfig(hardware="gb300", model="deepseek-r1", framework="trtllm",
                     parallel={"tp": 1, "dp": 16, "ep": 16, "expert_slots": 288})
     assert "eplb288" in cfg.label()
+
+
+def test_a_decode_steps_least_read_is_the_touched_weights_and_the_batches_kv():
+    """One sequence reads gpt-oss's attention and 4 of its 128 experts a layer; a large batch reads every expert
+    (all the weights but the embedding table); each token of context adds its KV."""
+    cost = StepCost("gpt-oss-120b", "h200", kv_dtype="fp8")
+    one, many = cost.decode_floor_bytes(1.0, 0.0), cost.decode_floor_bytes(1e5, 0.0)
+    assert one < 0.15 * many
+    assert 0.9 * cost.weight_bytes_per_accelerator < many < cost.weight_bytes_per_accelerator
+    assert cost.decode_floor_bytes(8.0, 1000.0) - cost.decode_floor_bytes(8.0, 0.0) == pytest.approx(
+        8 * 1000 * cost.kv_bytes_per_token)

@@ -39,6 +39,7 @@ from scoville.errors import UserError
 from scoville.sim.frameworks import FrameworkCosts, load_framework, rank_token_budget
 from scoville.sim.kernels.formats import activation_bytes
 from scoville.sim.kernels.ops import Layout, OpSet, build_ops
+from scoville.sim.kernels.work import touched_share
 
 ACTIVATION_TENSORS = 18    # live hidden-sized tensors per token in the peak-activation estimate
 COMPONENTS = ("attn_proj", "attn_core", "ffn", "lm_head", "comm", "draft", "overhead")
@@ -421,6 +422,18 @@ class StepCost:
         lat = (hw.scaleout_latency_us if scaleout else hw.scaleup_latency_us) * 1e-6
         nbytes = tokens * self._unique_kv_per_token
         return lat * self.model.num_layers + nbytes / (bw * self.accelerators)
+
+    def decode_floor_bytes(self, seqs: float, ctx: float) -> float:
+        """The fewest bytes one rank reads in a plain decode step of ``seqs`` sequences at ``ctx`` tokens of context
+        (what no kernel can skip): every non-expert weight of its shard, the experts some of its tokens route to
+        (``touched_share``), and its sequences' full-attention KV."""
+        m = self.model
+        ffn = m.num_dense_layers * self._dense_w
+        if m.num_experts:
+            touched = touched_share(seqs, m.experts_per_token, m.num_experts)
+            ffn += m.num_moe_layers * (self._shared_w + self._experts_per_rank * touched * self._expert_w)
+        kv = seqs / self.par.dp * ctx * self._kv_layer_rank * m.num_full_layers
+        return m.num_layers * self._attn_w + ffn + self._head_w + kv
 
     def handover_time(self, tokens: int, scaleout: bool) -> float:
         """Disaggregated serving: from a prompt's prefill done to its first token at the client, the KV copy

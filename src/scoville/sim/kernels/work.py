@@ -54,21 +54,27 @@ def gemm(m: Any, n: float, k: float, dtype: str) -> tuple[Any, Any]:
     return flops, nbytes
 
 
+def touched_share(tokens: Any, topk: Operand, experts: Operand) -> Any:
+    """The share of the experts that at least one of ``tokens`` reaches, each token choosing ``topk`` of
+    ``experts`` at random (``1 − e^(−tokens·topk/experts)``): few at batch 1, all at a large batch."""
+    import numpy as np
+
+    return 1.0 - np.exp(-tokens * topk / experts)
+
+
 def moe(tokens: Any, hidden: Operand, inter: Operand, topk: Operand, experts: Operand, tp: Operand, ep: Operand,
         dtype: str) -> tuple[Any, Any]:
     """(FLOPs, bytes) of one MoE layer's routed experts on one rank, ``tokens`` counted over the EP group.
 
     Balanced routing: each rank holds ``experts/ep`` experts split ``tp`` ways and receives
     ``tokens·topk/ep`` assignments; weights are read only for the experts some token reaches
-    (``1 − e^(−load/experts)`` of them, all at large batch, few at batch 1).
+    (``touched_share``).
     """
-    import numpy as np
-
     _check(dtype)
     local = experts / ep
     load = tokens * topk / ep
     per_expert = 3.0 * hidden * inter / tp
-    touched = local * (1.0 - np.exp(-load / local))
+    touched = local * touched_share(tokens, topk, experts)
     flops = 2.0 * load * per_expert
     nbytes = touched * per_expert * KERNEL_WEIGHT_BYTES[dtype] + load * (hidden + 2 * inter / tp) * 2.0
     return flops, nbytes
