@@ -646,3 +646,24 @@ def test_a_decode_steps_least_read_is_the_touched_weights_and_the_batches_kv():
     assert 0.9 * cost.weight_bytes_per_accelerator < many < cost.weight_bytes_per_accelerator
     assert cost.decode_floor_bytes(8.0, 1000.0) - cost.decode_floor_bytes(8.0, 0.0) == pytest.approx(
         8 * 1000 * cost.kv_bytes_per_token)
+
+
+@needs_tables
+def test_an_all_reduce_over_two_nodes_is_the_node_local_one_plus_the_tree_over_the_nics():
+    """Tensor parallelism over two H100 boards all-reduces through NCCL: the 8-GPU measured all-reduce plus two
+    scale-out hops and the bytes over each GPU's NIC, so it costs more than the board's own and less than
+    nccl-tests' 46-48 us on 2x8 Hopper boards at a decode step's few kilobytes."""
+    hw = load_hardware("h100")
+    two_nodes = StepCost("deepseek-r1", hw, Parallel(tp=16, ep=16), precision="fp8", kv_dtype="fp8",
+                         framework="trtllm")
+    one_node = tables.KernelTables("h100_sxm", "trtllm").nccl("all_reduce", 8)
+    assert one_node is not None
+    from scoville.sim.kernels.curve import Curve
+    small = 7168 * 2.0                                  # one token's hidden state in BF16
+    tree = Curve(*one_node)(small) + 2 * hw.scaleout_latency_us * 1e-6
+    assert float(two_nodes.ops.allreduce(small)) == pytest.approx(tree, rel=0.02)
+    assert float(two_nodes.ops.allreduce(small)) < 46e-6
+    # large buffers are bound by the NICs: each GPU's ring share at 50 GB/s
+    big = 256e6
+    assert float(two_nodes.ops.allreduce(big)) > big * 2 * 15 / 16 / (hw.scaleout_bandwidth_gbps * 1e9)
+    assert "within a node" in two_nodes.ops.provenance["allreduce"]

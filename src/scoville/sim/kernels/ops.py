@@ -54,6 +54,9 @@ COMBINE_BYTES = 2.0        # combine returns BF16
 # SGLang's low-latency DeepEP buffers hold this many tokens a rank (SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK's
 # default); decode batches up to it dispatch on those kernels, larger (extend) batches on the normal ones
 DEEPEP_LL_MAX_TOKENS = 128
+# An all-reduce's tree stage over the NICs is priced from the datasheet hop latency; it sits 23% under nccl-tests'
+# 2x8 Hopper figure (``_allreduce_beyond_domain``): that gap is its uncertainty
+SCALEOUT_TREE_SIGMA = 0.25
 WIDE_EP_BEYOND = 8         # TensorRT-LLM serves EP above one 8-GPU board with attention DP on its WideEP module
 
 
@@ -374,12 +377,36 @@ class _Builder:
 
     # -- collectives ------------------------------------------------------------------------------------
     def allreduce(self, ranks: int) -> np.ndarray:
+        if ranks > self.hw.scaleup_domain:
+            beyond = self._allreduce_beyond_domain(ranks)
+            if beyond is not None:
+                return beyond
         got = (self.kt.allreduce(ranks) or self.kt.nccl("all_reduce", ranks)) if self.kt else None
         if got is not None and ranks <= self.hw.scaleup_domain:
             self._note("allreduce", f"measured ({self._source('allreduce')}, {ranks} GPUs)",
                        self.measured_sigma)
             return Curve(*got)(BYTES)
         return self._comm("allreduce", BYTES * 2.0 * (ranks - 1) / ranks, ranks)
+
+    def _allreduce_beyond_domain(self, ranks: int) -> np.ndarray | None:
+        """An all-reduce over several scale-up domains (tensor parallelism over two H100 boards), as NCCL runs it:
+        no framework's custom kernel crosses a node, so the node-local reduce and broadcast are NCCL's measured
+        all-reduce over one domain, and the nodes exchange up and down a tree, two scale-out hops
+        (``scaleout_latency_us`` each), while each GPU's ring share crosses its own NIC at the NIC's rate (nccl-tests
+        reach 46-48 GB/s bus bandwidth on 400 Gbit/s NDR, NVIDIA/nccl-tests#290). None without an NCCL table.
+
+        Cross-check, not a fit: this gives 36 us for 8 bytes over 2x8 H100; nccl-tests measured 46-48 us on 2x8 H20
+        (the same NVLink 4 boards and CX-7 NDR NICs; NVLSTree, NCCL 2.21.5, NVIDIA/nccl#1244), launches included."""
+        domain = self.hw.scaleup_domain
+        got = self.kt.nccl("all_reduce", domain) if self.kt else None
+        if got is None:
+            return None
+        hw = self.hw
+        nic = BYTES * 2.0 * (ranks - 1) / ranks / (hw.scaleout_bandwidth_gbps * 1e9)
+        self._note("allreduce", f"measured ({self._source('nccl_all_reduce')}, {domain} GPUs) within a node + "
+                                f"{ranks // domain} nodes' tree over the NICs (2 x scaleout_latency_us)",
+                   math.hypot(self.measured_sigma, SCALEOUT_TREE_SIGMA))
+        return Curve(*got)(BYTES) + 2.0 * hw.scaleout_latency_us * 1e-6 + nic
 
     def ep_exchange(self, m: ModelArch, lay: Layout, experts_format: str) -> np.ndarray:
         """One MoE layer's dispatch + combine on the TOKENS grid (tokens per rank): the framework's own wide-EP
