@@ -29,6 +29,8 @@ ourselves; every figure here is validation. Four views:
    row (no search): what 2)'s error owes to the cost model, and what to the search. View 1 runs each row
    with the admission delays its InferenceX recipe set (``inferencex_recipe``: SGLang's poll interval for new
    requests, TensorRT-LLM's batch waiting); **1e** shows those rows' TTFT without and with them.
+   **1s** pins the runs view 1 leaves out as speculative on their InferenceX MTP script's draft depth and settings
+   (``mtp_recipe``), at the acceptance rates the search assumes; view 2b's envelopes include them.
    **1g** pins the file's Dynamo (disaggregated) rows the same way, on the deployment their InferenceX recipe
    names (``validation_data``: pools, worker counts, MTP depth, decode batch limit); rows of the seed points'
    curves are reported apart. **2c** reads measured frontier points off the envelope of InferenceX's own recipes
@@ -68,7 +70,7 @@ from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig  # noqa: E402
-from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
+from scoville.sim.search import MTP_ACCEPTANCE, FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
 from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, load_silicon  # noqa: E402
@@ -147,13 +149,15 @@ class Pinned:
     envelopes: Envelopes
 
 
-def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
+def pinned(rows: list[SiliconRow], kv_dtype: str | None = None, speculative: bool = False) -> Pinned:
     """Each aggregated row predicted on its own deployment; also every prediction of a frontier group's rows
     (the points whose upper envelope view 2b compares with the measured frontier). The rows do not record
-    their KV-cache format: ``kv_dtype`` None takes ``simulate``'s auto (FP8 where the chip has FP8 math)."""
+    their KV-cache format: ``kv_dtype`` None takes ``simulate``'s auto (FP8 where the chip has FP8 math).
+    ``speculative``: the runs read as speculative instead, each at its MTP script's depth (view 1s)."""
     groups: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
-        if r.mode == "agg" and not r.suspected_speculative:
+        if (r.mode == "agg" and r.suspected_speculative == speculative
+                and (not speculative or inferencex_recipe(r).mtp_depth)):
             group = (r.model, r.hardware, r.framework, r.precision, r.tp, r.dp, served_ep(r), r.isl, r.osl,
                      inferencex_recipe(r), "gap" in r.source)
             groups[group].append(r)
@@ -174,7 +178,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None) -> Pinned:
         except (UserError, ValueError):
             skipped += len(rs)
             continue
-        name = f"{_short(model)} {hw} {fw} {prec or 'native'}"
+        name = f"{_short(model)} {hw} {fw} {prec or 'native'}" + (f" mtp{recipe.mtp_depth}" if speculative else "")
         # the recipe's admission delays (SGLang's poll interval, TensorRT-LLM's batch waiting and attention-DP
         # balance) taken out (view 1e)
         undelayed = estimate(cfg.model_copy(update={"batch_wait": None, "scheduler_recv_interval": 1,
@@ -229,6 +233,7 @@ class Recipe:
     adp_balance: AttentionDpBalanceConfig | None = None   # TensorRT-LLM's attention-DP balance
     experts_over_every_gpu: bool = False            # vLLM --enable-expert-parallel whatever the row's ep says
     moe_kernel: str = "auto"                        # vLLM's Marlin MoE where VLLM_MXFP4_USE_MARLIN=1
+    mtp_depth: int | None = None                    # the MTP script's draft depth, for a run read as speculative
 
     @property
     def delays(self) -> bool:
@@ -256,6 +261,8 @@ class Recipe:
             out["attention_dp_balance"] = self.adp_balance.model_dump()
         if self.moe_kernel != "auto":
             out["moe_kernel"] = self.moe_kernel
+        if self.mtp_depth:
+            out["speculative"] = {"num_draft_tokens": self.mtp_depth, "acceptance_rate": MTP_ACCEPTANCE[self.mtp_depth]}
         return out
 
 
@@ -308,7 +315,9 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
       where the release defaulted it off), as ``SimConfig`` does.
     - vLLM gpt-oss-120b on H100 and H200 (gptoss_fp4_{h100,h200}.sh, 2026-01-02 to 2026-07): VLLM_MXFP4_USE_MARLIN=1,
       the experts on Marlin kernels (VLLM_MARLIN_MOE).
-    Nothing for other rows."""
+    A run read as speculative takes its MTP script's settings instead (``mtp_recipe``). Nothing for other rows."""
+    if row.suspected_speculative:
+        return mtp_recipe(row)
     one_k = row.isl == row.osl == 1024
     if row.framework == "trtllm" and row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
         return Recipe(16384, (20, 0.9) if one_k and row.tp < 8 else None)
@@ -330,6 +339,34 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
         return Recipe(max_num_batched_tokens=2 * row.isl if since is not None and row.measured >= since else None,
                       experts_over_every_gpu=start <= row.measured < end,
                       moe_kernel="marlin" if marlin_from <= row.measured < marlin_until else "auto")
+    return Recipe()
+
+
+# Under attention DP, TensorRT-LLM's MTP scripts cap a rank's batch at the concurrency over this (below it, at the
+# concurrency): dsr1_fp8_b200_trt_mtp.sh 8, dsr1_fp4_b200_trt_mtp.sh 4, dsr1_fp8_h200_trt_mtp.sh the TP size
+TRTLLM_MTP_DP_BATCH_DIVISOR = {("b200", "fp8"): 8, ("b200", "nvfp4"): 4}
+
+
+def mtp_recipe(row: SiliconRow) -> Recipe:
+    """What InferenceX's MTP scripts set for a DeepSeek-R1 run read as speculative (the scripts from 2026-02 to
+    2026-06 were read; the runs date from 2026-01 to 2026-03):
+    - TensorRT-LLM (dsr1_fp{8,4}_b200_trt_mtp.sh, dsr1_fp8_h200_trt_mtp.sh): ``num_nextn_predict_layers`` 3, and 1
+      under attention DP (with its balance, as the plain recipes); ``max_num_tokens`` a rank
+      ((depth + 1) x batch + prompt + 127) rounded down to 64, one prompt a step beside a full batch's drafts, with
+      the rank's batch the concurrency, or its share under attention DP (TRTLLM_MTP_DP_BATCH_DIVISOR);
+    - SGLang (dsr1_fp{8,4}_{b200,b300}_mtp.sh, dsr1_fp8_h200_mtp.sh): EAGLE with ``--speculative-num-steps 2``, and on
+      B200/B300 the plain recipes' poll for new requests (every 10 steps below 16 users, 30 from 16).
+    None for other frameworks: InferenceX ran no other aggregated MTP recipe of a model in the file."""
+    if row.framework == "trtllm":
+        depth = 1 if row.dp > 1 else 3
+        divisor = TRTLLM_MTP_DP_BATCH_DIVISOR.get((row.hardware, row.precision or ""), row.dp)
+        batch = max(row.concurrency // divisor, 1) if row.dp > 1 and row.concurrency >= divisor else row.concurrency
+        budget = ((depth + 1) * batch + row.isl + 127) // 64 * 64
+        balance = TRTLLM_ADP_BALANCE.get(row.model, AttentionDpBalanceConfig()) if row.dp > 1 else None
+        return Recipe(max_num_batched_tokens=budget, adp_balance=balance, mtp_depth=depth)
+    if row.framework == "sglang":
+        poll = (10 if row.concurrency < 16 else 30) if row.hardware in ("b200", "b300") else 1
+        return Recipe(scheduler_recv_interval=poll, mtp_depth=2)
     return Recipe()
 
 
@@ -1066,6 +1103,12 @@ def main(argv: list[str] | None = None) -> int:
     report_prompt_scaling(view1.light)
     report_kv_sensitivity(by_row, pinned(rows, kv_dtype="bf16").cmps)
     report_recipe_delays(by_row)
+    view1s = pinned(rows, speculative=True)
+    report_pinned(view1s.cmps, "1s) the runs read as speculative (left out of view 1), pinned as view 1 at their "
+                               "InferenceX MTP\n   script's draft depth and settings (mtp_recipe), at the search's "
+                               "acceptance rates (search.MTP_ACCEPTANCE)")
+    for key, points in view1s.envelopes.items():
+        envelopes[key].extend(points)
     disagg, open_depth = pinned_disaggregated(rows)
     report_pinned(disagg, "1g) pinned disaggregated deployments (silicon_sample.csv's Dynamo rows on their InferenceX "
                           "recipe's\n   pools, worker counts, MTP depth and decode batch limit; validation_data)")
