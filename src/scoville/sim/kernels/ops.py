@@ -414,7 +414,7 @@ class _Builder:
         of the bytes each rank sends (FP8 out, BF16 back)."""
         measured = self._nvlink_alltoall(m, lay, experts_format)
         if measured is None:
-            measured = self._deepep_exchange(m, lay)
+            measured = self._deepep_exchange(m, lay, experts_format)
         if measured is not None:
             return measured
         per_rank = self.alltoall(lay.ep)
@@ -444,7 +444,7 @@ class _Builder:
                    2 * self.measured_sigma)
         return Curve(*largest)(TOKENS)
 
-    def _deepep_exchange(self, m: ModelArch, lay: Layout) -> np.ndarray | None:
+    def _deepep_exchange(self, m: ModelArch, lay: Layout, experts_format: str) -> np.ndarray | None:
         """Experts spread over several nodes: DeepEP's measured cross-node dispatch and combine (an exchange is priced
         only under attention DP, where SGLang runs DeepEP: ``deepep``): SGLang's low-latency kernels up to
         ``DEEPEP_LL_MAX_TOKENS`` a rank and its normal ones beyond (``--deepep-mode auto``); TensorRT-LLM's
@@ -464,13 +464,30 @@ class _Builder:
 
         normal = curve("normal")
         if normal is None or self.framework == "trtllm":
-            return normal
+            return None if normal is None else self._trtllm_fork(m, normal, experts_format)
         low_latency = curve("ll")
         if low_latency is None:
             return normal
         self.provenance["alltoall"] = (f"measured ({kt.source('deepep_ll')} to {DEEPEP_LL_MAX_TOKENS} tokens a rank, "
                                        f"{kt.source('deepep_normal')} beyond; {nodes})")
         return np.where(TOKENS <= DEEPEP_LL_MAX_TOKENS, low_latency, normal)
+
+    def _trtllm_fork(self, m: ModelArch, over_nodes: np.ndarray, experts_format: str) -> np.ndarray:
+        """TensorRT-LLM runs its own fork of DeepEP, which dispatches BF16 activations to FP8 experts (its
+        post-quantisation all-to-all takes NVFP4 only: ``WideEPMoE.is_post_quant_all2all_supported``); its collection
+        timed that fork on one node only. So the cross-node exchange (SGLang's DeepEP tables over the nodes) is
+        scaled, per token count, by TensorRT-LLM's one-node time over SGLang's: on H100 1.25-1.45x at 16-256
+        tokens a rank, DeepSeek-R1's shape. Unchanged where either one-node table lacks the shape."""
+        kt = self.kt
+        assert kt is not None
+        shape = (m.hidden_size, m.experts_per_token, m.num_experts)
+        own = kt.trtllm_deepep(*shape, "nvfp4" if experts_format == "nvfp4" else "bfloat16")
+        sglang_one_node = kt.deepep_exchange(*shape, 1, "normal")
+        if own is None or sglang_one_node is None:
+            return over_nodes
+        self._amend("alltoall", f"x its own fork over SGLang's on one node ({kt.source('trtllm_deepep')})",
+                    2 * self.measured_sigma)
+        return over_nodes * Curve(*own)(TOKENS) / Curve(*sglang_one_node)(TOKENS)
 
     def alltoall(self, ranks: int) -> np.ndarray:
         """One all-to-all over the BYTES grid (bytes each rank sends): NCCL's table within a node, else transfer."""

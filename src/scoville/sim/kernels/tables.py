@@ -352,6 +352,15 @@ class KernelTables:
                            _Query(f"deepep_{mode}", (hidden, topk, experts, nodes)), framework="sglang",
                            label=f"deepep_{mode}")
 
+    def trtllm_deepep(self, hidden: int, topk: int, experts: int, dispatch_dtype: str
+                      ) -> tuple[np.ndarray, np.ndarray] | None:
+        """TensorRT-LLM's own DeepEP (its fork's high-throughput kernels, what ``TRTLLM_FORCE_ALLTOALL_METHOD=DeepEP``
+        runs) on one 8-GPU node: one MoE layer's ``dispatch_dtype`` dispatch and BF16 combine, time over tokens per
+        rank. Its collection timed one node only."""
+        return self._first("comm", "moe_a2a_perf.parquet",  # type: ignore[return-value]
+                           _Query("trtllm_deepep", (hidden, topk, experts, dispatch_dtype)), framework="trtllm",
+                           label="trtllm_deepep")
+
     def elementwise(self) -> tuple[float, float] | None:
         """(launch floor in seconds, streaming bytes/s) of a simple elementwise kernel on this system, or None.
 
@@ -409,6 +418,23 @@ def _deepep_total(t: pa.Table, low_latency: bool, hidden: int, topk: int, expert
               ("dispatch_transmit_us", "dispatch_notify_us", "combine_transmit_us", "combine_notify_us"))
     tokens, best = _fastest_over(_np(s, "num_token"), np.sum([_np(s, c) for c in phases], axis=0) * 1e-6)
     return tokens, _never_faster_with_more(best)
+
+
+def _trtllm_deepep_total(t: pa.Table, hidden: int, topk: int, experts: int,
+                         dispatch_dtype: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """TensorRT-LLM's DeepEP high-throughput dispatch (``dispatch_dtype``) + BF16 combine on one node, over the
+    token counts both phases were timed at (``KernelTables.trtllm_deepep``)."""
+    s = _where(t, comm_backend="trtllm_deepep_ht", node_num=1, hidden_size=hidden, topk=topk, num_experts=experts)
+    dispatch = _where(s, phase="dispatch", comm_dtype=dispatch_dtype)
+    combine = _where(s, phase="combine", comm_dtype="bfloat16")
+    if not dispatch.num_rows or not combine.num_rows:
+        return None
+    (xd, td), (xc, tc) = (_fastest_over(_np(p, "num_tokens"), _np(p, "latency") * 1e-6) for p in (dispatch, combine))
+    tokens = np.intersect1d(xd, xc)
+    if tokens.size < 2:
+        return None
+    total = td[np.searchsorted(xd, tokens)] + tc[np.searchsorted(xc, tokens)]
+    return tokens, _never_faster_with_more(total)
 
 
 def _never_faster_with_more(seconds: np.ndarray) -> np.ndarray:
@@ -510,6 +536,8 @@ class _Query:
             return _fastest_over(np.concatenate([x for x, _ in totals]), np.concatenate([y for _, y in totals]))
         if self.kind in ("deepep_ll", "deepep_normal"):
             return _deepep_total(t, self.kind == "deepep_ll", *k)
+        if self.kind == "trtllm_deepep":
+            return _trtllm_deepep_total(t, *k)
         if self.kind == "nccl":
             op, gpus = k
             s = _where(t, op_name=op, num_gpus=gpus, nccl_dtype="half")
