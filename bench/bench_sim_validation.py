@@ -342,8 +342,9 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
     return Recipe()
 
 
-# Under attention DP, TensorRT-LLM's MTP scripts cap a rank's batch at the concurrency over this (below it, at the
-# concurrency): dsr1_fp8_b200_trt_mtp.sh 8, dsr1_fp4_b200_trt_mtp.sh 4, dsr1_fp8_h200_trt_mtp.sh the TP size
+# Under attention DP, TensorRT-LLM's B200 MTP scripts cap a rank's batch at the concurrency over this, or at the
+# concurrency below it (dsr1_fp8_b200_trt_mtp.sh 8, dsr1_fp4_b200_trt_mtp.sh 4); dsr1_fp8_h200_trt_mtp.sh at the
+# concurrency over the TP size, at least 1
 TRTLLM_MTP_DP_BATCH_DIVISOR = {("b200", "fp8"): 8, ("b200", "nvfp4"): 4}
 
 
@@ -359,8 +360,13 @@ def mtp_recipe(row: SiliconRow) -> Recipe:
     None for other frameworks: InferenceX ran no other aggregated MTP recipe of a model in the file."""
     if row.framework == "trtllm":
         depth = 1 if row.dp > 1 else 3
-        divisor = TRTLLM_MTP_DP_BATCH_DIVISOR.get((row.hardware, row.precision or ""), row.dp)
-        batch = max(row.concurrency // divisor, 1) if row.dp > 1 and row.concurrency >= divisor else row.concurrency
+        divisor = TRTLLM_MTP_DP_BATCH_DIVISOR.get((row.hardware, row.precision or ""))
+        if row.dp == 1:
+            batch = row.concurrency
+        elif divisor:
+            batch = row.concurrency if row.concurrency < divisor else row.concurrency // divisor
+        else:
+            batch = max(row.concurrency // row.dp, 1)
         budget = ((depth + 1) * batch + row.isl + 127) // 64 * 64
         balance = TRTLLM_ADP_BALANCE.get(row.model, AttentionDpBalanceConfig()) if row.dp > 1 else None
         return Recipe(max_num_batched_tokens=budget, adp_balance=balance, mtp_depth=depth)
