@@ -93,6 +93,7 @@ class Cmp:
     band: tuple[float, float] | None = None     # the prediction's 80% band (10th-90th percentile), where it has one
     # a frontier point read the other way (view 2): (measured tok/s/user, the predicted frontier's at its throughput)
     speed: tuple[float, float] | None = None
+    row: str | None = None      # the silicon row it compares (views 1 and 1s: pairs plain and speculative runs)
 
     @property
     def err(self) -> float:
@@ -186,7 +187,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None, speculative: boo
                              users, osl_spread=spread).ttft if recipe.delays else None
         for i, r in enumerate(rs):
             tpot, ttft, tput = est.tpot[i] * 1e3, est.ttft[i] * 1e3, float(est.total_tput_per_accelerator[i])
-            out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[i])))
+            out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[i]), row=r.id))
             out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[i])))
             out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[i])))
             if r.concurrency <= LIGHT_LOAD:
@@ -340,6 +341,29 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
                       experts_over_every_gpu=start <= row.measured < end,
                       moe_kernel="marlin" if marlin_from <= row.measured < marlin_until else "auto")
     return Recipe()
+
+
+def report_speculative_gain(rows: list[SiliconRow], plain: list[Cmp], speculative: list[Cmp]) -> None:
+    """View 1s's runs beside the plain runs of their deployment and concurrency (view 1): the TPOT gain MTP
+    brought, measured and predicted, by framework. A predicted gain above the measured one is MTP priced too cheap
+    (acceptance, draft passes or the speculative path's host work), whatever the plain runs' own error."""
+    predicted = {c.row: c.predicted for c in plain + speculative if c.row}
+    runs: dict[tuple, list[SiliconRow]] = defaultdict(list)
+    for r in rows:
+        if r.mode == "agg" and r.id in predicted:
+            key = (r.model, r.hardware, r.framework, r.precision, r.isl, r.osl, r.tp, r.dp, r.ep, r.concurrency)
+            runs[key].append(r)
+    gains: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for same in runs.values():
+        fast = [r for r in same if r.suspected_speculative]
+        slow = [r for r in same if not r.suspected_speculative]
+        for s, f in itertools.product(slow, fast):
+            gains[f.framework].append((s.tpot_ms / f.tpot_ms, predicted[s.id] / predicted[f.id]))
+    print("   MTP's TPOT gain over the plain run of the same deployment and concurrency, measured vs predicted:")
+    for fw, pairs in sorted(gains.items()):
+        measured, model = np.array(pairs).T
+        print(f"   {fw:8s} pairs={len(pairs):3d}  measured {np.median(measured):.2f}x  "
+              f"predicted {np.median(model):.2f}x  (predicted / measured, median {np.median(model / measured):.2f})")
 
 
 # Under attention DP, TensorRT-LLM's B200 MTP scripts cap a rank's batch at the concurrency over this, or at the
@@ -1113,6 +1137,7 @@ def main(argv: list[str] | None = None) -> int:
     report_pinned(view1s.cmps, "1s) the runs read as speculative (left out of view 1), pinned as view 1 at their "
                                "InferenceX MTP\n   script's draft depth and settings (mtp_recipe), at the search's "
                                "acceptance rates (search.MTP_ACCEPTANCE)")
+    report_speculative_gain(rows, by_row["tpot"], view1s.cmps["tpot"])
     for key, points in view1s.envelopes.items():
         envelopes[key].extend(points)
     disagg, open_depth = pinned_disaggregated(rows)
