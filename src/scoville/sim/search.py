@@ -56,7 +56,9 @@ from scoville.sim.steady import INFERENCEX, Protocol, SteadyEstimate, estimate
 # second token is accepted 85-90% of the time: AL 1.85); k=2, 3 give AL 2.31 and 2.42 (chained drafts from one MTP
 # layer lose accuracy with depth, hence the falling rate). A cross-check, not a fit: TensorRT-LLM's tech blog 2
 # ("DeepSeek R1 MTP Implementation and Optimization") measured MTP nextn=3 at 2.16x the plain decode speed at one
-# user on 8 B200 (FP4, attention TP8, MoE EP2, 1k/2k), and this model gives 2.08x for that deployment.
+# user on 8 B200 (FP4, attention TP8, MoE EP2, 1k/2k), and this model gives 2.08x for that deployment. A second one:
+# InferenceX's golden acceptance lengths for DeepSeek-V4-Pro's MTP (SPEED-Bench coding, thinking on, vLLM on B300;
+# golden_al_distribution/dsv4_mtp.yaml in its repository) are 1.79, 2.27 and 2.49 at 1, 2 and 3 drafts.
 MTP_ACCEPTANCE = {1: 0.85, 2: 0.75, 3: 0.67}
 PREFILL_UTILISATION = 0.8          # a prefill pool sized to run at most this busy (queueing headroom)
 CONC_GRID = np.unique(np.round(np.geomspace(1, 8192, 36)))
