@@ -29,6 +29,8 @@ ourselves; every figure here is validation. Four views:
    row (no search): what 2)'s error owes to the cost model, and what to the search. View 1 runs each row
    with the admission delays its InferenceX recipe set (``inferencex_recipe``: SGLang's poll interval for new
    requests, TensorRT-LLM's batch waiting); **1e** shows those rows' TTFT without and with them.
+   **1h** counts that light-load gap in each run's own decode steps (a wait counted in steps, such as a streamed
+   response held back some iterations, keeps its count as steps lengthen; a per-request cost does not).
    **1s** pins the runs view 1 leaves out as speculative on their InferenceX MTP script's draft depth and settings
    (``mtp_recipe``), at the acceptance rates the search assumes; view 2b's envelopes include them.
    **1g** pins the file's Dynamo (disaggregated) rows the same way, on the deployment their InferenceX recipe
@@ -69,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
-from scoville.sim.config import AttentionDpBalanceConfig, SimConfig  # noqa: E402
+from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SpeculativeConfig  # noqa: E402
 from scoville.sim.search import MTP_ACCEPTANCE, FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
@@ -463,6 +465,31 @@ def report_prompt_scaling(light: list[LightTtft]) -> None:
         long = float(np.median([ln.measured_ms - ln.predicted_ms for _, ln in ps]))
         print(f"   {fw:7s} {system:36s} pairs={len(ps):3d}  gap {short:+6.0f} ms at 1k, {long:+6.0f} ms at 8k  "
               f"{_gap_kind(short, long)}".rstrip())
+
+
+def report_ttft_gap_in_steps(rows: list[SiliconRow], views: list[Pinned]) -> None:
+    """View 1h: the light-load TTFT gap (measured - predicted, at most ``LIGHT_LOAD`` users) counted in the run's own
+    decode steps (its TPOT, times the MTP script's acceptance length where it ran MTP), by framework and model. A
+    per-request cost shows as a gap that shrinks in steps as steps lengthen; a gap of a steady number of steps is a
+    wait counted in steps, such as a streamed response held for several iterations."""
+    by_id = {r.id: r for r in rows}
+    gaps: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for view in views:
+        for tpot, ttft in zip(view.cmps["tpot"], view.cmps["ttft"], strict=True):
+            r = by_id[tpot.row] if tpot.row else None
+            if r is None or r.concurrency > LIGHT_LOAD:
+                continue
+            depth = inferencex_recipe(r).mtp_depth
+            step_ms = tpot.measured * (SpeculativeConfig(num_draft_tokens=depth, acceptance_rate=MTP_ACCEPTANCE[depth])
+                                       .mean_acceptance_length if depth else 1.0)
+            gaps[(r.framework, _short(r.model), f"mtp{depth}" if depth else "plain")].append(
+                (ttft.measured - ttft.predicted) / step_ms)
+    print(f"\n1h) TTFT at <= {LIGHT_LOAD} users: the gap measured - predicted in the run's own decode steps")
+    for (fw, model, kind), g in sorted(gaps.items()):
+        if len(g) >= 5:
+            q25, q50, q75 = np.percentile(g, [25, 50, 75])
+            print(f"   {fw:7s} {model:20s} {kind:5s} n={len(g):4d}  median {q50:5.1f} steps  (25-75%: {q25:5.1f} to "
+                  f"{q75:5.1f})")
 
 
 def _gap_kind(short: float, long: float) -> str:
@@ -1138,6 +1165,7 @@ def main(argv: list[str] | None = None) -> int:
                                "InferenceX MTP\n   script's draft depth and settings (mtp_recipe), at the search's "
                                "acceptance rates (search.MTP_ACCEPTANCE)")
     report_speculative_gain(rows, by_row["tpot"], view1s.cmps["tpot"])
+    report_ttft_gap_in_steps(rows, [view1, view1s])
     for key, points in view1s.envelopes.items():
         envelopes[key].extend(points)
     disagg, open_depth = pinned_disaggregated(rows)
