@@ -395,8 +395,14 @@ def _nvlink_total(t: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
                                   for op in ("alltoall_prepare", "alltoall_dispatch", "alltoall_combine"))
     if not dispatch.num_rows or not combine.num_rows:
         return None
-    phases = [p for p in (prepare, dispatch, combine) if p.num_rows]
-    curves = [_fastest_over(_np(p, "num_tokens"), _np(p, "latency") * 1e-3) for p in phases]
+    return _phases_total([p for p in (prepare, dispatch, combine) if p.num_rows], 1e-3)
+
+
+def _phases_total(phases: list[pa.Table], seconds_per_unit: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """One kernel's phases (each a table of ``num_tokens`` and ``latency`` rows) summed into one time over tokens
+    per rank, on the token counts every phase was timed at (None below two): the fastest row per count, and more
+    tokens never moving faster (``_never_faster_with_more``)."""
+    curves = [_fastest_over(_np(p, "num_tokens"), _np(p, "latency") * seconds_per_unit) for p in phases]
     tokens = curves[0][0]
     for x, _ in curves[1:]:
         tokens = np.intersect1d(tokens, x)
@@ -429,12 +435,7 @@ def _trtllm_deepep_total(t: pa.Table, hidden: int, topk: int, experts: int,
     combine = _where(s, phase="combine", comm_dtype="bfloat16")
     if not dispatch.num_rows or not combine.num_rows:
         return None
-    (xd, td), (xc, tc) = (_fastest_over(_np(p, "num_tokens"), _np(p, "latency") * 1e-6) for p in (dispatch, combine))
-    tokens = np.intersect1d(xd, xc)
-    if tokens.size < 2:
-        return None
-    total = td[np.searchsorted(xd, tokens)] + tc[np.searchsorted(xc, tokens)]
-    return tokens, _never_faster_with_more(total)
+    return _phases_total([dispatch, combine], 1e-6)       # this table's latency is in microseconds
 
 
 def _never_faster_with_more(seconds: np.ndarray) -> np.ndarray:
