@@ -378,14 +378,14 @@ class _Builder:
     # -- collectives ------------------------------------------------------------------------------------
     def allreduce(self, ranks: int) -> np.ndarray:
         if ranks > self.hw.scaleup_domain:
-            beyond = self._allreduce_beyond_domain(ranks)
-            if beyond is not None:
-                return beyond
-        got = (self.kt.allreduce(ranks) or self.kt.nccl("all_reduce", ranks)) if self.kt else None
-        if got is not None and ranks <= self.hw.scaleup_domain:
-            self._note("allreduce", f"measured ({self._source('allreduce')}, {ranks} GPUs)",
-                       self.measured_sigma)
-            return Curve(*got)(BYTES)
+            measured = self._allreduce_beyond_domain(ranks)
+        else:
+            got = (self.kt.allreduce(ranks) or self.kt.nccl("all_reduce", ranks)) if self.kt else None
+            if got is not None:
+                self._note("allreduce", f"measured ({self._source('allreduce')}, {ranks} GPUs)", self.measured_sigma)
+            measured = None if got is None else Curve(*got)(BYTES)
+        if measured is not None:
+            return measured
         return self._comm("allreduce", BYTES * 2.0 * (ranks - 1) / ranks, ranks)
 
     def _allreduce_beyond_domain(self, ranks: int) -> np.ndarray | None:
@@ -464,7 +464,7 @@ class _Builder:
 
         normal = curve("normal")
         if normal is None or self.framework == "trtllm":
-            return None if normal is None else self._trtllm_fork(m, normal, experts_format)
+            return None if normal is None else self._trtllm_fork(shape, normal, experts_format)
         low_latency = curve("ll")
         if low_latency is None:
             return normal
@@ -472,15 +472,15 @@ class _Builder:
                                        f"{kt.source('deepep_normal')} beyond; {nodes})")
         return np.where(TOKENS <= DEEPEP_LL_MAX_TOKENS, low_latency, normal)
 
-    def _trtllm_fork(self, m: ModelArch, over_nodes: np.ndarray, experts_format: str) -> np.ndarray:
+    def _trtllm_fork(self, shape: tuple[int, int, int], over_nodes: np.ndarray, experts_format: str) -> np.ndarray:
         """TensorRT-LLM runs its own fork of DeepEP, which dispatches BF16 activations to FP8 experts (its
         post-quantisation all-to-all takes NVFP4 only: ``WideEPMoE.is_post_quant_all2all_supported``); its collection
         timed that fork on one node only. So the cross-node exchange (SGLang's DeepEP tables over the nodes) is
         scaled, per token count, by TensorRT-LLM's one-node time over SGLang's: on H100 1.25-1.45x at 16-256
-        tokens a rank, DeepSeek-R1's shape. Unchanged where either one-node table lacks the shape."""
+        tokens a rank, DeepSeek-R1's shape (``shape``: hidden size, top-k, experts). Unchanged where either one-node
+        table lacks the shape."""
         kt = self.kt
         assert kt is not None
-        shape = (m.hidden_size, m.experts_per_token, m.num_experts)
         own = kt.trtllm_deepep(*shape, "nvfp4" if experts_format == "nvfp4" else "bfloat16")
         sglang_one_node = kt.deepep_exchange(*shape, 1, "normal")
         if own is None or sglang_one_node is None:
