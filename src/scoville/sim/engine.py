@@ -100,8 +100,7 @@ def _step_cost(model: str, hardware: str, tp: int, ep: int, dp: int, precision: 
         prof.check_applies(hardware, model, framework)
         costs, factor = prof.framework_costs(), prof.kernel_factor
     return StepCost(model, hardware, Parallel(tp=tp, ep=ep, dp=dp, expert_slots=expert_slots), precision, kv_dtype,
-                    framework=framework,
-                    backend=backend, drafts=drafts, framework_costs=costs, kernel_factor=factor,
+                    framework=framework, backend=backend, drafts=drafts, framework_costs=costs, kernel_factor=factor,
                     calibrated_sigma=prof.sigma if profile is not None else None, moe_kernel=moe_kernel)
 
 
