@@ -75,7 +75,7 @@ from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, Speculative
 from scoville.sim.search import MTP_ACCEPTANCE, FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
-from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, load_silicon  # noqa: E402
+from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, deployment, load_silicon  # noqa: E402
 from validation_recipes import configs as recipe_configs  # noqa: E402
 from validation_recipes import load_recipes, recipe_envelope, validation_public  # noqa: E402
 
@@ -264,9 +264,16 @@ class Recipe:
             out["attention_dp_balance"] = self.adp_balance.model_dump()
         if self.moe_kernel != "auto":
             out["moe_kernel"] = self.moe_kernel
-        if self.mtp_depth:
-            out["speculative"] = {"num_draft_tokens": self.mtp_depth, "acceptance_rate": MTP_ACCEPTANCE[self.mtp_depth]}
+        if self.speculative is not None:
+            out["speculative"] = self.speculative.model_dump()
         return out
+
+    @property
+    def speculative(self) -> SpeculativeConfig | None:
+        """The MTP script's drafts at the search's acceptance rate for that depth; None for a plain run."""
+        if not self.mtp_depth:
+            return None
+        return SpeculativeConfig(num_draft_tokens=self.mtp_depth, acceptance_rate=MTP_ACCEPTANCE[self.mtp_depth])
 
 
 # InferenceX's TensorRT-LLM attention-DP balance per model; TensorRT-LLM's defaults for the others
@@ -353,8 +360,7 @@ def report_speculative_gain(rows: list[SiliconRow], plain: list[Cmp], speculativ
     runs: dict[tuple, list[SiliconRow]] = defaultdict(list)
     for r in rows:
         if r.mode == "agg" and r.id in predicted:
-            key = (r.model, r.hardware, r.framework, r.precision, r.isl, r.osl, r.tp, r.dp, r.ep, r.concurrency)
-            runs[key].append(r)
+            runs[(*deployment(r), r.concurrency)].append(r)
     gains: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for same in runs.values():
         fast = [r for r in same if r.suspected_speculative]
@@ -479,11 +485,10 @@ def report_ttft_gap_in_steps(rows: list[SiliconRow], views: list[Pinned]) -> Non
             r = by_id[tpot.row] if tpot.row else None
             if r is None or r.concurrency > LIGHT_LOAD:
                 continue
-            depth = inferencex_recipe(r).mtp_depth
-            step_ms = tpot.measured * (SpeculativeConfig(num_draft_tokens=depth, acceptance_rate=MTP_ACCEPTANCE[depth])
-                                       .mean_acceptance_length if depth else 1.0)
-            gaps[(r.framework, _short(r.model), f"mtp{depth}" if depth else "plain")].append(
-                (ttft.measured - ttft.predicted) / step_ms)
+            drafts = inferencex_recipe(r).speculative
+            step_ms = tpot.measured * (drafts.mean_acceptance_length if drafts else 1.0)
+            kind = f"mtp{drafts.num_draft_tokens}" if drafts else "plain"
+            gaps[(r.framework, _short(r.model), kind)].append((ttft.measured - ttft.predicted) / step_ms)
     print(f"\n1h) TTFT at <= {LIGHT_LOAD} users: the gap measured - predicted in the run's own decode steps")
     for (fw, model, kind), g in sorted(gaps.items()):
         if len(g) >= 5:

@@ -260,7 +260,7 @@ def load_silicon() -> list[SiliconRow]:
     return _attach_recipes(_mark_beyond_bandwidth(_mark_inconsistent(_mark_speculative(out))))
 
 
-def _deployment(r: SiliconRow) -> tuple:
+def deployment(r: SiliconRow) -> tuple:
     """What makes two runs the same deployment: the layout of an aggregated one; the pools of a disaggregated one
     (its GPU total where the file gives one), within one image version (disaggregated recipes change between
     versions at the same pool shapes)."""
@@ -271,7 +271,7 @@ def _deployment(r: SiliconRow) -> tuple:
 
 
 def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
-    """Flag the faster of two measurements of one deployment (``_deployment``) and concurrency whose TPOTs differ
+    """Flag the faster of two measurements of one deployment (``deployment``) and concurrency whose TPOTs differ
     by more than ``SPECULATIVE_SPLIT`` (by more than ``SERIES_SPLIT`` throughout a deployment that has such a pair,
     or that many at ``SERIES_PAIRS`` concurrencies), for models with MTP heads (elsewhere such a pair is a bad run,
     not a speculative one: Kimi K2.5 on H200 has one at 64 ms against 16 ms)."""
@@ -279,11 +279,11 @@ def _mark_speculative(rows: list[SiliconRow]) -> list[SiliconRow]:
     same: dict[tuple, list[SiliconRow]] = {}
     for r in rows:
         if has_mtp[r.model]:
-            same.setdefault((*_deployment(r), r.concurrency), []).append(r)
+            same.setdefault((*deployment(r), r.concurrency), []).append(r)
     spread = {key: max(x.tpot_ms for x in runs) / min(x.tpot_ms for x in runs) for key, runs in same.items()}
     series_pairs = Counter(key[:-1] for key, ratio in spread.items() if ratio > SERIES_SPLIT)
     speculative_deployments = {key[:-1] for key, ratio in spread.items() if ratio > SPECULATIVE_SPLIT} | \
-        {deployment for deployment, pairs in series_pairs.items() if pairs >= SERIES_PAIRS}
+        {series for series, pairs in series_pairs.items() if pairs >= SERIES_PAIRS}
     faster: set[str] = set()
     for key, runs in same.items():
         threshold = SERIES_SPLIT if key[:-1] in speculative_deployments else SPECULATIVE_SPLIT
@@ -383,7 +383,7 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
     everything a prediction needs. A run no entry matches keeps the total and, where it can, the deployment of its
     own row, if the dump gives its worker counts (``_file_deployment``)."""
     recipes = [r for r in load_recipes() if r.prefill is not None and r.decode is not None]
-    speculative_at = {(*_deployment(r), r.concurrency) for r in rows if r.suspected_speculative}
+    speculative_at = {(*deployment(r), r.concurrency) for r in rows if r.suspected_speculative}
     out = []
     for row in rows:
         if row.mode != "disagg" or row.gpus_total:
@@ -403,7 +403,7 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
         # InferenceX runs some deployments both plain and with MTP (one recipe entry each): a run read as speculative
         # is one of the MTP entries, the slower run of such a pair one of the plain entries (none, if no plain entry
         # matches: it stays unpinned), and a lone run whichever entries match
-        paired = (*_deployment(row), row.concurrency) in speculative_at
+        paired = (*deployment(row), row.concurrency) in speculative_at
         kind = [r for r in match if bool(r.mtp_depths) == row.suspected_speculative]
         chosen = kind if kind or row.suspected_speculative or paired else match
         totals = {r.gpus for r in chosen or match}
