@@ -19,9 +19,11 @@ import yaml
 from scoville.catalog.hardware import load_hardware
 from scoville.catalog.models import load_model
 from scoville.errors import UserError
+from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.cost import COMPONENTS, Parallel, StepCost
 from scoville.sim.frameworks import load_framework
 from scoville.sim.kernels import tables
+from scoville.sim.kernels.curve import Curve, Surface
 
 DATASHEET = """
 vendor: test
@@ -246,7 +248,6 @@ def test_measured_tables_price_covered_shapes_and_say_so():
     # a GEMM on a measured grid shape is the fastest measured kernel for it
     m, n, k, t = tables.KernelTables("b200_sxm", "sglang").gemm("bfloat16")
     i, j, ik = int(np.searchsorted(m, 64)), int(np.searchsorted(n, 7168)), int(np.searchsorted(k, 7168))
-    from scoville.sim.kernels.curve import Curve
     from scoville.sim.kernels.ops import _interp_nk
     assert Curve(m, _interp_nk(n, k, t, 7168, 7168))(64.0) == pytest.approx(t[i, j, ik])
 
@@ -569,7 +570,6 @@ def test_under_data_parallel_attention_each_rank_schedules_its_own_sequences_sid
 def test_a_surface_reads_the_same_by_the_array_and_by_the_scalar(rows, cols):
     """The array path (every row at once over the log-time matrix) follows the scalar path's edge rules: below,
     inside and above each axis's grid."""
-    from scoville.sim.kernels.curve import Surface
 
     rng = np.random.default_rng(rows * 10 + cols)
     a, b = np.geomspace(2.0, 64.0, rows), np.geomspace(16.0, 4096.0, cols)
@@ -599,7 +599,6 @@ def test_marlin_experts_run_at_marlins_measured_rate_where_it_is_slower_than_the
 
 
 def test_marlin_is_vllms_kernel_and_another_framework_asking_for_it_is_refused():
-    from scoville.sim.config import SimConfig, SimConfigError
 
     with pytest.raises((SimConfigError, ValueError), match="moe_kernel marlin is vLLM's"):
         SimConfig(hardware="h200", model="gpt-oss-120b", framework="trtllm", moe_kernel="marlin")
@@ -630,7 +629,6 @@ def test_tensorrt_llms_expert_load_balancer_runs_its_wide_ep_experts_on_the_tabl
 
 
 def test_a_deployment_with_the_load_balancer_says_so_in_its_label():
-    from scoville.sim.config import SimConfig
 
     cfg = SimConfig(hardware="gb300", model="deepseek-r1", framework="trtllm",
                     parallel={"tp": 1, "dp": 16, "ep": 16, "expert_slots": 288})
@@ -658,7 +656,6 @@ def test_an_all_reduce_over_two_nodes_is_the_node_local_one_plus_the_tree_over_t
                          framework="trtllm")
     one_node = tables.KernelTables("h100_sxm", "trtllm").nccl("all_reduce", 8)
     assert one_node is not None
-    from scoville.sim.kernels.curve import Curve
     small = 7168 * 2.0                                  # one token's hidden state in BF16
     tree = Curve(*one_node)(small) + 2 * hw.scaleout_latency_us * 1e-6
     assert float(two_nodes.ops.allreduce(small)) == pytest.approx(tree, rel=0.02)
@@ -679,7 +676,6 @@ def test_tensorrt_llms_deepep_over_two_nodes_carries_its_own_forks_one_node_cost
     sgl = StepCost("deepseek-r1", "h100", lay, precision="fp8", kv_dtype="fp8", framework="sglang")
     assert "moe_a2a_perf" in trt.ops.provenance["alltoall"]
     kt = tables.KernelTables("h100_sxm", "trtllm")
-    from scoville.sim.kernels.curve import Curve
     fork, sglang_one_node = kt.trtllm_deepep(7168, 8, 256, "bfloat16"), kt.deepep_exchange(7168, 8, 256, 1, "normal")
     assert fork is not None and sglang_one_node is not None
     tokens = 256.0                    # above the low-latency kernels' range, where SGLang runs the normal ones too
