@@ -191,17 +191,24 @@ def test_a_layer_wide_qk_norm_costs_its_kernels_and_under_tp_an_all_reduce(datas
 
 def test_a_draft_pass_is_a_whole_decoder_block_on_the_same_ranks(datasheet):
     """The MTP module is one decoder block: each draft pass pays its attention over the sequence's context and
-    the EP dispatch and combine its experts need on a data-parallel, expert-parallel layout, as a main layer does
-    (one token per sequence), besides its projections, experts and the LM head."""
+    the EP dispatch and combine its experts need on a data-parallel, expert-parallel layout, as a main layer does,
+    besides its projections, experts and the LM head. The first pass takes every token the step verified (drafts
+    + 1 a sequence: TensorRT-LLM's MTPEagleWorker, SGLang's draft extend), the later ones one a sequence; each
+    pass's LM head reads one position a sequence."""
     mtp = StepCost("deepseek-r1", datasheet(), Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8", drafts=2,
                    framework="trtllm")
     ops, b, ctx = mtp.ops, 64, 8000.0
     x = b / 8                                                   # decoding sequences per rank
-    block = (ops.attn_proj(x) + ops.elementwise(x) + ops.attn_decode(x, ctx) + ops.moe(x * 8) + ops.router(x)
-             + ops.shared_ffn(x) + ops.ep_exchange(x) + ops.lm_head(x))
+
+    def block(t):                                               # one pass of the draft layer over t tokens a rank
+        return (ops.attn_proj(t) + ops.elementwise(t) + ops.attn_decode(t, ctx) + ops.moe(t * 8) + ops.router(t)
+                + ops.shared_ffn(t) + ops.ep_exchange(t))
+
     scale = mtp.kernel_factor * mtp.framework.kernel_scale
-    assert mtp.breakdown(3 * b, b, 3 * b * ctx, b * ctx, b, b * ctx)["draft"] == pytest.approx(2 * block * scale)
+    expected = (block(3 * x) + block(x) + 2 * ops.lm_head(x)) * scale
+    assert mtp.breakdown(3 * b, b, 3 * b * ctx, b * ctx, b, b * ctx)["draft"] == pytest.approx(expected)
     assert ops.attn_decode(x, ctx) > 0 and ops.ep_exchange(x) > 0   # the terms a projection-only draft lacked
+    assert block(3 * x) > block(x)                                  # the verified tokens reach more experts
 
 
 def test_framework_costs_add_host_time_and_kernel_scale_scales_only_kernels(datasheet):

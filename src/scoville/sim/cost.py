@@ -269,21 +269,34 @@ class StepCost:
 
     def _draft_time(self, Dr: Any, ctx: Any, scalar: bool, xp: Any) -> Any:
         """``drafts`` sequential passes of one decoder layer (MTP module / EAGLE head) plus the LM head over
-        the decoding sequences, one token each: the layer's projections, its attention over the sequence's
-        context, its experts, and the collectives the main layers pay (TP all-reduces, the EP dispatch and
-        combine or the experts' gather), since the MTP module is a whole decoder block on the same ranks."""
-        ops = self.ops
+        the decoding sequences. The MTP module is a whole decoder block on the same ranks: each pass pays the
+        layer's projections, its attention over the sequence's context, its experts, and the collectives the main
+        layers pay (TP all-reduces, the EP dispatch and combine or the experts' gather). The first pass takes
+        every token the step verified (``drafts + 1`` a sequence: TensorRT-LLM's MTPEagleWorker feeds the
+        accepted tokens to its first MTP pass, SGLang's EAGLE worker runs its draft extend over them), which
+        fills the draft layer's KV cache and touches more experts; the later passes take one token a sequence.
+        Each pass's LM head reads one position a sequence (the last accepted token, then each new draft)."""
         x = _pos(xp, Dr, scalar)
-        layer = self._projections(x) + ops.attn_decode(x, _pos(xp, ctx, scalar))
+        fed = 1.0 + self.drafts
+        first = self._draft_layer(x * fed, x, ctx, scalar, xp)
+        later = self._draft_layer(x, x, ctx, scalar, xp)
+        passes = first + (self.drafts - 1) * later + self.drafts * self.ops.lm_head(x)
+        return _where(scalar, Dr > 0, passes, 0.0)
+
+    def _draft_layer(self, tokens: Any, seqs: Any, ctx: Any, scalar: bool, xp: Any) -> Any:
+        """One pass of the draft decoder block over ``tokens`` a rank from ``seqs`` sequences at context
+        ``ctx`` (as a main layer's decode: MLA's attention kernel takes every query, others one a sequence)."""
+        ops = self.ops
+        queries = tokens if self.model.attention == "mla" else seqs
+        layer = self._projections(tokens) + ops.attn_decode(queries, ctx)
         if ops.moe is not None and ops.router is not None:
-            layer = layer + ops.moe(x * self.par.dp) + ops.router(x)
+            layer = layer + ops.moe(tokens * self.par.dp) + ops.router(tokens)
             if ops.shared_ffn is not None:
-                layer = layer + ops.shared_ffn(x)
-            layer = layer + self._moe_exchange(x, x * self.par.dp, scalar, xp)
+                layer = layer + ops.shared_ffn(tokens)
+            layer = layer + self._moe_exchange(tokens, tokens * self.par.dp, scalar, xp)
         elif ops.dense_ffn is not None:
-            layer = layer + ops.dense_ffn(x)
-        layer = layer + self._tp_allreduces(x, scalar, xp)
-        return _where(scalar, Dr > 0, self.drafts * (layer + ops.lm_head(x)), 0.0)
+            layer = layer + ops.dense_ffn(tokens)
+        return layer + self._tp_allreduces(tokens, scalar, xp)
 
     def _projections(self, x: Any) -> Any:
         """One layer's attention projections and the small kernels around them (elementwise, q/k norm), over
