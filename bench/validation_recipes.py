@@ -120,7 +120,10 @@ def _kv_link(recipe: Recipe) -> str:
 def configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
     """The deployments one recipe entry stands for: each MTP depth it may have run, each token budget the search
     tries where it is unified (module docstring); a disaggregated one with its decode ranks' batch limit where the
-    recipe names it."""
+    recipe names it, and, for SGLang with MTP, its overlap scheduler on: InferenceX's Dynamo SGLang MTP recipes
+    set ``SGLANG_ENABLE_SPEC_V2`` (NVIDIA/srt-slurm ``recipes/{h100,h200,b200-fp8,gb200-fp8,gb300-fp8}/*mtp*``),
+    where its single-node MTP script leaves the variable unexported (``dsr1_fp8_b200_mtp.sh``) and SGLang's
+    default, no overlap under drafts, holds (``SimConfig.schedules_ahead``)."""
     fw = recipe.framework
     base = {"hardware": recipe.hardware, "model": recipe.model, "precision": precision, "framework": fw,
             "kv_dtype": resolve_kv_dtype(None, recipe.hardware, recipe.model, fw),
@@ -140,11 +143,14 @@ def configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
             pre, dec_layout = recipe.prefill.parallel(), recipe.decode.parallel()
             seqs = recipe.decode_batch * dec_layout["dp"] if recipe.decode_batch else None
             dec = {**dec_layout, "expert_slots": recipe.expert_slots}
-            out.append(SimConfig.model_validate({**base, "parallel": dec, "speculative": spec, "disaggregation": {
-                "prefill": {"parallel": pre, "replicas": recipe.prefill.workers,
-                            "max_num_batched_tokens": token_budget_flag(fw, SearchSpace().prefill_budget, pre["dp"])},
-                "decode": {"parallel": dec, "replicas": recipe.decode.workers, "max_num_seqs": seqs},
-                "kv_transfer": _kv_link(recipe)}}))
+            pools = {"prefill": {"parallel": pre, "replicas": recipe.prefill.workers,
+                                 "max_num_batched_tokens": token_budget_flag(fw, SearchSpace().prefill_budget,
+                                                                             pre["dp"])},
+                     "decode": {"parallel": dec, "replicas": recipe.decode.workers, "max_num_seqs": seqs},
+                     "kv_transfer": _kv_link(recipe)}
+            overlap = {"async_scheduling": True} if fw == "sglang" and draft else {}
+            out.append(SimConfig.model_validate({**base, **overlap, "parallel": dec, "speculative": spec,
+                                                 "disaggregation": pools}))
     return out
 
 

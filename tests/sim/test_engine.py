@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scoville.load import LoadPoint
-from scoville.sim.config import SimConfig, SimConfigError
+from scoville.sim.config import SimConfig, SimConfigError, SpeculativeConfig
 from scoville.sim.driver import simulate_point
 from scoville.sim.engine import SimEngine, block_keys, step_cost
 from scoville.sim.frameworks import load_framework, overridden
@@ -166,6 +166,26 @@ def test_a_request_arriving_mid_step_starts_one_step_later_under_async_schedulin
 def test_steps_are_formed_ahead_as_the_framework_runs_on_that_hardware(framework, hardware, setting, ahead):
     cfg = SimConfig(hardware=hardware, model="llama-3.1-8b", framework=framework, async_scheduling=setting)
     assert cfg.schedules_ahead() is ahead
+
+
+@pytest.mark.parametrize("framework, setting, ahead", [
+    ("sglang", None, False),     # SGLang's EAGLE/MTP worker turns the overlap scheduler off by default
+    ("sglang", True, True),      # SGLANG_ENABLE_SPEC_V2: a config that says so keeps it
+    ("trtllm", None, True),      # TensorRT-LLM's overlap scheduler runs with MTP
+])
+def test_sglang_drafts_run_without_the_overlap_scheduler_and_pay_its_host_work(framework, setting, ahead):
+    spec = SpeculativeConfig(num_draft_tokens=2, acceptance_rate=0.75)
+    cfg = SimConfig(hardware="b200", model="deepseek-r1", framework=framework, parallel={"tp": 8, "ep": 8},
+                    speculative=spec, async_scheduling=setting)
+    plain = cfg.model_copy(update={"speculative": None})
+    assert cfg.schedules_ahead() is ahead and plain.schedules_ahead()
+    cost, plain_cost = step_cost(cfg, cfg.parallel), step_cost(plain, plain.parallel)
+    serial_us = cost.framework.serial_host_us if not ahead else 0.0
+    assert framework != "sglang" or cost.framework.serial_host_us > 1000   # SGLang's measured figure, in us
+    b = 8
+    extra = cost.breakdown(3 * b, b, 3 * b * 8000.0, b * 8000.0, b, b * 8000.0)["overhead"] - \
+        plain_cost.breakdown(b, b, b * 8000.0, b * 8000.0)["overhead"]
+    assert extra == pytest.approx(serial_us * 1e-6)
 
 
 def test_admission_stops_when_kv_blocks_run_out():

@@ -197,8 +197,9 @@ class SimConfig(_Strict):
     # --async-scheduling, "the scheduler operate[s] one step ahead of the current execution", PR #19970, on by
     # default since PR #27614 of late 2025; SGLang's and TensorRT-LLM's overlap schedulers, on by default): a
     # request that arrives while a step runs starts in the step after the next. False: each step is formed when
-    # the last one ends, and such a request starts in the next. (Disaggregated pools schedule as before.)
-    # None: as the framework runs on that hardware (``schedules_ahead``).
+    # the last one ends, and such a request starts in the next, and every step pays the host work the overlap
+    # would hide (``FrameworkCosts.serial_host_us``). (Disaggregated pools admit as before but pay that cost too.)
+    # None: as the framework runs on that hardware and with those drafts (``schedules_ahead``).
     async_scheduling: bool | None = None
     # TensorRT-LLM's batch waiting (BatchWaitConfig); None = prompts start at the first step with room, as every
     # framework does by default.
@@ -242,11 +243,16 @@ class SimConfig(_Strict):
     def schedules_ahead(self) -> bool:
         """Whether a unified instance forms each step while the last one runs: ``async_scheduling`` where set,
         else on, except for vLLM on a CPU entry (family ``cpu``), whose platform turns async scheduling off
-        (vLLM 0.32 ``platforms/cpu.py``: "async scheduling is not required on CPU"). Why it matters: on the real
-        vLLM CPU server, a calibration that assumed it put one decode step too many before every prompt at high
-        load (TTFT +16 % at 16 users on the fit point itself, +18 % held out at 1024/64 with 8 users)."""
+        (vLLM 0.32 ``platforms/cpu.py``: "async scheduling is not required on CPU"), and for SGLang with draft
+        tokens, whose EAGLE/MTP worker turns its overlap scheduler off unless ``SGLANG_ENABLE_SPEC_V2`` is set
+        (``ServerArgs._handle_speculative_decoding``). Why it matters: on the real vLLM CPU server, a
+        calibration that assumed it put one decode step too many before every prompt at high load (TTFT +16 %
+        at 16 users on the fit point itself, +18 % held out at 1024/64 with 8 users); and a step formed after
+        the last one ends pays the host work the overlap would hide (``FrameworkCosts.serial_host_us``)."""
         if self.async_scheduling is not None:
             return self.async_scheduling
+        if self.framework == "sglang" and self.speculative is not None:
+            return False
         from scoville.catalog.hardware import load_hardware
 
         return not (self.framework == "vllm" and load_hardware(self.hardware).family == "cpu")

@@ -80,6 +80,8 @@ class StepCost:
     measured tables and the host-overhead priors; ``backend`` forces ``transfer`` (datasheet only) or
     ``measured``/``auto`` (tables where they hold the shape). ``drafts`` > 0 adds the draft passes of
     speculative decoding (MTP / EAGLE: one decoder layer and the LM head per draft token).
+    ``serial_host`` says no overlap scheduler hides the host work between steps (``SimConfig.schedules_ahead``
+    false): each step then adds the framework's ``serial_host_us``.
     ``framework_costs`` and ``kernel_factor`` are what a calibration profile replaces; ``calibrated_sigma``
     (the profile's residual spread on measured runs) then stands for the step's uncertainty in place of the
     operators' priors.
@@ -100,6 +102,7 @@ class StepCost:
         kernel_factor: float = 1.0,
         calibrated_sigma: float | None = None,
         moe_kernel: str = "auto",
+        serial_host: bool = False,
     ) -> None:
         self.model = load_model(model) if isinstance(model, str) else model
         self.hw = load_hardware(hardware) if isinstance(hardware, str) else hardware
@@ -127,6 +130,7 @@ class StepCost:
             raise UserError(f"unknown kv_dtype {kv_dtype!r}; use one of {', '.join(KV_BYTES)}")
         self.framework = framework_costs or load_framework(framework)
         self.drafts = drafts
+        self.serial_host = serial_host
         self.kernel_factor = kernel_factor
         self.calibrated_sigma = calibrated_sigma
         self.accelerators = p.accelerators
@@ -258,7 +262,8 @@ class StepCost:
         # host time: with data-parallel attention every rank runs its own scheduler over its own sequences (vLLM's
         # engine core per DP rank, SGLang's scheduler per DP rank, TensorRT-LLM's executor per attention-DP rank),
         # side by side, so the step waits for the busiest rank's, not for all of them in turn (at dp = 1, all: S)
-        out["overhead"] = (fw.step_overhead_us + fw.seq_overhead_us * (Dr + Spr)) * 1e-6
+        host_us = fw.step_overhead_us + (fw.serial_host_us if self.serial_host else 0.0)
+        out["overhead"] = (host_us + fw.seq_overhead_us * (Dr + Spr)) * 1e-6
         scale = self.kernel_factor * fw.kernel_scale
         if fw.prefill_kernel_ratio != 1.0:      # prefill tokens run at their own measured scale
             scale = scale * (1.0 + (fw.prefill_kernel_ratio - 1.0) * Tp / _pos(xp, T, scalar))
@@ -458,6 +463,7 @@ class StepCost:
         return {
             "hardware": self.hw.name, "model": self.model.name, "parallel": msgspec.to_builtins(self.par),
             "precision": self.precision, "kv_dtype": self.kv_dtype, "drafts": self.drafts,
+            "serial_host": self.serial_host,
             "weight_gb_per_accelerator": self.weight_bytes_per_accelerator / 1e9,
             "kv_bytes_per_token": self.kv_bytes_per_token, "kv_bytes_per_seq": self.kv_bytes_per_seq,
             "framework": msgspec.to_builtins(self.framework), "kernel_factor": self.kernel_factor,

@@ -89,7 +89,8 @@ def block_keys(spec: RequestSpec, block_size: int) -> list[Hashable]:
 @lru_cache(maxsize=256)
 def _step_cost(model: str, hardware: str, tp: int, ep: int, dp: int, precision: str | None, kv_dtype: str | None,
                framework: str = "vllm", backend: str = "auto", drafts: int = 0,
-               profile: str | None = None, moe_kernel: str = "auto", expert_slots: int = 0) -> StepCost:
+               profile: str | None = None, moe_kernel: str = "auto", expert_slots: int = 0,
+               serial_host: bool = False) -> StepCost:
     from scoville.sim.cost import Parallel, StepCost
 
     costs, factor = None, 1.0
@@ -101,7 +102,8 @@ def _step_cost(model: str, hardware: str, tp: int, ep: int, dp: int, precision: 
         costs, factor = prof.framework_costs(), prof.kernel_factor
     return StepCost(model, hardware, Parallel(tp=tp, ep=ep, dp=dp, expert_slots=expert_slots), precision, kv_dtype,
                     framework=framework, backend=backend, drafts=drafts, framework_costs=costs, kernel_factor=factor,
-                    calibrated_sigma=prof.sigma if profile is not None else None, moe_kernel=moe_kernel)
+                    calibrated_sigma=prof.sigma if profile is not None else None, moe_kernel=moe_kernel,
+                    serial_host=serial_host)
 
 
 def clear_cost_caches() -> None:
@@ -127,11 +129,12 @@ def seq_reserve_blocks(cost: object, block_size: int) -> int:
 
 
 def step_cost(config: SimConfig, parallel: ParallelConfig) -> StepCost:
-    """The (cached) cost model of one instance of ``config`` with ``parallel``."""
+    """The (cached) cost model of one instance of ``config`` with ``parallel``: its steps pay the host work an
+    overlap scheduler would hide where the config runs without one (``SimConfig.schedules_ahead``)."""
     drafts = config.speculative.num_draft_tokens if config.speculative else 0
     return _step_cost(config.model, config.hardware, parallel.tp, parallel.ep, parallel.dp,
                       config.precision, config.kv_dtype, config.framework, config.cost_backend, drafts,
-                      config.profile, config.moe_kernel, parallel.expert_slots or 0)
+                      config.profile, config.moe_kernel, parallel.expert_slots or 0, not config.schedules_ahead())
 
 
 class SimEngine:

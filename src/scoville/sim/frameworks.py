@@ -44,6 +44,9 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
     # Prefill kernels' scale relative to ``kernel_scale`` (whole prefill module / kernel sum over whole decode
     # module / kernel sum); a mixed step weighs the two by its tokens of each phase. 1.0 where not measured.
     prefill_kernel_ratio: float = 1.0
+    # Host time a step adds when no overlap scheduler hides it (``SimConfig.schedules_ahead`` false: the step is
+    # formed, and the last one's results processed, between GPU steps). 0 where not measured.
+    serial_host_us: float = 0.0
     # Standalone elementwise kernels of one decoder layer (norms, residual adds, RoPE, activations) that no
     # measured operator already contains; what the stack fuses into GEMMs, attention or all-reduce is not here.
     elementwise_kernels: int = 6
@@ -55,7 +58,8 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, field)
             if not 0.05 <= value <= 20:
                 raise ValueError(f"{self.name}.{field} must be within 0.05-20, got {value}")
-        for field in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms", "disagg_handover_ms"):
+        for field in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms", "disagg_handover_ms",
+                      "serial_host_us"):
             value = getattr(self, field)
             if not (value >= 0 and value < 1e9):
                 raise ValueError(f"{self.name}.{field} must be a finite number >= 0, got {value}")
