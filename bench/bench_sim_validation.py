@@ -237,6 +237,7 @@ class Recipe:
     experts_over_every_gpu: bool = False            # vLLM --enable-expert-parallel whatever the row's ep says
     moe_kernel: str = "auto"                        # vLLM's Marlin MoE where VLLM_MXFP4_USE_MARLIN=1
     mtp_depth: int | None = None                    # the MTP script's draft depth, for a run read as speculative
+    async_scheduling: bool | None = None            # SGLang's overlap scheduler under drafts (SGLANG_ENABLE_SPEC_V2)
 
     @property
     def delays(self) -> bool:
@@ -266,6 +267,8 @@ class Recipe:
             out["moe_kernel"] = self.moe_kernel
         if self.speculative is not None:
             out["speculative"] = self.speculative.model_dump()
+        if self.async_scheduling is not None:
+            out["async_scheduling"] = self.async_scheduling
         return out
 
     @property
@@ -275,6 +278,10 @@ class Recipe:
             return None
         return SpeculativeConfig(num_draft_tokens=self.mtp_depth, acceptance_rate=MTP_ACCEPTANCE[self.mtp_depth])
 
+
+# InferenceX's SGLang MTP scripts that export SGLANG_ENABLE_SPEC_V2=1 (dsr1_fp4_b200_mtp.sh, dsr1_fp8_h200_mtp.sh),
+# keeping the overlap scheduler on under drafts; the FP8 B200/B300 ones set it without export (mtp_recipe)
+SGLANG_SPEC_V2_EXPORTED = {("b200", "nvfp4"), ("h200", "fp8")}
 
 # InferenceX's TensorRT-LLM attention-DP balance per model; TensorRT-LLM's defaults for the others
 TRTLLM_ADP_BALANCE = {"deepseek-r1": AttentionDpBalanceConfig(timeout_iters=60, batching_wait_iters=0)}
@@ -388,7 +395,10 @@ def mtp_recipe(row: SiliconRow) -> Recipe:
       ((depth + 1) x batch + prompt + 127) rounded down to 64, one prompt a step beside a full batch's drafts, with
       the rank's batch the concurrency, or its share under attention DP (TRTLLM_MTP_DP_BATCH_DIVISOR);
     - SGLang (dsr1_fp{8,4}_{b200,b300}_mtp.sh, dsr1_fp8_h200_mtp.sh): EAGLE with ``--speculative-num-steps 2``, and on
-      B200/B300 the plain recipes' poll for new requests (every 10 steps below 16 users, 30 from 16).
+      B200/B300 the plain recipes' poll for new requests (every 10 steps below 16 users, 30 from 16); the FP8
+      B200/B300 scripts write ``SGLANG_ENABLE_SPEC_V2=1`` without exporting it (FP8 B200's since its first version,
+      e62c6acdf of 2026-02-05), so those servers run SGLang's default, drafts without the overlap scheduler
+      (``SimConfig.schedules_ahead``); the FP4 B200 and H200 scripts export it (SGLANG_SPEC_V2_EXPORTED).
     None for other frameworks: InferenceX ran no other aggregated MTP recipe of a model in the file."""
     if row.framework == "trtllm":
         depth = 1 if row.dp > 1 else 3
@@ -404,7 +414,8 @@ def mtp_recipe(row: SiliconRow) -> Recipe:
         return Recipe(max_num_batched_tokens=budget, adp_balance=balance, mtp_depth=depth)
     if row.framework == "sglang":
         poll = (10 if row.concurrency < 16 else 30) if row.hardware in ("b200", "b300") else 1
-        return Recipe(scheduler_recv_interval=poll, mtp_depth=2)
+        overlap = True if (row.hardware, row.precision) in SGLANG_SPEC_V2_EXPORTED else None
+        return Recipe(scheduler_recv_interval=poll, mtp_depth=2, async_scheduling=overlap)
     return Recipe()
 
 
