@@ -284,13 +284,12 @@ class Recipe:
 # keeping the overlap scheduler on under drafts; the FP8 B200/B300 ones set it without export (mtp_recipe)
 SGLANG_SPEC_V2_EXPORTED = {("b200", "nvfp4"), ("h200", "fp8")}
 
-# Until InferenceX's configs named ep (17d5e204f, 2025-11-03), its TensorRT-LLM DeepSeek-R1 scripts
-# (dsr1_fp8_{b200,h200}_trt_slurm.sh, dsr1_fp4_b200_trt_slurm.sh; read at e06929c, 2025-11-02) chose expert
-# parallelism and attention DP themselves from the lengths and concurrency, and set --max_num_tokens to
-# (users + prompt + 127) rounded down to 64; the rows of those runs record tp only (_trtllm_dsr1_script_layout).
-# Their MoE backend (DEEPGEMM for FP8 on B200, CUTLASS on H200 and under attention DP, TRTLLM otherwise) is not
-# a setting of the simulator: FP8 B200 without attention DP is priced as the TRTLLM backend runs.
-TRTLLM_DSR1_IN_SCRIPT_UNTIL = "2025-11-03"
+# Until InferenceX's configs named ep (17d5e204f, 2025-11-03), its TensorRT-LLM DeepSeek-R1 and gpt-oss scripts
+# (read at e06929c, 2025-11-02) chose expert parallelism, attention DP and the token budget themselves; the rows
+# of those runs record tp only (_trtllm_script_recipe). Their MoE backend (DeepSeek-R1: DEEPGEMM for FP8 on B200,
+# CUTLASS on H200 and under attention DP, TRTLLM otherwise; gpt-oss on H200: TRITON) is not a setting of the
+# simulator: FP8 B200 without attention DP is priced as the TRTLLM backend runs.
+TRTLLM_IN_SCRIPT_UNTIL = "2025-11-03"
 TRTLLM_DSR1_FP8_DP_ABOVE = {"h200": {(1024, 1024): 64, (1024, 8192): 64, (8192, 1024): 32},
                             "b200": {(1024, 1024): 32, (1024, 8192): 64, (8192, 1024): 64}}
 TRTLLM_DSR1_FP4_EP_ABOVE = {4: {(1024, 1024): 32, (1024, 8192): 32, (8192, 1024): 32},
@@ -326,9 +325,9 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
     - TensorRT-LLM Llama-70B on B200 and H200 (70b_fp{8,4}_{b200,h200}_trt_slurm.sh, 2025-10; the rows were
       measured 2025-10-29): --max_num_tokens 16384, and at 1k/1k below TP8 batch waiting 20 steps / 0.9 ("will
       improve the performance" of 1k/1k, says the recipe);
-    - TensorRT-LLM DeepSeek-R1 before its configs named ep (2025-11-03; the rows measured 2025-11-02): the layout
-      the script chose from the lengths and concurrency, EP over the GPUs and attention DP with its balance at
-      high concurrency, and --max_num_tokens one prompt beside the users' decodes (TRTLLM_DSR1_IN_SCRIPT_UNTIL);
+    - TensorRT-LLM DeepSeek-R1 and gpt-oss-120b before the configs named ep (2025-11-03; the rows measured
+      2025-11-02): the layout the script chose from the lengths and concurrency, EP over the GPUs and attention DP
+      with its balance at high concurrency, and its --max_num_tokens (_trtllm_script_recipe);
     - TensorRT-LLM DeepSeek-R1 FP8 on B200 (dsr1_fp8_b200_trt.sh from 2026-01-27): at 1k/1k from 64 users batch
       waiting 40 steps / 0.8 (its token budget is the default 8,192 there); TensorRT-LLM skips batch waiting
       under attention DP;
@@ -352,13 +351,10 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
     if row.suspected_speculative:
         return mtp_recipe(row)
     one_k = row.isl == row.osl == 1024
-    if (row.framework == "trtllm" and row.model == "deepseek-r1" and row.measured
-            and row.measured < TRTLLM_DSR1_IN_SCRIPT_UNTIL
-            and (row.hardware, row.precision) in (("h200", "fp8"), ("b200", "fp8"), ("b200", "nvfp4"))):
-        layout = _trtllm_dsr1_script_layout(row)
-        balance = TRTLLM_ADP_BALANCE["deepseek-r1"] if layout[1] > 1 else None
-        return Recipe(max_num_batched_tokens=(row.concurrency + row.isl + 127) // 64 * 64, adp_balance=balance,
-                      layout=layout)
+    if row.framework == "trtllm" and row.measured and row.measured < TRTLLM_IN_SCRIPT_UNTIL:
+        in_script = _trtllm_script_recipe(row)
+        if in_script is not None:
+            return in_script
     if row.framework == "trtllm" and row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
         return Recipe(16384, (20, 0.9) if one_k and row.tp < 8 else None)
     if (row.framework == "trtllm" and row.model == "deepseek-r1" and row.hardware == "b200"
@@ -444,7 +440,7 @@ def mtp_recipe(row: SiliconRow) -> Recipe:
 
 def served_layout(row: SiliconRow) -> tuple[int, int, int]:
     """The (tp, attention dp, ep) the row's run served with: the layout its script chose where the row records
-    tp only (TRTLLM_DSR1_IN_SCRIPT_UNTIL), expert parallelism over every GPU where its recipe turned it on
+    tp only (TRTLLM_IN_SCRIPT_UNTIL), expert parallelism over every GPU where its recipe turned it on
     whatever ep the row records (VLLM_EXPERT_PARALLEL_ALWAYS), else the row's own."""
     recipe = inferencex_recipe(row)
     if recipe.layout is not None:
@@ -452,18 +448,31 @@ def served_layout(row: SiliconRow) -> tuple[int, int, int]:
     return row.tp, row.dp, row.tp * row.dp if recipe.experts_over_every_gpu else row.ep
 
 
-def _trtllm_dsr1_script_layout(row: SiliconRow) -> tuple[int, int, int]:
-    """The layout InferenceX's TensorRT-LLM DeepSeek-R1 scripts of 2025-09 to 2025-11-02 chose from the lengths
-    and concurrency (TRTLLM_DSR1_IN_SCRIPT_UNTIL): FP8 on B200 and H200 ran EP = TP always, attention DP above
-    TRTLLM_DSR1_FP8_DP_ABOVE users; NVFP4 on B200 ran EP = TP above TRTLLM_DSR1_FP4_EP_ABOVE users and attention
-    DP from 256 users (8k/1k: above 32, with EP)."""
-    lengths, c = (row.isl, row.osl), row.concurrency
-    if row.precision == "fp8":
-        ep, dp = row.tp, c > TRTLLM_DSR1_FP8_DP_ABOVE[row.hardware][lengths]
-    else:
-        ep = row.tp if c > TRTLLM_DSR1_FP4_EP_ABOVE[row.tp][lengths] else 1
+def _trtllm_script_recipe(row: SiliconRow) -> Recipe | None:
+    """What InferenceX's TensorRT-LLM scripts of 2025-09 to 2025-11-02 chose themselves (TRTLLM_IN_SCRIPT_UNTIL),
+    for the models whose rows of that date record tp only; None for the others.
+    - DeepSeek-R1 (dsr1_fp8_{b200,h200}_trt_slurm.sh, dsr1_fp4_b200_trt_slurm.sh): FP8 ran EP = TP always and
+      attention DP above TRTLLM_DSR1_FP8_DP_ABOVE users; NVFP4 on B200 ran EP = TP above
+      TRTLLM_DSR1_FP4_EP_ABOVE users and attention DP from 256 (at 8k/1k above 32, with EP); --max_num_tokens
+      (users + prompt + 127) rounded down to 64, one prompt beside the decodes.
+    - gpt-oss-120b (gptoss_fp4_{b200,h200}_trt_slurm.sh): on H200 EP = TP always; on B200 EP = TP and attention DP
+      from 256 users; --max_num_tokens 20000.
+    Attention DP comes with its balance (TRTLLM_ADP_BALANCE)."""
+    lengths, c, tp = (row.isl, row.osl), row.concurrency, row.tp
+    if row.model == "deepseek-r1" and (row.hardware, row.precision) in (("h200", "fp8"), ("b200", "fp8")):
+        ep, dp = tp, c > TRTLLM_DSR1_FP8_DP_ABOVE[row.hardware][lengths]
+        budget = (c + row.isl + 127) // 64 * 64
+    elif row.model == "deepseek-r1" and (row.hardware, row.precision) == ("b200", "nvfp4"):
+        ep = tp if c > TRTLLM_DSR1_FP4_EP_ABOVE[tp][lengths] else 1
         dp = c > 32 if lengths == (8192, 1024) else c >= 256
-    return (1, row.tp, ep) if dp else (row.tp, 1, ep)
+        budget = (c + row.isl + 127) // 64 * 64
+    elif row.model == "gpt-oss-120b" and row.hardware in ("h200", "b200"):
+        dp = row.hardware == "b200" and c >= 256
+        ep, budget = tp if dp or row.hardware == "h200" else 1, 20000
+    else:
+        return None
+    balance = TRTLLM_ADP_BALANCE.get(row.model, AttentionDpBalanceConfig()) if dp else None
+    return Recipe(max_num_batched_tokens=budget, adp_balance=balance, layout=(1, tp, ep) if dp else (tp, 1, ep))
 
 
 def report_recipe_delays(res: dict[str, list[Cmp]]) -> None:
