@@ -285,8 +285,9 @@ class Recipe:
 SGLANG_SPEC_V2_EXPORTED = {("b200", "nvfp4"), ("h200", "fp8")}
 
 # Until InferenceX's configs named ep (17d5e204f, 2025-11-03), its TensorRT-LLM DeepSeek-R1 and gpt-oss scripts
-# (read at e06929c, 2025-11-02) chose expert parallelism, attention DP and the token budget themselves; the rows
-# of those runs record tp only (_trtllm_script_recipe). Their MoE backend (DeepSeek-R1: DEEPGEMM for FP8 on B200,
+# (read at e06929c, 2025-11-02) chose expert parallelism, attention DP and the token budget themselves, and its
+# SGLang DeepSeek-R1 NVFP4 B200 script passed --enable-ep-moe; the rows of those runs record tp only
+# (_trtllm_script_recipe, inferencex_recipe). Their MoE backend (DeepSeek-R1: DEEPGEMM for FP8 on B200,
 # CUTLASS on H200 and under attention DP, TRTLLM otherwise; gpt-oss on H200: TRITON) is not a setting of the
 # simulator: FP8 B200 without attention DP is priced as the TRTLLM backend runs.
 TRTLLM_IN_SCRIPT_UNTIL = "2025-11-03"
@@ -335,9 +336,10 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
       ``attention_dp_config.enable_balance``, with timeout_iters 60 and batching_wait_iters 0 for DeepSeek-R1
       (dsr1_fp{4,8}_b200_trt, dsr1_fp8_h200_trt) and TensorRT-LLM's defaults, 50 and 10, for gpt-oss;
     - SGLang DeepSeek-R1 on B200 and B300 (dsr1_fp{8,4}_{b200,b300}*.sh, every version): --scheduler-recv-interval
-      10 below 16 users and 30 from 16; the FP8 TP4 8k/1k deployment (only in the 2026-03 recipe) polls every 10
-      and gives SGLang 95% of memory (--mem-fraction-static 0.95: its 168 GB of weights a GPU leave the default
-      90% no KV cache). The H200 recipe sets none.
+      10 below 16 users and 30 from 16 (and, in the NVFP4 B200 script of 2025-11-02, --enable-ep-moe); the FP8
+      TP4 8k/1k deployment (only in the 2026-03 recipe) polls every 10 and gives SGLang 95% of memory
+      (--mem-fraction-static 0.95: its 168 GB of weights a GPU leave the default 90% no KV cache). The H200
+      recipe sets none.
     - vLLM MiniMax-M2.5 on B200 and B300 and Kimi-K2.5 FP4 on B200 (minimaxm2.5_fp{8,4}_{b200,b300}.sh,
       kimik2.5_fp4_b200.sh, 2026-03 to 2026-04): --max-num-batched-tokens twice the prompt (2,048 at 1k, 16,384
       at 8k) from the dates in VLLM_TWICE_THE_PROMPT_BUDGET (a row of that very date is taken as after it; the
@@ -366,7 +368,10 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
     if row.framework == "sglang" and row.model == "deepseek-r1" and row.hardware in ("b200", "b300"):
         if row.precision == "fp8" and row.tp == 4:
             return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
-        return Recipe(scheduler_recv_interval=10 if row.concurrency < 16 else 30)
+        # the NVFP4 script of 2025-11-02 passed --enable-ep-moe, which its rows do not record
+        ep_moe = row.precision == "nvfp4" and row.measured and row.measured < TRTLLM_IN_SCRIPT_UNTIL
+        return Recipe(scheduler_recv_interval=10 if row.concurrency < 16 else 30,
+                      layout=(row.tp, 1, row.tp) if ep_moe else None)
     if row.framework == "vllm":
         key = (row.model_id, row.hardware, row.precision or "")
         since = VLLM_TWICE_THE_PROMPT_BUDGET.get(key)
