@@ -95,6 +95,8 @@ class Cmp:
     band: tuple[float, float] | None = None     # the prediction's 80% band (10th-90th percentile), where it has one
     # a frontier point read the other way (view 2): (measured tok/s/user, the predicted frontier's at its throughput)
     speed: tuple[float, float] | None = None
+    # a frontier point read off the predicted frontier interpolated between its points (views 2, 2b and 2c)
+    interpolated: float | None = None
     row: str | None = None      # the silicon row it compares (views 1 and 1s: pairs plain and speculative runs)
 
     @property
@@ -850,7 +852,8 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
             lo = _achievable(xs / shift, ys / shift, p.interactivity)
             hi = _achievable(xs * shift, ys * shift, p.interactivity)
             out.append(Cmp(name, p.split, p.tput, pred, _chosen_layout(front, p.interactivity), band=(lo, hi),
-                           speed=(p.interactivity, _fastest_at(xs, ys, p.tput))))
+                           speed=(p.interactivity, _fastest_at(xs, ys, p.tput)),
+                           interpolated=_interpolated(xs, ys, p.interactivity)))
     return out, curves, t_total
 
 
@@ -891,6 +894,21 @@ def _achievable(xs: np.ndarray, ys: np.ndarray, interactivity: float) -> float:
     return float(fast.max()) if fast.size else 0.0
 
 
+def _interpolated(xs: np.ndarray, ys: np.ndarray, interactivity: float) -> float:
+    """The frontier read a third way: its points' Pareto front interpolated log-log between neighbours, as
+    InferenceX's compare pages interpolate theirs ("Interpolated from real benchmark data"); 0 beyond its fastest
+    point, its richest point below its slowest. ``_achievable`` drops a point predicted a few percent slower than
+    measured to the next swept concurrency, often half the throughput, and keeps one predicted a few percent
+    faster: this read treats a slow and a fast error alike."""
+    keep = pareto(xs, ys)                                       # fastest first, throughput rising
+    fx, fy = xs[keep][::-1], ys[keep][::-1]                      # slowest first
+    if not fx.size or interactivity > fx[-1]:
+        return 0.0
+    if interactivity <= fx[0]:
+        return float(fy[0])
+    return float(np.exp(np.interp(np.log(interactivity), np.log(fx), np.log(fy))))
+
+
 def _fastest_at(xs: np.ndarray, ys: np.ndarray, tput: float) -> float:
     """The other read of a frontier: the best interactivity of a predicted point with at least this throughput per
     GPU (0 when none has). Where the curve is steep, a few percent of TPOT moves the throughput read by tens of
@@ -906,6 +924,14 @@ def _chosen_layout(front: list, interactivity: float) -> tuple[int, int, int] | 
         return None
     par = min(fast_enough, key=lambda f: f.interactivity).config.parallel
     return (par.tp, par.dp, par.ep)
+
+
+def report_interpolated(cmps: list[Cmp], label: str) -> None:
+    """One summary line of a frontier view read on the interpolated frontier (``_interpolated``)."""
+    errs = np.array([c.interpolated / c.measured - 1 for c in cmps if c.interpolated is not None])
+    if errs.size:
+        print(f"   ALL {label:22s} n={errs.size:4d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
+              f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}")
 
 
 def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
@@ -934,6 +960,11 @@ def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
             print(f"   ALL {split:8s} n={speed.size:4d}  within 35%: {np.mean(np.abs(speed) <= TOL):.0%}  "
                   f"within 15%: {np.mean(np.abs(speed) <= 0.15):.0%}  |err| median {np.median(np.abs(speed)):.0%}  "
                   f"bias {np.median(speed):+.0%}")
+    print("   the same points read on the predicted frontier interpolated log-log between its points, as the compare\n"
+          "   pages interpolate (a prediction a few percent slow or fast moves it alike; the read above drops a slow\n"
+          "   one to the next swept concurrency)")
+    for split in ("dev", "holdout", "public"):
+        report_interpolated([c for c in res if c.split == split], split)
     print(f"   ({searches} default searches, {seconds:.1f} s in all)")
 
 
@@ -980,7 +1011,8 @@ def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> RecipeS
         tag = "public" if version is None else f"{version} disagg"
         name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl} [{tag}, {len(mine)} recipe entries]"
         out += [Cmp(name, p.split, p.tput, _achievable(xs, ys, p.interactivity),
-                    speed=(p.interactivity, _fastest_at(xs, ys, p.tput))) for p in pts]
+                    speed=(p.interactivity, _fastest_at(xs, ys, p.tput)),
+                    interpolated=_interpolated(xs, ys, p.interactivity)) for p in pts]
     return RecipeSpace(out, without, curves)
 
 
@@ -1025,6 +1057,9 @@ def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp]) -> Non
                   f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}   read at the measured "
                   f"throughput: tok/s/user within 35% {np.mean(np.abs(speed) <= TOL):.0%}, "
                   f"bias {np.median(speed):+.0%}")
+    print("   the same points read on the recipes' envelope interpolated log-log between its points (as view 2)")
+    for label, keep in (("public, recipe space", "public"), ("disagg dev", "dev"), ("disagg holdout", "holdout")):
+        report_interpolated([c for c in res if c.split == keep], label)
     if without:
         print(f"   ({without} points of groups with no recipe on file are left out here)")
 
@@ -1039,12 +1074,13 @@ def measured_deployments(points: list[MeasuredPoint], envelopes: Envelopes) -> t
         env = envelopes.get(p.group)
         if p.max_gpus is None or not env:
             continue
-        ys = [y for x, y in env if x >= p.interactivity]
-        if not ys:
+        xs, ys = np.array([x for x, _ in env]), np.array([y for _, y in env])
+        if not np.any(xs >= p.interactivity):
             unreached += 1
             continue
         model, hw, prec, fw, isl, osl = p.group
-        out.append(Cmp(f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}", p.split, p.tput, max(ys)))
+        out.append(Cmp(f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}", p.split, p.tput,
+                       _achievable(xs, ys, p.interactivity), interpolated=_interpolated(xs, ys, p.interactivity)))
     return out, unreached
 
 
@@ -1076,6 +1112,9 @@ def report_measured_deployments(res: list[Cmp], unreached: int) -> None:
         if errs.size:
             print(f"   ALL {split:8s} n={errs.size:4d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
                   f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}")
+    print("   read on the envelope interpolated log-log between its points (as view 2)")
+    for split in ("dev", "holdout"):
+        report_interpolated([c for c in res if c.split == split], split)
     print(f"   ({unreached} points at an interactivity no predicted deployment of their group reaches)")
 
 
