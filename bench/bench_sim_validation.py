@@ -59,7 +59,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -176,7 +176,8 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None, speculative: boo
         users = np.array([r.concurrency for r in rs], dtype=float)
         try:
             cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": _precision(model, prec, hw),
-                                            "kv_dtype": kv_dtype or resolve_kv_dtype(None, hw, model, fw),
+                                            "kv_dtype": kv_dtype or recipe.kv_dtype
+                                            or resolve_kv_dtype(None, hw, model, fw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
                                             "max_num_seqs": 4096, **recipe.settings()})
             est = estimate(cfg, isl, osl, users, osl_spread=spread)
@@ -216,15 +217,17 @@ def _prompt_bucket(isl: int) -> str:
 
 def report_kv_sensitivity(auto: dict[str, list[Cmp]], bf16: dict[str, list[Cmp]]) -> None:
     """What the KV-cache format the rows do not record is worth: the pinned view again with a BF16 cache (what
-    vLLM and SGLang use when no --kv-cache-dtype is given), beside the FP8 one ``simulate`` assumes."""
-    print("\n1d) the unrecorded KV-cache format: pinned TPOT and throughput, FP8 cache (as above) vs BF16 cache")
+    vLLM and SGLang use when no --kv-cache-dtype is given), beside view 1's: each script's format where it was read
+    (``script_kv_cache``), else the FP8 one ``simulate`` assumes."""
+    print("\n1d) the unrecorded KV-cache format: pinned TPOT and throughput, as above (each script's cache where\n"
+          "   read, else FP8) vs a BF16 cache everywhere")
     for fw in ("vllm", "sglang", "trtllm", None):
         cells = []
         for res in (auto, bf16):
             for m in ("tpot", "tput"):
                 errs = np.array([c.err for c in res[m] if fw is None or f" {fw} " in f"{c.group} "])
                 cells.append(f"{m} bias {np.median(errs):+4.0%} within35 {np.mean(np.abs(errs) <= TOL):4.0%}")
-        print(f"   {fw or 'ALL':7s} FP8: {cells[0]}, {cells[1]}   BF16: {cells[2]}, {cells[3]}")
+        print(f"   {fw or 'ALL':7s} as read: {cells[0]}, {cells[1]}   BF16: {cells[2]}, {cells[3]}")
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,7 @@ class Recipe:
     mtp_depth: int | None = None                    # the MTP script's draft depth, for a run read as speculative
     async_scheduling: bool | None = None            # SGLang's overlap scheduler under drafts (SGLANG_ENABLE_SPEC_V2)
     layout: tuple[int, int, int] | None = None      # (tp, dp, ep) the script chose, where the row records tp only
+    kv_dtype: str | None = None                     # the KV cache the script ran, where read (AUTO_KV_UNTIL)
 
     @property
     def delays(self) -> bool:
@@ -281,6 +285,23 @@ class Recipe:
             return None
         return SpeculativeConfig(num_draft_tokens=self.mtp_depth, acceptance_rate=MTP_ACCEPTANCE[self.mtp_depth])
 
+
+# InferenceX's scripts that leave the KV cache to the server's auto (vLLM: no --kv-cache-dtype; TensorRT-LLM:
+# kv_cache_config dtype auto), which is the model's BF16 for these checkpoints, until the date they set fp8 ("9999":
+# not in the versions read, to 2026-08): gptoss_fp4_{b200,h100,h200}.sh, gptoss_fp4_h200_trt.sh,
+# minimaxm2.5_fp8_{b200,h100,h200}.sh, kimik2.5_int4_{b200,h200}.sh, every version. A row of that very date is
+# taken as after it. kimik2.5_fp4_{b200,b300}.sh leave it to auto too, but serve NVIDIA's ModelOpt NVFP4
+# checkpoint, whose kv_cache_quant_algo FP8 vLLM's auto has honoured since PR #29980 (2025-12; the rows ran
+# vLLM 0.15 and later): an FP8 cache. The other InferenceX scripts the rows ran set FP8, as ``simulate`` assumes.
+AUTO_KV_UNTIL = {("openai/gpt-oss-120b", "b200", "nvfp4", "vllm"): "2025-12-05",
+                 ("openai/gpt-oss-120b", "h100", "nvfp4", "vllm"): "9999",
+                 ("openai/gpt-oss-120b", "h200", "nvfp4", "vllm"): "9999",
+                 ("openai/gpt-oss-120b", "h200", "nvfp4", "trtllm"): "9999",
+                 ("MiniMaxAI/MiniMax-M2.5", "b200", "fp8", "vllm"): "2026-04-03",
+                 ("MiniMaxAI/MiniMax-M2.5", "h100", "fp8", "vllm"): "9999",
+                 ("MiniMaxAI/MiniMax-M2.5", "h200", "fp8", "vllm"): "2026-05-26",
+                 ("moonshotai/Kimi-K2.5", "b200", "int4", "vllm"): "9999",
+                 ("moonshotai/Kimi-K2.5", "h200", "int4", "vllm"): "9999"}
 
 # InferenceX's SGLang MTP scripts that export SGLANG_ENABLE_SPEC_V2=1 (dsr1_fp4_b200_mtp.sh, dsr1_fp8_h200_mtp.sh),
 # keeping the overlap scheduler on under drafts; the FP8 B200/B300 ones set it without export (mtp_recipe)
@@ -351,9 +372,24 @@ def inferencex_recipe(row: SiliconRow) -> Recipe:
       where the release defaulted it off), as ``SimConfig`` does.
     - vLLM gpt-oss-120b on H100 and H200 (gptoss_fp4_{h100,h200}.sh, 2026-01-02 to 2026-07): VLLM_MXFP4_USE_MARLIN=1,
       the experts on Marlin kernels (VLLM_MARLIN_MOE).
-    A run read as speculative takes its MTP script's settings instead (``mtp_recipe``). Nothing for other rows."""
-    if row.suspected_speculative:
-        return mtp_recipe(row)
+    A run read as speculative takes its MTP script's settings instead (``mtp_recipe``). Nothing for other rows.
+    Each comes with the KV cache its script ran where that was read (``script_kv_cache``)."""
+    recipe = mtp_recipe(row) if row.suspected_speculative else _recipe_settings(row)
+    kv = script_kv_cache(row)
+    return replace(recipe, kv_dtype=kv) if kv else recipe
+
+
+def script_kv_cache(row: SiliconRow) -> str | None:
+    """The KV-cache format an InferenceX row ran where its script was read (AUTO_KV_UNTIL): the server's auto,
+    the model's BF16, before the date the script set fp8, FP8 from it; None (``simulate``'s auto) elsewhere."""
+    until = AUTO_KV_UNTIL.get((row.model_id, row.hardware, row.precision or "", row.framework))
+    if until is None or not row.measured or "gap" in row.source:
+        return None
+    return "bf16" if row.measured < until else "fp8"
+
+
+def _recipe_settings(row: SiliconRow) -> Recipe:
+    """``inferencex_recipe`` of a plain run, but its KV cache."""
     one_k = row.isl == row.osl == 1024
     if row.framework == "trtllm" and row.measured and row.measured < TRTLLM_IN_SCRIPT_UNTIL:
         in_script = _trtllm_script_recipe(row)
