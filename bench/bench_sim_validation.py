@@ -712,6 +712,7 @@ class MeasuredPoint:
     # the highest concurrency of the group's suspected speculative runs (validation_data): the search adds MTP up
     # to it; None where the group has none
     max_speculative_concurrency: int | None = None
+    kv_dtype: str | None = None   # the KV cache every run of the group ran, where the scripts say (script_kv_cache)
 
 
 def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
@@ -731,8 +732,10 @@ def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
         speculative = [r.concurrency for r in rs if r.suspected_speculative]
         spec_users = max(speculative) if speculative else None
         users = max(r.concurrency for r in rs) if mode == "agg" else None
-        out += [MeasuredPoint(g, r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_sample", gpus, users, spec_users)
-                for r in _on_envelope(rs)]
+        caches = {script_kv_cache(r) for r in rs}
+        kv = caches.pop() if len(caches) == 1 else None
+        out += [MeasuredPoint(g, r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_sample", gpus, users, spec_users,
+                              kv) for r in _on_envelope(rs)]
     return out
 
 
@@ -863,8 +866,8 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
             front = []
             for framework in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
                 base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
-                                 kv_dtype=resolve_kv_dtype(None, hw, model, framework), framework=framework,
-                                 attention_dp_balance=default_attention_dp_balance(framework))
+                                 kv_dtype=pts[0].kv_dtype or resolve_kv_dtype(None, hw, model, framework),
+                                 framework=framework, attention_dp_balance=default_attention_dp_balance(framework))
                 front += _search_measured_space(base, isl, osl, pts)
         except UserError as e:
             print(f"   {g}: {e}")
