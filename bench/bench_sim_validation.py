@@ -313,7 +313,7 @@ SGLANG_SPEC_V2_EXPORTED = {("b200", "nvfp4"), ("h200", "fp8")}
 # (_trtllm_script_recipe, inferencex_recipe). Their MoE backend (DeepSeek-R1: DEEPGEMM for FP8 on B200,
 # CUTLASS on H200 and under attention DP, TRTLLM otherwise; gpt-oss on H200: TRITON) is not a setting of the
 # simulator: FP8 B200 without attention DP is priced as the TRTLLM backend runs.
-TRTLLM_IN_SCRIPT_UNTIL = "2025-11-03"
+IN_SCRIPT_LAYOUT_UNTIL = "2025-11-03"
 TRTLLM_DSR1_FP8_DP_ABOVE = {"h200": {(1024, 1024): 64, (1024, 8192): 64, (8192, 1024): 32},
                             "b200": {(1024, 1024): 32, (1024, 8192): 64, (8192, 1024): 64}}
 TRTLLM_DSR1_FP4_EP_ABOVE = {4: {(1024, 1024): 32, (1024, 8192): 32, (8192, 1024): 32},
@@ -391,7 +391,7 @@ def script_kv_cache(row: SiliconRow) -> str | None:
 def _recipe_settings(row: SiliconRow) -> Recipe:
     """``inferencex_recipe`` of a plain run, but its KV cache."""
     one_k = row.isl == row.osl == 1024
-    if row.framework == "trtllm" and row.measured and row.measured < TRTLLM_IN_SCRIPT_UNTIL:
+    if row.framework == "trtllm" and "" < row.measured < IN_SCRIPT_LAYOUT_UNTIL:
         in_script = _trtllm_script_recipe(row)
         if in_script is not None:
             return in_script
@@ -407,7 +407,7 @@ def _recipe_settings(row: SiliconRow) -> Recipe:
         if row.precision == "fp8" and row.tp == 4:
             return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
         # the NVFP4 script of 2025-11-02 passed --enable-ep-moe, which its rows do not record
-        ep_moe = row.precision == "nvfp4" and row.measured and row.measured < TRTLLM_IN_SCRIPT_UNTIL
+        ep_moe = row.precision == "nvfp4" and "" < row.measured < IN_SCRIPT_LAYOUT_UNTIL
         return Recipe(scheduler_recv_interval=10 if row.concurrency < 16 else 30,
                       layout=(row.tp, 1, row.tp) if ep_moe else None)
     if row.framework == "vllm":
@@ -483,7 +483,7 @@ def mtp_recipe(row: SiliconRow) -> Recipe:
 
 def served_layout(row: SiliconRow) -> tuple[int, int, int]:
     """The (tp, attention dp, ep) the row's run served with: the layout its script chose where the row records
-    tp only (TRTLLM_IN_SCRIPT_UNTIL), expert parallelism over every GPU where its recipe turned it on
+    tp only (IN_SCRIPT_LAYOUT_UNTIL), expert parallelism over every GPU where its recipe turned it on
     whatever ep the row records (VLLM_EXPERT_PARALLEL_ALWAYS), else the row's own."""
     recipe = inferencex_recipe(row)
     if recipe.layout is not None:
@@ -492,7 +492,7 @@ def served_layout(row: SiliconRow) -> tuple[int, int, int]:
 
 
 def _trtllm_script_recipe(row: SiliconRow) -> Recipe | None:
-    """What InferenceX's TensorRT-LLM scripts of 2025-09 to 2025-11-02 chose themselves (TRTLLM_IN_SCRIPT_UNTIL),
+    """What InferenceX's TensorRT-LLM scripts of 2025-09 to 2025-11-02 chose themselves (IN_SCRIPT_LAYOUT_UNTIL),
     for the models whose rows of that date record tp only; None for the others.
     - DeepSeek-R1 (dsr1_fp8_{b200,h200}_trt_slurm.sh, dsr1_fp4_b200_trt_slurm.sh): FP8 ran EP = TP always and
       attention DP above TRTLLM_DSR1_FP8_DP_ABOVE users; NVFP4 on B200 ran EP = TP above
