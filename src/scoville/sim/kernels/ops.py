@@ -242,7 +242,8 @@ class _Builder:
             raise UserError(f"moe_kernel marlin: no measured Marlin MoE rate for {dtype} experts on {self.hw.name}; "
                             "drop moe_kernel or use a GPU whose vLLM kernel tables time it")
         per_expert, rate = got
-        flops = 2.0 * TOKENS * m.experts_per_token * 3.0 * m.hidden_size * m.expert_intermediate / (lay.moe_tp * lay.ep)
+        flops = (work.moe_flops(TOKENS, m.hidden_size, m.expert_intermediate, m.experts_per_token)
+                 / (lay.moe_tp * lay.ep))
         at = np.interp(np.log(TOKENS * m.experts_per_token / m.num_experts), np.log(per_expert), rate)
         marlin = flops / at
         source = (f"measured Marlin rate ({kt.source('marlin_moe')}, {dtype}, over tokens per expert from the shapes "

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from scoville.sim.kernels import work
 from scoville.sim.kernels.cache import cached
 
 FRAMEWORKS = ("vllm", "sglang", "trtllm")
@@ -444,6 +445,12 @@ def _never_faster_with_more(seconds: np.ndarray) -> np.ndarray:
     return np.minimum.accumulate(seconds[::-1])[::-1]
 
 
+def _fastest_rows(s: pa.Table, xcol: str, x_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray] | None:
+    """A slice's times (``latency``, ms) over ``xcol`` × ``x_scale`` as ``_fastest_over`` reads them; None when the
+    slice is empty."""
+    return _fastest_over(_np(s, xcol) * x_scale, _np(s, "latency") * 1e-3) if s.num_rows else None
+
+
 def _fastest_over(x: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     xu = np.unique(x)
     best = np.full(xu.size, np.inf)
@@ -474,7 +481,7 @@ def _marlin_rate(t: pa.Table, dtype: str, distribution: str) -> tuple[np.ndarray
     if not s.num_rows:
         return None
     tokens, topk, experts = _np(s, "num_tokens"), _np(s, "topk"), _np(s, "num_experts")
-    flops = 2.0 * tokens * topk * 3.0 * _np(s, "hidden_size") * _np(s, "inter_size")
+    flops = work.moe_flops(tokens, _np(s, "hidden_size"), _np(s, "inter_size"), topk)
     # the lowest negated rate at each tokens-per-expert is the highest rate
     per_expert, negated_best = _fastest_over(tokens * topk / experts, -flops / (_np(s, "latency") * 1e-3))
     return per_expert, -negated_best
@@ -495,7 +502,7 @@ class _Query:
                        moe_ep_size=ep, moe_dtype=dtype, distribution=dist)
             if kernel and s.num_rows:
                 s = s.filter(pc.match_substring(s["kernel_source"], kernel))
-            return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
+            return _fastest_rows(s, "num_tokens")
         if self.kind == "marlin_rate":
             return _marlin_rate(t, *k)
         if self.kind == "wideep_moe":
@@ -503,7 +510,7 @@ class _Query:
             s = _where(t, op_name="wideep_moe_eplb" if slots else "wideep_moe", hidden_size=hidden, inter_size=inter,
                        topk=topk, num_experts=experts, num_slots=slots or experts, moe_tp_size=1, moe_ep_size=ep,
                        moe_dtype=dtype, distribution=dist)
-            return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
+            return _fastest_rows(s, "num_tokens")
         if self.kind == "gqa_decode":
             heads, kvh, hd, kv, window = k
             eq: dict[str, object] = dict(num_heads=heads, num_key_value_heads=kvh, head_dim=hd, kv_cache_dtype=kv)
@@ -519,7 +526,7 @@ class _Query:
         if self.kind == "bmm":
             op, heads = k
             s = _where(t, op_name=op, num_heads=heads)
-            return _fastest_over(_np(s, "num_tokens"), _np(s, "latency") * 1e-3) if s.num_rows else None
+            return _fastest_rows(s, "num_tokens")
         if self.kind == "allreduce":
             (gpus,) = k
             s = _where(t, num_gpus=gpus)
@@ -527,7 +534,7 @@ class _Query:
                 graphs = pc.match_substring(s["backend"], "graph")
                 if pc.any(graphs).as_py():
                     s = s.filter(graphs)
-            return _fastest_over(_np(s, "message_size") * 2.0, _np(s, "latency") * 1e-3) if s.num_rows else None
+            return _fastest_rows(s, "message_size", 2.0)
         if self.kind == "nvlink_a2a":
             hidden, topk, ep, dtype = k
             s = _where(t, hidden_size=hidden, topk=topk, moe_ep_size=ep, moe_dtype=dtype)
@@ -542,7 +549,7 @@ class _Query:
         if self.kind == "nccl":
             op, gpus = k
             s = _where(t, op_name=op, num_gpus=gpus, nccl_dtype="half")
-            return _fastest_over(_np(s, "message_size") * 2.0, _np(s, "latency") * 1e-3) if s.num_rows else None
+            return _fastest_rows(s, "message_size", 2.0)
         raise ValueError(f"unknown table query {self.kind!r}")
 
 

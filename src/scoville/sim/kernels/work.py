@@ -62,6 +62,12 @@ def touched_share(tokens: Any, topk: Operand, experts: Operand) -> Any:
     return 1.0 - np.exp(-tokens * topk / experts)
 
 
+def moe_flops(tokens: Any, hidden: Operand, inter: Operand, topk: Operand) -> Any:
+    """FLOPs of a MoE layer's routed experts over ``tokens``, each sent to ``topk`` experts whose gated MLP is three
+    ``hidden`` × ``inter`` GEMMs (gate, up, down), over all ranks together."""
+    return 2.0 * tokens * topk * 3.0 * hidden * inter
+
+
 def moe(tokens: Any, hidden: Operand, inter: Operand, topk: Operand, experts: Operand, tp: Operand, ep: Operand,
         dtype: str) -> tuple[Any, Any]:
     """(FLOPs, bytes) of one MoE layer's routed experts on one rank, ``tokens`` counted over the EP group.
@@ -75,7 +81,7 @@ def moe(tokens: Any, hidden: Operand, inter: Operand, topk: Operand, experts: Op
     load = tokens * topk / ep
     per_expert = 3.0 * hidden * inter / tp
     touched = local * touched_share(tokens, topk, experts)
-    flops = 2.0 * load * per_expert
+    flops = moe_flops(tokens, hidden, inter, topk) / (tp * ep)
     nbytes = touched * per_expert * KERNEL_WEIGHT_BYTES[dtype] + load * (hidden + 2 * inter / tp) * 2.0
     return flops, nbytes
 
