@@ -322,6 +322,11 @@ TRTLLM_DSR1_FP4_EP_ABOVE = {4: {(1024, 1024): 32, (1024, 8192): 32, (8192, 1024)
 # InferenceX's TensorRT-LLM attention-DP balance per model; TensorRT-LLM's defaults for the others
 TRTLLM_ADP_BALANCE = {"deepseek-r1": AttentionDpBalanceConfig(timeout_iters=60, batching_wait_iters=0)}
 
+
+def trtllm_adp_balance(model: str) -> AttentionDpBalanceConfig:
+    """The attention-DP balance InferenceX's TensorRT-LLM recipes set for ``model`` (TRTLLM_ADP_BALANCE)."""
+    return TRTLLM_ADP_BALANCE.get(model, AttentionDpBalanceConfig())
+
 # The vLLM recipes whose test `[ "$EP_SIZE" -ge 1 ]` passed --enable-expert-parallel to every run (EP_SIZE is 1
 # where the search space names no ep, so the rows say ep 1): from, until (exclusive) the dates of their commits
 VLLM_EXPERT_PARALLEL_ALWAYS = {("MiniMaxAI/MiniMax-M2.5", "b200", "fp8"): ("2026-03-11", "2026-04-03"),
@@ -402,7 +407,7 @@ def _recipe_settings(row: SiliconRow) -> Recipe:
             and row.measured >= "2026-01-27"):
         return Recipe(batch_wait=(40, 0.8))
     if row.framework == "trtllm" and row.dp > 1:
-        return Recipe(adp_balance=TRTLLM_ADP_BALANCE.get(row.model, AttentionDpBalanceConfig()))
+        return Recipe(adp_balance=trtllm_adp_balance(row.model))
     if row.framework == "sglang" and row.model == "deepseek-r1" and row.hardware in ("b200", "b300"):
         if row.precision == "fp8" and row.tp == 4:
             return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
@@ -472,7 +477,7 @@ def mtp_recipe(row: SiliconRow) -> Recipe:
         else:
             batch = max(row.concurrency // row.dp, 1)
         budget = ((depth + 1) * batch + row.isl + 127) // 64 * 64
-        balance = TRTLLM_ADP_BALANCE.get(row.model, AttentionDpBalanceConfig()) if row.dp > 1 else None
+        balance = trtllm_adp_balance(row.model) if row.dp > 1 else None
         return Recipe(max_num_batched_tokens=budget, adp_balance=balance, mtp_depth=depth)
     if row.framework == "sglang":
         poll = (10 if row.concurrency < 16 else 30) if row.hardware in ("b200", "b300") else 1
@@ -514,7 +519,7 @@ def _trtllm_script_recipe(row: SiliconRow) -> Recipe | None:
         ep, budget = tp if dp or row.hardware == "h200" else 1, 20000
     else:
         return None
-    balance = TRTLLM_ADP_BALANCE.get(row.model, AttentionDpBalanceConfig()) if dp else None
+    balance = trtllm_adp_balance(row.model) if dp else None
     return Recipe(max_num_batched_tokens=budget, adp_balance=balance, layout=(1, tp, ep) if dp else (tp, 1, ep))
 
 
