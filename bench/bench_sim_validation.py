@@ -327,6 +327,19 @@ def trtllm_adp_balance(model: str) -> AttentionDpBalanceConfig:
     """The attention-DP balance InferenceX's TensorRT-LLM recipes set for ``model`` (TRTLLM_ADP_BALANCE)."""
     return TRTLLM_ADP_BALANCE.get(model, AttentionDpBalanceConfig())
 
+
+def trtllm_one_prompt_budget(decode_tokens: int, prompt: int) -> int:
+    """The --max_num_tokens InferenceX's TensorRT-LLM DeepSeek-R1 scripts derive: a step's decode tokens beside one
+    prompt, ``(decodes + prompt + 64 + 63) / 64 * 64`` in shell integer arithmetic."""
+    return (decode_tokens + prompt + 127) // 64 * 64
+
+
+def sglang_recv_interval(concurrency: int) -> int:
+    """The --scheduler-recv-interval InferenceX's SGLang DeepSeek-R1 B200/B300 scripts set: a poll for new requests
+    every 10 decode steps below 16 users, every 30 from 16."""
+    return 10 if concurrency < 16 else 30
+
+
 # The vLLM recipes whose test `[ "$EP_SIZE" -ge 1 ]` passed --enable-expert-parallel to every run (EP_SIZE is 1
 # where the search space names no ep, so the rows say ep 1): from, until (exclusive) the dates of their commits
 VLLM_EXPERT_PARALLEL_ALWAYS = {("MiniMaxAI/MiniMax-M2.5", "b200", "fp8"): ("2026-03-11", "2026-04-03"),
@@ -413,7 +426,7 @@ def _recipe_settings(row: SiliconRow) -> Recipe:
             return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
         # the NVFP4 script of 2025-11-02 passed --enable-ep-moe, which its rows do not record
         ep_moe = row.precision == "nvfp4" and "" < row.measured < IN_SCRIPT_LAYOUT_UNTIL
-        return Recipe(scheduler_recv_interval=10 if row.concurrency < 16 else 30,
+        return Recipe(scheduler_recv_interval=sglang_recv_interval(row.concurrency),
                       layout=(row.tp, 1, row.tp) if ep_moe else None)
     if row.framework == "vllm":
         key = (row.model_id, row.hardware, row.precision or "")
@@ -476,11 +489,11 @@ def mtp_recipe(row: SiliconRow) -> Recipe:
             batch = row.concurrency if row.concurrency < divisor else row.concurrency // divisor
         else:
             batch = max(row.concurrency // row.dp, 1)
-        budget = ((depth + 1) * batch + row.isl + 127) // 64 * 64
+        budget = trtllm_one_prompt_budget((depth + 1) * batch, row.isl)
         balance = trtllm_adp_balance(row.model) if row.dp > 1 else None
         return Recipe(max_num_batched_tokens=budget, adp_balance=balance, mtp_depth=depth)
     if row.framework == "sglang":
-        poll = (10 if row.concurrency < 16 else 30) if row.hardware in ("b200", "b300") else 1
+        poll = sglang_recv_interval(row.concurrency) if row.hardware in ("b200", "b300") else 1
         overlap = True if (row.hardware, row.precision) in SGLANG_SPEC_V2_EXPORTED else None
         return Recipe(scheduler_recv_interval=poll, mtp_depth=2, async_scheduling=overlap)
     return Recipe()
@@ -509,11 +522,11 @@ def _trtllm_script_recipe(row: SiliconRow) -> Recipe | None:
     lengths, c, tp = (row.isl, row.osl), row.concurrency, row.tp
     if row.model == "deepseek-r1" and (row.hardware, row.precision) in (("h200", "fp8"), ("b200", "fp8")):
         ep, dp = tp, c > TRTLLM_DSR1_FP8_DP_ABOVE[row.hardware][lengths]
-        budget = (c + row.isl + 127) // 64 * 64
+        budget = trtllm_one_prompt_budget(c, row.isl)
     elif row.model == "deepseek-r1" and (row.hardware, row.precision) == ("b200", "nvfp4"):
         ep = tp if c > TRTLLM_DSR1_FP4_EP_ABOVE[tp][lengths] else 1
         dp = c > 32 if lengths == (8192, 1024) else c >= 256
-        budget = (c + row.isl + 127) // 64 * 64
+        budget = trtllm_one_prompt_budget(c, row.isl)
     elif row.model == "gpt-oss-120b" and row.hardware in ("h200", "b200"):
         dp = row.hardware == "b200" and c >= 256
         ep, budget = tp if dp or row.hardware == "h200" else 1, 20000
