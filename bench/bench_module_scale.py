@@ -31,11 +31,9 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
-import yaml
 
 from scoville.catalog.hardware import load_hardware
 from scoville.sim.cost import Parallel, StepCost
@@ -68,17 +66,6 @@ class Cell:
         return self.measured_ms / self.kernel_sum_ms
 
 
-def times_serving(path: Path, framework: str) -> bool:
-    """Whether the collection holding ``path`` timed the module as a server runs it: always for TensorRT-LLM;
-    for vLLM only where its metadata records the fused-op re-collection or a collection on the serving runtime."""
-    if framework != "vllm":
-        return True
-    meta_path = path.with_name("collection_meta.yaml")
-    meta = yaml.safe_load(meta_path.read_text()) if meta_path.is_file() else {}
-    table = (meta.get("tables") or {}).get(path.stem) or {}
-    return meta.get("provenance") == "local" or "norm_dispatch" in table
-
-
 def cells(hardware: str, framework: str, phase: str = "decode") -> list[Cell]:
     """Every (format, heads per rank, batch, context) cell of the newest ``phase`` module table of
     ``framework`` on ``hardware``, beside our sum of that layer's kernels at the same shape."""
@@ -90,7 +77,7 @@ def cells(hardware: str, framework: str, phase: str = "decode") -> list[Cell]:
     t = pq.read_table(path, columns=["mla_dtype", "gemm_type", "kv_cache_dtype", "num_heads", "batch_size", shape,
                                      "latency"]).to_pandas()
     t = t[t.mla_dtype == "bfloat16"]
-    serving = times_serving(path, framework)
+    serving = tables.times_serving(path, framework)
     out = []
     for (gemm, kv), (precision, kv_dtype) in FORMATS.items():
         sub = t[(t.gemm_type == gemm) & (t.kv_cache_dtype == kv)]

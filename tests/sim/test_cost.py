@@ -689,3 +689,41 @@ def test_tensorrt_llms_deepep_over_two_nodes_carries_its_own_forks_one_node_cost
     ratio = Curve(*fork)(tokens) / Curve(*sglang_one_node)(tokens)
     assert 1.0 < ratio < 2.0
     assert float(trt.ops.ep_exchange(tokens)) == pytest.approx(float(sgl.ops.ep_exchange(tokens)) * ratio, rel=0.02)
+
+
+@needs_tables
+def test_mla_decode_attention_runs_at_the_whole_modules_measured_ratio_to_its_kernels():
+    """Where a module table times DeepSeek-V3's whole MLA decode layer, a decode's attention runs at that module's
+    ratio to our sum of the same layer's kernels (cell by cell, held flat beyond the grid), not at the framework's
+    one kernel_scale; other operators keep kernel_scale."""
+    cost = StepCost("deepseek-r1", "gb200", Parallel(tp=8, ep=8), precision="nvfp4", kv_dtype="fp8",
+                    framework="trtllm")
+    ops = cost.ops
+    assert ops.attn_module_ratio is not None
+    assert "mla_generation_module_perf" in ops.provenance["attn_module"]
+    grid = tables.KernelTables("gb200", "trtllm").mla_decode_module(16, "fp8_block", "fp8")
+    assert grid is not None
+    i, j = 0, int(np.searchsorted(grid.y, 8192))
+    batch, ctx = grid.x[i], grid.y[j]
+    kernels = ops.attn_proj(batch) + ops.mla_absorb(batch) + ops.attn_decode(batch, ctx)
+    assert ops.attn_module_ratio(batch, ctx) == pytest.approx(grid.t[i, j] / kernels)
+    assert ops.attn_module_ratio(1e6, 1e7) == pytest.approx(ops.attn_module_ratio(grid.x[-1], grid.y[-1]))
+    step = cost.breakdown(batch, batch, batch * ctx, batch * ctx, batch, batch * ctx)
+    ratio = ops.attn_module_ratio(batch, ctx)
+    layers = cost.model.num_layers
+    assert step["attn_proj"] == pytest.approx(layers * (ops.attn_proj(batch) + ops.elementwise(batch)) * ratio)
+    assert step["lm_head"] == pytest.approx(ops.lm_head(batch) * cost.framework.kernel_scale)
+
+
+@needs_tables
+def test_only_a_module_table_of_the_serving_path_sets_the_attention_ratio():
+    """No ratio for attention the module tables do not time (GQA), for a framework without module tables (SGLang),
+    nor from a vLLM collection that ran an unfused norm chain serving never runs (H100); B200's vLLM collection,
+    re-timed with the fused ops, sets it."""
+    def ratio(model: str, hw: str, framework: str) -> object:
+        return StepCost(model, hw, Parallel(tp=8), precision="fp8", kv_dtype="fp8",
+                        framework=framework).ops.attn_module_ratio
+    assert ratio("llama-3.1-70b", "b200", "trtllm") is None
+    assert ratio("deepseek-r1", "b200", "sglang") is None
+    assert ratio("deepseek-r1", "h100", "vllm") is None
+    assert ratio("deepseek-r1", "b200", "vllm") is not None

@@ -264,12 +264,19 @@ class StepCost:
         # side by side, so the step waits for the busiest rank's, not for all of them in turn (at dp = 1, all: S)
         host_us = fw.step_overhead_us + (fw.serial_host_us if self.serial_host else 0.0)
         out["overhead"] = (host_us + fw.seq_overhead_us * (Dr + Spr)) * 1e-6
-        scale = self.kernel_factor * fw.kernel_scale
-        if fw.prefill_kernel_ratio != 1.0:      # prefill tokens run at their own measured scale
-            scale = scale * (1.0 + (fw.prefill_kernel_ratio - 1.0) * Tp / _pos(xp, T, scalar))
-        if np.any(scale != 1.0):
-            for key in ("attn_proj", "attn_core", "ffn", "lm_head", "comm", "draft"):
-                out[key] = out[key] * scale
+        # kernels run at kernel_scale of their isolated sum, prefill tokens at their own measured scale; where a
+        # module table measures the whole MLA decode layer, a decode's attention runs at that measured ratio
+        decode_share = Td / _pos(xp, T, scalar)
+        prefill_scale = fw.kernel_scale * fw.prefill_kernel_ratio * (1.0 - decode_share)
+        scale = self.kernel_factor * (fw.kernel_scale * decode_share + prefill_scale)
+        attn_scale = scale
+        if ops.attn_module_ratio is not None:
+            ratio = ops.attn_module_ratio(_pos(xp, dec_batch, scalar), _pos(xp, ctx, scalar))
+            attn_scale = self.kernel_factor * (ratio * decode_share + prefill_scale)
+        for key in ("attn_proj", "attn_core"):
+            out[key] = out[key] * attn_scale
+        for key in ("ffn", "lm_head", "comm", "draft"):
+            out[key] = out[key] * scale
         return out
 
     def _draft_time(self, Dr: Any, ctx: Any, scalar: bool, xp: Any) -> Any:
@@ -367,7 +374,8 @@ class StepCost:
         s = self.ops.sigma
         return {
             "attn_proj": max(s.get("attn_proj", 0.0), s.get("elementwise", 0.0)),
-            "attn_core": max(s.get("attn_decode", 0.0), s.get("attn_prefill", 0.0), s.get("mla_absorb", 0.0)),
+            "attn_core": max(s.get("attn_decode", 0.0), s.get("attn_prefill", 0.0), s.get("mla_absorb", 0.0),
+                             s.get("attn_module", 0.0)),
             "ffn": max(s.get("moe", 0.0), s.get("dense_ffn", 0.0), s.get("shared_ffn", 0.0)),
             "lm_head": s.get("lm_head", 0.0),
             "comm": max(s.get("allreduce", 0.0), s.get("alltoall", 0.0)),

@@ -57,6 +57,11 @@ DEEPEP_LL_MAX_TOKENS = 128
 # An all-reduce's tree stage over the NICs is priced from the datasheet hop latency; it sits 23% under nccl-tests'
 # 2x8 Hopper figure (``_allreduce_beyond_domain``): that gap is its uncertainty
 SCALEOUT_TREE_SIGMA = 0.25
+# DeepSeek-V3's MLA layer, the one aiconfigurator-core's module tables time: hidden size, q and kv latent ranks, and
+# the no-RoPE, RoPE and value head sizes. A model with these (DeepSeek-R1, Kimi K2) has the same per-rank shapes at
+# the same heads per rank, so the tables' module-over-kernels ratio carries to it
+DEEPSEEK_V3_MLA = (7168, 1536, 512, 128, 64, 128)
+MODULE_EDGE = 1e12         # a ratio surface is padded flat to here: beyond the measured grid the last ratio holds
 WIDE_EP_BEYOND = 8         # TensorRT-LLM serves EP above one 8-GPU board with attention DP on its WideEP module
 
 
@@ -97,6 +102,9 @@ class OpSet:
     allreduce: Curve | None          # one TP all-reduce over bytes per rank
     ep_exchange: Curve | None        # one MoE layer's EP dispatch + combine over tokens per rank
     moe_gather: Curve | None         # attention DP without EP: one MoE layer's all-gather + reduce-scatter over bytes
+    # the whole MLA decode layer as measured over our sum of its kernels (``_Builder.attention_module_ratio``), over
+    # (decode queries, mean context) per rank; None where no module table holds the shape
+    attn_module_ratio: Surface | None = None
     provenance: dict[str, str] = field(default_factory=dict)
     sigma: dict[str, float] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
@@ -376,6 +384,29 @@ class _Builder:
                 total = total + self._transfer("mla_absorb", "bmm.bfloat16", f, nb, self.hw.peak_flops("bf16"))
         return total
 
+    def attention_module_ratio(self, m: ModelArch, lay: Layout, kv: str, gemm: str, ops: OpSet) -> Surface | None:
+        """The whole MLA decode layer as the framework runs it (``mla_generation_module_perf``: projections,
+        absorbed products, core, norms and RoPE in one attention class) over our sum of the same layer's isolated
+        kernels, over (batch, context) at this rank's heads. The two agree at large batches and part at small ones
+        (0.78-0.85 of the sum at 1-16 sequences over 16 heads or fewer on Blackwell under TensorRT-LLM: launch
+        tails the isolated timings each pay and the module overlaps); the step prices a decode's attention at
+        this measured ratio where ``kernel_scale`` (the same tables' median) stands in elsewhere. None for other
+        attention shapes, frameworks without a module table, and collections that did not time the serving path."""
+        heads = m.num_heads / lay.tp
+        shape = (m.hidden_size, m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim)
+        if (m.attention != "mla" or self.kt is None or not heads.is_integer() or shape != DEEPSEEK_V3_MLA
+                or ops.mla_absorb is None):
+            return None
+        grid = self.kt.mla_decode_module(int(heads), gemm, kv)
+        if grid is None:
+            return None
+        batch, ctx = grid.x[:, None], grid.y[None, :]
+        ratio = grid.t / (ops.attn_proj(batch) + ops.mla_absorb(batch) + ops.attn_decode(batch, ctx))
+        ratio = np.pad(ratio, ((0, 1), (0, 1)), mode="edge")
+        self._note("attn_module", f"measured ({self._source('mla_module')}, whole layer over its kernels, "
+                                  f"{int(heads)} heads)", self.measured_sigma)
+        return Surface(np.append(grid.x, MODULE_EDGE), np.append(grid.y, MODULE_EDGE), ratio)
+
     # -- collectives ------------------------------------------------------------------------------------
     def allreduce(self, ranks: int) -> np.ndarray:
         if ranks > self.hw.scaleup_domain:
@@ -631,6 +662,7 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
         moe_gather=(Curve(BYTES, b.allreduce(lay.ranks))
                     if m.num_moe_layers and lay.ep == 1 and lay.dp > 1 else None),
     )
+    ops.attn_module_ratio = b.attention_module_ratio(m, lay, kv, fmt["attn"], ops)
     ops.provenance, ops.sigma = b.provenance, b.sigma
     ops.formats = {g: formats.describe(precision.get(g, "bf16"), f, hw) for g, f in fmt.items()}
     ops.formats["kv_cache"] = f"KV cache {kv_dtype} stored as {kv}"

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import yaml
 
 from scoville.sim.kernels import work
 from scoville.sim.kernels.cache import cached
@@ -149,6 +150,20 @@ def _relative(path: Path) -> str:
         return "scoville/data/kernels/" + str(path.relative_to(OWN_ROOT))
     root = data_dir()
     return str(path.relative_to(root)) if root is not None and path.is_relative_to(root) else str(path)
+
+
+def times_serving(path: Path, framework: str) -> bool:
+    """Whether the collection holding the module table ``path`` timed the module as a server runs it: always for
+    TensorRT-LLM (its modules are its own attention classes); for vLLM only where the package's
+    ``collection_meta.yaml`` records the fused-op re-collection (``norm_dispatch`` on the table) or a collection
+    on the serving runtime (``provenance: local``): its older collections ran an unfused native norm chain that
+    serving never runs (+34% at their anchor cell, ai-dynamo/aiconfigurator#1423)."""
+    if framework != "vllm":
+        return True
+    meta_path = path.with_name("collection_meta.yaml")
+    meta = yaml.safe_load(meta_path.read_text()) if meta_path.is_file() else {}
+    table = (meta.get("tables") or {}).get(path.stem) or {}
+    return meta.get("provenance") == "local" or "norm_dispatch" in table
 
 
 def _where(t: pa.Table, **eq: object) -> pa.Table:
@@ -324,6 +339,19 @@ class KernelTables:
             if got is not None:
                 return got  # type: ignore[return-value]
         return None
+
+    def mla_decode_module(self, heads: int, gemm: str, kv_dtype: str) -> Grid | None:
+        """DeepSeek-V3's whole MLA attention layer in one decode step (projections, absorbed products, core,
+        norms and RoPE, as the framework's attention class runs them) over (batch, context) at ``heads`` a rank,
+        from this framework's own table only (a module is one stack's code), and only from a collection that
+        timed what a server runs (``times_serving``)."""
+        filename = "mla_generation_module_perf.parquet"
+        grid = self._first("mla", filename, _Query("mla_module", (heads, gemm, kv_dtype)), label="mla_module")
+        if grid is None:
+            return None
+        path = next(p for p in table_paths(self.system, "mla", self.framework, filename)
+                    if _relative(p) == self.source("mla_module"))
+        return grid if times_serving(path, self.framework) else None  # type: ignore[return-value]
 
     def mla_bmm(self, op: str, heads: int) -> tuple[np.ndarray, np.ndarray] | None:
         """MLA's absorbed projections (``mla_gen_pre`` q→latent, ``mla_gen_post`` latent→v) over tokens."""
@@ -523,6 +551,10 @@ class _Query:
             heads, kv, ycol = k
             # num_heads is per rank (tp_size only labels the model it was cut from): the kernel sees those heads
             return Grid.of(_where(t, num_heads=heads, kv_cache_dtype=kv), "batch_size", ycol)
+        if self.kind == "mla_module":
+            heads, gemm, kv = k
+            s = _where(t, mla_dtype="bfloat16", gemm_type=gemm, kv_cache_dtype=kv, num_heads=heads)
+            return Grid.of(s, "batch_size", "step")
         if self.kind == "bmm":
             op, heads = k
             s = _where(t, op_name=op, num_heads=heads)
