@@ -24,6 +24,7 @@ from scoville.sim.cost import COMPONENTS, Parallel, StepCost
 from scoville.sim.frameworks import load_framework
 from scoville.sim.kernels import tables
 from scoville.sim.kernels.curve import Curve, Surface
+from scoville.sim.kernels.ops import OpSet
 
 DATASHEET = """
 vendor: test
@@ -692,38 +693,56 @@ def test_tensorrt_llms_deepep_over_two_nodes_carries_its_own_forks_one_node_cost
 
 
 @needs_tables
-def test_mla_decode_attention_runs_at_the_whole_modules_measured_ratio_to_its_kernels():
-    """Where a module table times DeepSeek-V3's whole MLA decode layer, a decode's attention runs at that module's
-    ratio to our sum of the same layer's kernels (cell by cell, held flat beyond the grid), not at the framework's
-    one kernel_scale; other operators keep kernel_scale."""
+def test_mla_attention_runs_at_the_whole_modules_measured_ratio_to_its_kernels():
+    """Where module tables time DeepSeek-V3's whole MLA layer, attention runs at that module's ratio to our sum of
+    the same layer's kernels, cell by cell and held flat beyond the grid: a decode's at the decode table's, a
+    prompt's at the prefill table's, not at the framework's kernel_scale and prefill_kernel_ratio; other
+    operators keep those."""
     cost = StepCost("deepseek-r1", "gb200", Parallel(tp=8, ep=8), precision="nvfp4", kv_dtype="fp8",
                     framework="trtllm")
-    ops = cost.ops
-    assert ops.attn_module_ratio is not None
-    assert "mla_generation_module_perf" in ops.provenance["attn_module"]
-    grid = tables.KernelTables("gb200", "trtllm").mla_decode_module(16, "fp8_block", "fp8")
-    assert grid is not None
-    i, j = 0, int(np.searchsorted(grid.y, 8192))
-    batch, ctx = grid.x[i], grid.y[j]
+    ops, fw, layers = cost.ops, cost.framework, cost.model.num_layers
+    assert ops.decode_module_ratio is not None and ops.prefill_module_ratio is not None
+    assert "mla_generation_module_perf" in ops.provenance["attn_module_decode"]
+    assert "mla_context_module_perf" in ops.provenance["attn_module_prefill"]
+    kt = tables.KernelTables("gb200", "trtllm")
+
+    decode = kt.mla_module("decode", 16, "fp8_block", "fp8")
+    assert decode is not None
+    j = int(np.searchsorted(decode.y, 8192))
+    batch, ctx = decode.x[0], decode.y[j]
     kernels = ops.attn_proj(batch) + ops.mla_absorb(batch) + ops.attn_decode(batch, ctx)
-    assert ops.attn_module_ratio(batch, ctx) == pytest.approx(grid.t[i, j] / kernels)
-    assert ops.attn_module_ratio(1e6, 1e7) == pytest.approx(ops.attn_module_ratio(grid.x[-1], grid.y[-1]))
+    ratio = ops.decode_module_ratio(batch, ctx)
+    assert ratio == pytest.approx(decode.t[0, j] / kernels)
+    assert ops.decode_module_ratio(1e6, 1e7) == pytest.approx(ops.decode_module_ratio(decode.x[-1], decode.y[-1]))
     step = cost.breakdown(batch, batch, batch * ctx, batch * ctx, batch, batch * ctx)
-    ratio = ops.attn_module_ratio(batch, ctx)
-    layers = cost.model.num_layers
     assert step["attn_proj"] == pytest.approx(layers * (ops.attn_proj(batch) + ops.elementwise(batch)) * ratio)
-    assert step["lm_head"] == pytest.approx(ops.lm_head(batch) * cost.framework.kernel_scale)
+    assert step["lm_head"] == pytest.approx(ops.lm_head(batch) * fw.kernel_scale)
+
+    prefill = kt.mla_module("prefill", 16, "fp8_block", "fp8")
+    assert prefill is not None
+    j = int(np.searchsorted(prefill.y, 1024))
+    prompts, length = prefill.x[0], prefill.y[j]
+    tokens = prompts * length
+    kernels = ops.attn_proj(tokens) + ops.mla_kv_up(tokens) + ops.attn_prefill(prompts, length)
+    ratio = ops.prefill_module_ratio(prompts, length)
+    assert ratio == pytest.approx(prefill.t[0, j] / kernels)
+    step = cost.breakdown(tokens, prompts, tokens * (length + 1) / 2, tokens, 0, 0.0)
+    assert step["attn_proj"] == pytest.approx(layers * (ops.attn_proj(tokens) + ops.elementwise(tokens)) * ratio)
+    assert step["ffn"] == pytest.approx(
+        (cost.model.num_dense_layers * ops.dense_ffn(tokens) + cost.model.num_moe_layers
+         * (ops.moe(tokens) + ops.router(tokens) + ops.shared_ffn(tokens))) * fw.kernel_scale * fw.prefill_kernel_ratio)
 
 
 @needs_tables
 def test_only_a_module_table_of_the_serving_path_sets_the_attention_ratio():
     """No ratio for attention the module tables do not time (GQA), for a framework without module tables (SGLang),
     nor from a vLLM collection that ran an unfused norm chain serving never runs (H100); B200's vLLM collection,
-    re-timed with the fused ops, sets it."""
-    def ratio(model: str, hw: str, framework: str) -> object:
-        return StepCost(model, hw, Parallel(tp=8), precision="fp8", kv_dtype="fp8",
-                        framework=framework).ops.attn_module_ratio
-    assert ratio("llama-3.1-70b", "b200", "trtllm") is None
-    assert ratio("deepseek-r1", "b200", "sglang") is None
-    assert ratio("deepseek-r1", "h100", "vllm") is None
-    assert ratio("deepseek-r1", "b200", "vllm") is not None
+    re-timed with the fused ops, sets both."""
+    def ops(model: str, hw: str, framework: str) -> OpSet:
+        return StepCost(model, hw, Parallel(tp=8), precision="fp8", kv_dtype="fp8", framework=framework).ops
+    for model, hw, framework in (("llama-3.1-70b", "b200", "trtllm"), ("deepseek-r1", "b200", "sglang"),
+                                 ("deepseek-r1", "h100", "vllm")):
+        got = ops(model, hw, framework)
+        assert got.decode_module_ratio is None and got.prefill_module_ratio is None, (model, hw, framework)
+    b200 = ops("deepseek-r1", "b200", "vllm")
+    assert b200.decode_module_ratio is not None and b200.prefill_module_ratio is not None

@@ -264,15 +264,17 @@ class StepCost:
         # side by side, so the step waits for the busiest rank's, not for all of them in turn (at dp = 1, all: S)
         host_us = fw.step_overhead_us + (fw.serial_host_us if self.serial_host else 0.0)
         out["overhead"] = (host_us + fw.seq_overhead_us * (Dr + Spr)) * 1e-6
-        # kernels run at kernel_scale of their isolated sum, prefill tokens at their own measured scale; where a
-        # module table measures the whole MLA decode layer, a decode's attention runs at that measured ratio
+        # kernels run at kernel_scale of their isolated sum, prefill tokens at their own measured scale, a mixed
+        # step at the token-weighted mix; where a module table measures the whole MLA layer, attention runs at its
+        # cell's measured ratio instead, a decode's and a prefill's each
         decode_share = Td / _pos(xp, T, scalar)
-        prefill_scale = fw.kernel_scale * fw.prefill_kernel_ratio * (1.0 - decode_share)
-        scale = self.kernel_factor * (fw.kernel_scale * decode_share + prefill_scale)
-        attn_scale = scale
-        if ops.attn_module_ratio is not None:
-            ratio = ops.attn_module_ratio(_pos(xp, dec_batch, scalar), _pos(xp, ctx, scalar))
-            attn_scale = self.kernel_factor * (ratio * decode_share + prefill_scale)
+        decode_scale, prefill_scale = fw.kernel_scale, fw.kernel_scale * fw.prefill_kernel_ratio
+        scale = self.kernel_factor * (decode_scale * decode_share + prefill_scale * (1.0 - decode_share))
+        if ops.decode_module_ratio is not None:
+            decode_scale = ops.decode_module_ratio(_pos(xp, dec_batch, scalar), _pos(xp, ctx, scalar))
+        if ops.prefill_module_ratio is not None:
+            prefill_scale = ops.prefill_module_ratio(_pos(xp, Spr, scalar), _pos(xp, chunk, scalar))
+        attn_scale = self.kernel_factor * (decode_scale * decode_share + prefill_scale * (1.0 - decode_share))
         for key in ("attn_proj", "attn_core"):
             out[key] = out[key] * attn_scale
         for key in ("ffn", "lm_head", "comm", "draft"):
@@ -375,7 +377,7 @@ class StepCost:
         return {
             "attn_proj": max(s.get("attn_proj", 0.0), s.get("elementwise", 0.0)),
             "attn_core": max(s.get("attn_decode", 0.0), s.get("attn_prefill", 0.0), s.get("mla_absorb", 0.0),
-                             s.get("attn_module", 0.0)),
+                             s.get("attn_module_decode", 0.0), s.get("attn_module_prefill", 0.0)),
             "ffn": max(s.get("moe", 0.0), s.get("dense_ffn", 0.0), s.get("shared_ffn", 0.0)),
             "lm_head": s.get("lm_head", 0.0),
             "comm": max(s.get("allreduce", 0.0), s.get("alltoall", 0.0)),

@@ -102,9 +102,11 @@ class OpSet:
     allreduce: Curve | None          # one TP all-reduce over bytes per rank
     ep_exchange: Curve | None        # one MoE layer's EP dispatch + combine over tokens per rank
     moe_gather: Curve | None         # attention DP without EP: one MoE layer's all-gather + reduce-scatter over bytes
-    # the whole MLA decode layer as measured over our sum of its kernels (``_Builder.attention_module_ratio``), over
-    # (decode queries, mean context) per rank; None where no module table holds the shape
-    attn_module_ratio: Surface | None = None
+    # the whole MLA layer as measured over our sum of its kernels (``_Builder.attention_module_ratio``): decode over
+    # (decode queries, mean context) per rank, prefill over (prompt chunks, chunk length) per rank; None where no
+    # module table holds the shape
+    decode_module_ratio: Surface | None = None
+    prefill_module_ratio: Surface | None = None
     provenance: dict[str, str] = field(default_factory=dict)
     sigma: dict[str, float] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
@@ -384,27 +386,33 @@ class _Builder:
                 total = total + self._transfer("mla_absorb", "bmm.bfloat16", f, nb, self.hw.peak_flops("bf16"))
         return total
 
-    def attention_module_ratio(self, m: ModelArch, lay: Layout, kv: str, gemm: str, ops: OpSet) -> Surface | None:
-        """The whole MLA decode layer as the framework runs it (``mla_generation_module_perf``: projections,
-        absorbed products, core, norms and RoPE in one attention class) over our sum of the same layer's isolated
-        kernels, over (batch, context) at this rank's heads. The two agree at large batches and part at small ones
-        (0.78-0.85 of the sum at 1-16 sequences over 16 heads or fewer on Blackwell under TensorRT-LLM: launch
-        tails the isolated timings each pay and the module overlaps); the step prices a decode's attention at
-        this measured ratio where ``kernel_scale`` (the same tables' median) stands in elsewhere. None for other
-        attention shapes, frameworks without a module table, and collections that did not time the serving path."""
+    def attention_module_ratio(self, phase: str, m: ModelArch, lay: Layout, kv: str, gemm: str,
+                               ops: OpSet) -> Surface | None:
+        """The whole MLA layer as the framework runs it (``tables.KernelTables.mla_module``) over our sum of the same
+        layer's isolated kernels at the same shape, over its grid at this rank's heads: ``phase`` "decode" (batch
+        × context: projections, absorbed products, core) or "prefill" (prompts × prompt length: projections, K/V
+        decompression, core). The ratio is not one number: decode runs at 0.78-0.85 of the sum at 1-16 sequences
+        over 16 heads or fewer on Blackwell under TensorRT-LLM (launch tails the isolated timings each pay and the
+        module overlaps) and at about 1.0 from 128 on; prefill at 1.00-1.07 on B200, 1.04-1.15 on GB200 and
+        1.06-1.26 on H200. The step prices attention at its cell where ``kernel_scale`` and
+        ``prefill_kernel_ratio`` (the same tables' medians) stand in elsewhere. None for other attention shapes,
+        frameworks without a module table, and collections that did not time the serving path."""
         heads = m.num_heads / lay.tp
         shape = (m.hidden_size, m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim)
         if (m.attention != "mla" or self.kt is None or not heads.is_integer() or shape != DEEPSEEK_V3_MLA
-                or ops.mla_absorb is None):
+                or ops.mla_absorb is None or ops.mla_kv_up is None):
             return None
-        grid = self.kt.mla_decode_module(int(heads), gemm, kv)
+        grid = self.kt.mla_module(phase, int(heads), gemm, kv)
         if grid is None:
             return None
-        batch, ctx = grid.x[:, None], grid.y[None, :]
-        ratio = grid.t / (ops.attn_proj(batch) + ops.mla_absorb(batch) + ops.attn_decode(batch, ctx))
-        ratio = np.pad(ratio, ((0, 1), (0, 1)), mode="edge")
-        self._note("attn_module", f"measured ({self._source('mla_module')}, whole layer over its kernels, "
-                                  f"{int(heads)} heads)", self.measured_sigma)
+        batch, size = grid.x[:, None], grid.y[None, :]
+        if phase == "decode":
+            kernels = ops.attn_proj(batch) + ops.mla_absorb(batch) + ops.attn_decode(batch, size)
+        else:
+            kernels = ops.attn_proj(batch * size) + ops.mla_kv_up(batch * size) + ops.attn_prefill(batch, size)
+        ratio = np.pad(grid.t / kernels, ((0, 1), (0, 1)), mode="edge")
+        self._note(f"attn_module_{phase}", f"measured ({self._source(f'mla_module_{phase}')}, whole layer over its "
+                                           f"kernels, {int(heads)} heads)", self.measured_sigma)
         return Surface(np.append(grid.x, MODULE_EDGE), np.append(grid.y, MODULE_EDGE), ratio)
 
     # -- collectives ------------------------------------------------------------------------------------
@@ -662,7 +670,8 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
         moe_gather=(Curve(BYTES, b.allreduce(lay.ranks))
                     if m.num_moe_layers and lay.ep == 1 and lay.dp > 1 else None),
     )
-    ops.attn_module_ratio = b.attention_module_ratio(m, lay, kv, fmt["attn"], ops)
+    ops.decode_module_ratio = b.attention_module_ratio("decode", m, lay, kv, fmt["attn"], ops)
+    ops.prefill_module_ratio = b.attention_module_ratio("prefill", m, lay, kv, fmt["attn"], ops)
     ops.provenance, ops.sigma = b.provenance, b.sigma
     ops.formats = {g: formats.describe(precision.get(g, "bf16"), f, hw) for g, f in fmt.items()}
     ops.formats["kv_cache"] = f"KV cache {kv_dtype} stored as {kv}"

@@ -152,6 +152,12 @@ def _relative(path: Path) -> str:
     return str(path.relative_to(root)) if root is not None and path.is_relative_to(root) else str(path)
 
 
+# aiconfigurator-core's whole-MLA-module tables per phase: the file and the column of its second size (the decode
+# step's context, the prefill's prompt length; the first is the batch)
+MLA_MODULE_TABLES = {"decode": ("mla_generation_module_perf.parquet", "step"),
+                     "prefill": ("mla_context_module_perf.parquet", "isl")}
+
+
 def times_serving(path: Path, framework: str) -> bool:
     """Whether the collection holding the module table ``path`` timed the module as a server runs it: always for
     TensorRT-LLM (its modules are its own attention classes); for vLLM only where the package's
@@ -340,17 +346,19 @@ class KernelTables:
                 return got  # type: ignore[return-value]
         return None
 
-    def mla_decode_module(self, heads: int, gemm: str, kv_dtype: str) -> Grid | None:
-        """DeepSeek-V3's whole MLA attention layer in one decode step (projections, absorbed products, core,
-        norms and RoPE, as the framework's attention class runs them) over (batch, context) at ``heads`` a rank,
-        from this framework's own table only (a module is one stack's code), and only from a collection that
-        timed what a server runs (``times_serving``)."""
-        filename = "mla_generation_module_perf.parquet"
-        grid = self._first("mla", filename, _Query("mla_module", (heads, gemm, kv_dtype)), label="mla_module")
+    def mla_module(self, phase: str, heads: int, gemm: str, kv_dtype: str) -> Grid | None:
+        """DeepSeek-V3's whole MLA attention layer (projections, absorbed products or K/V decompression, core,
+        norms and RoPE, as the framework's attention class runs them) at ``heads`` a rank: ``phase`` "decode" over
+        (batch, context) of one decode step, "prefill" over (prompts, prompt length). From this framework's own
+        table only (a module is one stack's code), and only from a collection that timed what a server runs
+        (``times_serving``)."""
+        filename, ycol = MLA_MODULE_TABLES[phase]
+        label = f"mla_module_{phase}"
+        grid = self._first("mla", filename, _Query("mla_module", (heads, gemm, kv_dtype, ycol)), label=label)
         if grid is None:
             return None
         path = next(p for p in table_paths(self.system, "mla", self.framework, filename)
-                    if _relative(p) == self.source("mla_module"))
+                    if _relative(p) == self.source(label))
         return grid if times_serving(path, self.framework) else None  # type: ignore[return-value]
 
     def mla_bmm(self, op: str, heads: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -552,9 +560,9 @@ class _Query:
             # num_heads is per rank (tp_size only labels the model it was cut from): the kernel sees those heads
             return Grid.of(_where(t, num_heads=heads, kv_cache_dtype=kv), "batch_size", ycol)
         if self.kind == "mla_module":
-            heads, gemm, kv = k
+            heads, gemm, kv, ycol = k
             s = _where(t, mla_dtype="bfloat16", gemm_type=gemm, kv_cache_dtype=kv, num_heads=heads)
-            return Grid.of(s, "batch_size", "step")
+            return Grid.of(s, "batch_size", ycol)
         if self.kind == "bmm":
             op, heads = k
             s = _where(t, op_name=op, num_heads=heads)
