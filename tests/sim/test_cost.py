@@ -746,3 +746,27 @@ def test_only_a_module_table_of_the_serving_path_sets_the_attention_ratio():
         assert got.decode_module_ratio is None and got.prefill_module_ratio is None, (model, hw, framework)
     b200 = ops("deepseek-r1", "b200", "vllm")
     assert b200.decode_module_ratio is not None and b200.prefill_module_ratio is not None
+
+
+def test_shared_experts_beside_the_routed_path_cost_only_what_outlasts_it(datasheet):
+    """vLLM runs an MoE layer's shared experts on a second stream beside the routed path for batches up to 256
+    tokens on NVIDIA GPUs (FusedMoE): such a step waits for the longer of the two; a larger step, a stack without
+    the second stream, or another vendor's chip pays both in turn."""
+    hw = msgspec.structs.replace(datasheet(), vendor="nvidia")
+    fw = load_framework("vllm")
+    assert fw.shared_experts_overlap_tokens == 256
+    beside = StepCost("deepseek-r1", hw, Parallel(tp=8), precision="fp8", kv_dtype="fp8", framework_costs=fw)
+    serial = StepCost("deepseek-r1", hw, Parallel(tp=8), precision="fp8", kv_dtype="fp8",
+                      framework_costs=msgspec.structs.replace(fw, shared_experts_overlap_tokens=0))
+    ops, moe_layers = beside.ops, beside.model.num_moe_layers
+    for batch in (8.0, 256.0, 512.0):
+        step = (batch, batch, batch * 2000.0, batch * 2000.0)
+        saved = serial.breakdown(*step)["ffn"] - beside.breakdown(*step)["ffn"]
+        hidden = min(ops.shared_ffn(batch), ops.moe(batch) + ops.router(batch))
+        expected = moe_layers * hidden * fw.kernel_scale if batch <= 256 else 0.0
+        assert saved == pytest.approx(expected), batch
+    assert serial.breakdown(8.0, 8.0, 16000.0, 16000.0)["comm"] == beside.breakdown(8.0, 8.0, 16000.0, 16000.0)["comm"]
+    other_vendor = StepCost("deepseek-r1", datasheet(), Parallel(tp=8), precision="fp8", kv_dtype="fp8",
+                            framework_costs=fw)
+    assert other_vendor.breakdown(8.0, 8.0, 16000.0, 16000.0)["ffn"] == pytest.approx(
+        serial.breakdown(8.0, 8.0, 16000.0, 16000.0)["ffn"])

@@ -251,9 +251,7 @@ class StepCost:
         if ops.dense_ffn is not None:
             ffn = ffn + m.num_dense_layers * ops.dense_ffn(Tr)
         if ops.moe is not None and ops.router is not None:   # built together (``build_ops``: MoE layers only)
-            ffn = ffn + m.num_moe_layers * (ops.moe(T) + ops.router(Tr))
-            if ops.shared_ffn is not None:
-                ffn = ffn + m.num_moe_layers * ops.shared_ffn(Tr)
+            ffn = ffn + m.num_moe_layers * (ops.moe(T) + ops.router(Tr) + self._shared_experts(Tr, T, scalar, xp))
         out["ffn"] = ffn
         out["lm_head"] = ops.lm_head(_pos(xp, Td / dp + Spr, scalar))
         out["comm"] = L * self._tp_allreduces(Tr, scalar, xp) + m.num_moe_layers * self._moe_exchange(Tr, T, scalar, xp)
@@ -305,12 +303,29 @@ class StepCost:
         layer = self._projections(tokens) + ops.attn_decode(queries, ctx)
         if ops.moe is not None and ops.router is not None:
             layer = layer + ops.moe(tokens * self.par.dp) + ops.router(tokens)
-            if ops.shared_ffn is not None:
-                layer = layer + ops.shared_ffn(tokens)
+            layer = layer + self._shared_experts(tokens, tokens * self.par.dp, scalar, xp)
             layer = layer + self._moe_exchange(tokens, tokens * self.par.dp, scalar, xp)
         elif ops.dense_ffn is not None:
             layer = layer + ops.dense_ffn(tokens)
         return layer + self._tp_allreduces(tokens, scalar, xp)
+
+    def _shared_experts(self, rank_tokens: Any, instance_tokens: Any, scalar: bool, xp: Any) -> Any:
+        """One MoE layer's shared experts over ``rank_tokens`` a rank, as much of them as the step waits for: all
+        of it, or, where the framework runs them on a second stream beside the routed path up to a batch size
+        (``FrameworkCosts.shared_experts_overlap_tokens``: vLLM's ``FusedMoE``) on an NVIDIA GPU, only what
+        outlasts that path (router, routed experts of the instance's ``instance_tokens``, the expert exchange)."""
+        ops, fw = self.ops, self.framework
+        if ops.shared_ffn is None:
+            return 0.0
+        shared = ops.shared_ffn(rank_tokens)
+        # CUDA streams: vLLM takes the second stream on NVIDIA GPUs only (PR #30085; none on CPUs, PR #28157)
+        if not fw.shared_experts_overlap_tokens or self.hw.vendor != "nvidia" or ops.moe is None or ops.router is None:
+            return shared
+        routed = (ops.moe(instance_tokens) + ops.router(rank_tokens)
+                  + self._moe_exchange(rank_tokens, instance_tokens, scalar, xp))
+        beside = rank_tokens <= fw.shared_experts_overlap_tokens
+        outlasts = max(shared - routed, 0.0) if scalar else np.maximum(shared - routed, 0.0)
+        return _where(scalar, beside, outlasts, shared)
 
     def _projections(self, x: Any) -> Any:
         """One layer's attention projections and the small kernels around them (elementwise, q/k norm), over

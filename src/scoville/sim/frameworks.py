@@ -47,6 +47,10 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
     # Host time a step adds when no overlap scheduler hides it (``SimConfig.schedules_ahead`` false: the step is
     # formed, and the last one's results processed, between GPU steps). 0 where not measured.
     serial_host_us: float = 0.0
+    # Steps of at most this many tokens a rank run an MoE layer's shared experts on a second CUDA stream beside its
+    # routed path (router, expert exchange, routed experts), so the layer waits for the longer of the two. 0: the
+    # two run one after the other.
+    shared_experts_overlap_tokens: int = 0
     # Standalone elementwise kernels of one decoder layer (norms, residual adds, RoPE, activations) that no
     # measured operator already contains; what the stack fuses into GEMMs, attention or all-reduce is not here.
     elementwise_kernels: int = 6
@@ -58,6 +62,9 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, field)
             if not 0.05 <= value <= 20:
                 raise ValueError(f"{self.name}.{field} must be within 0.05-20, got {value}")
+        if self.shared_experts_overlap_tokens < 0:
+            raise ValueError(f"{self.name}.shared_experts_overlap_tokens must be >= 0, got "
+                             f"{self.shared_experts_overlap_tokens}")
         for field in ("step_overhead_us", "seq_overhead_us", "request_overhead_ms", "disagg_handover_ms",
                       "serial_host_us"):
             value = getattr(self, field)

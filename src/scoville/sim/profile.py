@@ -113,18 +113,16 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     def framework_costs(self) -> FrameworkCosts:
         """The fitted host costs, in the form the cost model takes in place of the framework's priors (the
-        kernel structure, its elementwise kernel count, stays the framework's: the fit ran with it, as with the
-        host time a step without an overlap scheduler adds; so does the disaggregated handover, which the
-        unified runs a profile is fitted on cannot show)."""
+        kernel structure, its elementwise kernel count and shared-expert overlap, stays the framework's: the fit
+        ran with it, as with the host time a step without an overlap scheduler adds; so does the disaggregated
+        handover, which the unified runs a profile is fitted on cannot show)."""
         runs = sorted({p.run_id for p in self.fitted_on})
         prior = load_framework(self.framework)
-        return FrameworkCosts(name=self.framework, step_overhead_us=self.step_overhead_us,
-                              seq_overhead_us=self.seq_overhead_us, request_overhead_ms=self.request_overhead_ms,
-                              sigma=self.sigma, kernel_scale=1.0, prefill_kernel_ratio=self.prefill_kernel_ratio,
-                              elementwise_kernels=prior.elementwise_kernels,
-                              disagg_handover_ms=prior.disagg_handover_ms, serial_host_us=prior.serial_host_us,
-                              source=f"calibrated {self.created} on {len(self.fitted_on)} point(s) of "
-                                     f"{', '.join(runs) or 'no runs'}")
+        return msgspec.structs.replace(
+            prior, step_overhead_us=self.step_overhead_us, seq_overhead_us=self.seq_overhead_us,
+            request_overhead_ms=self.request_overhead_ms, sigma=self.sigma, kernel_scale=1.0,
+            prefill_kernel_ratio=self.prefill_kernel_ratio,
+            source=f"calibrated {self.created} on {len(self.fitted_on)} point(s) of {', '.join(runs) or 'no runs'}")
 
     def check_applies(self, hardware: str, model: str, framework: str) -> None:
         """One-line error when this profile was fitted for another hardware, model or framework.
