@@ -266,13 +266,17 @@ class StepCost:
         # step at the token-weighted mix; where a module table measures the whole MLA layer, attention runs at its
         # cell's measured ratio instead, a decode's and a prefill's each
         decode_share = Td / _pos(xp, T, scalar)
-        decode_scale, prefill_scale = fw.kernel_scale, fw.kernel_scale * fw.prefill_kernel_ratio
-        scale = self.kernel_factor * (decode_scale * decode_share + prefill_scale * (1.0 - decode_share))
-        if ops.decode_module_ratio is not None:
-            decode_scale = ops.decode_module_ratio(_pos(xp, dec_batch, scalar), _pos(xp, ctx, scalar))
-        if ops.prefill_module_ratio is not None:
-            prefill_scale = ops.prefill_module_ratio(_pos(xp, Spr, scalar), _pos(xp, chunk, scalar))
-        attn_scale = self.kernel_factor * (decode_scale * decode_share + prefill_scale * (1.0 - decode_share))
+
+        def mixed(decode: Any, prefill: Any) -> Any:
+            return self.kernel_factor * (decode * decode_share + prefill * (1.0 - decode_share))
+
+        kernels, prefill_kernels = fw.kernel_scale, fw.kernel_scale * fw.prefill_kernel_ratio
+        scale = mixed(kernels, prefill_kernels)
+        attn_scale = mixed(
+            kernels if ops.decode_module_ratio is None
+            else ops.decode_module_ratio(_pos(xp, dec_batch, scalar), _pos(xp, ctx, scalar)),
+            prefill_kernels if ops.prefill_module_ratio is None
+            else ops.prefill_module_ratio(_pos(xp, Spr, scalar), _pos(xp, chunk, scalar)))
         for key in ("attn_proj", "attn_core"):
             out[key] = out[key] * attn_scale
         for key in ("ffn", "lm_head", "comm", "draft"):
