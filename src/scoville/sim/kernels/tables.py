@@ -158,12 +158,14 @@ MLA_MODULE_TABLES = {"decode": ("mla_generation_module_perf.parquet", "step"),
                      "prefill": ("mla_context_module_perf.parquet", "isl")}
 
 
+@lru_cache(maxsize=64)
 def times_serving(path: Path, framework: str) -> bool:
     """Whether the collection holding the module table ``path`` timed the module as a server runs it: always for
     TensorRT-LLM (its modules are its own attention classes); for vLLM only where the package's
     ``collection_meta.yaml`` records the fused-op re-collection (``norm_dispatch`` on the table) or a collection
     on the serving runtime (``provenance: local``): its older collections ran an unfused native norm chain that
-    serving never runs (+34% at their anchor cell, ai-dynamo/aiconfigurator#1423)."""
+    serving never runs (+34% at their anchor cell, ai-dynamo/aiconfigurator#1423). Cached: every cost model built
+    for an MLA shape asks it again of the same few files."""
     if framework != "vllm":
         return True
     meta_path = path.with_name("collection_meta.yaml")
