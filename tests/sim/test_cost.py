@@ -201,15 +201,47 @@ def test_a_draft_pass_is_a_whole_decoder_block_on_the_same_ranks(datasheet):
     ops, b, ctx = mtp.ops, 64, 8000.0
     x = b / 8                                                   # decoding sequences per rank
 
-    def block(t):                                               # one pass of the draft layer over t tokens a rank
-        return (ops.attn_proj(t) + ops.elementwise(t) + ops.attn_decode(t, ctx) + ops.moe(t * 8) + ops.router(t)
-                + ops.shared_ffn(t) + ops.ep_exchange(t))
+    def block(queries):                                         # one pass of the draft layer, queries a sequence
+        t = x * queries
+        return (ops.attn_proj(t) + ops.elementwise(t) + ops.mla_decode_rows(x, ctx, queries) + ops.moe(t * 8)
+                + ops.router(t) + ops.shared_ffn(t) + ops.ep_exchange(t))
 
     scale = mtp.kernel_factor * mtp.framework.kernel_scale
-    expected = (block(3 * x) + block(x) + 2 * ops.lm_head(x)) * scale
+    expected = (block(3) + block(1) + 2 * ops.lm_head(x)) * scale
     assert mtp.breakdown(3 * b, b, 3 * b * ctx, b * ctx, b, b * ctx)["draft"] == pytest.approx(expected)
     assert ops.attn_decode(x, ctx) > 0 and ops.ep_exchange(x) > 0   # the terms a projection-only draft lacked
-    assert block(3 * x) > block(x)                                  # the verified tokens reach more experts
+    assert block(3) > block(1)                                      # the verified tokens reach more experts
+
+
+@needs_tables
+def test_a_verify_step_reads_each_sequences_mla_kv_once_for_all_its_query_tokens():
+    """A speculative step brings 1 + drafts query tokens a sequence; MLA's kernels fold them into the heads over
+    the one latent KV (FlashMLA's s_q * h_q // h_kv), so the core costs what the table measured at that many
+    heads, not at that many sequences. Between measured head counts time runs log-linear in heads; past the
+    widest tile (128 heads on one rank) the rows take more tiles, each reading the KV again."""
+    cost = StepCost("deepseek-r1", "b200", Parallel(tp=8, ep=8), precision="nvfp4", kv_dtype="fp8",
+                    framework="trtllm", drafts=3)
+    core = cost.ops.mla_decode_rows
+    assert core is not None and core.heads == (16, 32, 64, 128)
+    seqs, ctx = 16.0, 8192.0
+    assert core(seqs, ctx, 1.0) == cost.ops.attn_decode(seqs, ctx)
+    wide = tables.KernelTables("b200_sxm", "trtllm").mla_decode(64, "fp8")
+    assert wide is not None
+    assert core(seqs, ctx, 4.0) == pytest.approx(Surface(wide.x, wide.y, wide.t)(seqs, ctx))
+    assert cost.ops.attn_decode(seqs, ctx) < core(seqs, ctx, 4.0) < 0.6 * cost.ops.attn_decode(4 * seqs, ctx)
+    w = np.log(48 / 32) / np.log(64 / 32)                                          # 48 heads: log-linear
+    assert core(seqs, ctx, 3.0) == pytest.approx(core(seqs, ctx, 2.0) ** (1 - w) * core(seqs, ctx, 4.0) ** w)
+    assert core(seqs, ctx, 16.0) == pytest.approx(core(2 * seqs, ctx, 8.0))       # past 128 heads: more tiles
+
+    step = cost.breakdown(4 * seqs, seqs, 4 * seqs * ctx, seqs * ctx, seqs, seqs * ctx)
+    ratio = cost.ops.decode_module_ratio
+    assert ratio is not None
+    assert step["attn_core"] == pytest.approx(
+        cost.model.num_layers * (core(seqs, ctx, 4.0) + cost.ops.mla_absorb(4 * seqs)) * ratio(4 * seqs, ctx))
+    wide_ep = StepCost("deepseek-r1", "b200", Parallel(dp=8, ep=8), precision="nvfp4", kv_dtype="fp8",
+                       framework="trtllm", drafts=3).ops
+    assert wide_ep.mla_decode_rows is not None and wide_ep.mla_decode_rows.heads == (128,)
+    assert wide_ep.mla_decode_rows(seqs, ctx, 4.0) == pytest.approx(wide_ep.attn_decode(4 * seqs, ctx))
 
 
 def test_framework_costs_add_host_time_and_kernel_scale_scales_only_kernels(datasheet):

@@ -227,7 +227,7 @@ class StepCost:
         # scaled by the causal pairs they really attend (prior context included)
         ctx = Kd / _pos(xp, D, scalar)
         dec_batch = Dr * q_dec if m.attention == "mla" else Dr
-        core = _where(scalar, Dr > 0, Lf * ops.attn_decode(_pos(xp, dec_batch, scalar), _pos(xp, ctx, scalar)), 0.0)
+        core = _where(scalar, Dr > 0, Lf * self._decode_core(_pos(xp, Dr, scalar), _pos(xp, ctx, scalar), q_dec), 0.0)
         if Lsw:
             w = float(m.sliding_window or 0)
             cap = min(ctx, w) if scalar else np.minimum(ctx, w)
@@ -293,18 +293,17 @@ class StepCost:
         fills the draft layer's KV cache and touches more experts; the later passes take one token a sequence.
         Each pass's LM head reads one position a sequence (the last accepted token, then each new draft)."""
         x = _pos(xp, Dr, scalar)
-        fed = 1.0 + self.drafts
-        first = self._draft_layer(x * fed, x, ctx, scalar, xp)
-        later = self._draft_layer(x, x, ctx, scalar, xp)
+        first = self._draft_layer(x, 1.0 + self.drafts, ctx, scalar, xp)
+        later = self._draft_layer(x, 1.0, ctx, scalar, xp)
         passes = first + (self.drafts - 1) * later + self.drafts * self.ops.lm_head(x)
         return _where(scalar, Dr > 0, passes, 0.0)
 
-    def _draft_layer(self, tokens: Any, seqs: Any, ctx: Any, scalar: bool, xp: Any) -> Any:
-        """One pass of the draft decoder block over ``tokens`` a rank from ``seqs`` sequences at context
-        ``ctx`` (as a main layer's decode: MLA's attention kernel takes every query, others one a sequence)."""
+    def _draft_layer(self, seqs: Any, queries: float, ctx: Any, scalar: bool, xp: Any) -> Any:
+        """One pass of the draft decoder block over ``seqs`` sequences a rank at context ``ctx``, each feeding
+        ``queries`` tokens (attention as a main layer's decode)."""
         ops = self.ops
-        queries = tokens if self.model.attention == "mla" else seqs
-        layer = self._projections(tokens) + ops.attn_decode(queries, ctx)
+        tokens = seqs * queries
+        layer = self._projections(tokens) + self._decode_core(seqs, ctx, queries)
         if ops.moe is not None and ops.router is not None:
             layer = layer + ops.moe(tokens * self.par.dp) + ops.router(tokens)
             layer = layer + self._shared_experts(tokens, tokens * self.par.dp, scalar, xp)
@@ -312,6 +311,15 @@ class StepCost:
         elif ops.dense_ffn is not None:
             layer = layer + ops.dense_ffn(tokens)
         return layer + self._tp_allreduces(tokens, scalar, xp)
+
+    def _decode_core(self, seqs: Any, ctx: Any, queries: float) -> Any:
+        """One layer's decode attention core over ``seqs`` sequences a rank at mean context ``ctx``, each bringing
+        ``queries`` query tokens (1, or 1 + drafts in a verify step): MLA reads each sequence's latent KV once for
+        all of them (``ops.FoldedHeads``); other attention is priced at one query a sequence, its KV read being
+        what a decode step pays."""
+        if self.ops.mla_decode_rows is not None:
+            return self.ops.mla_decode_rows(seqs, ctx, queries)
+        return self.ops.attn_decode(seqs, ctx)
 
     def _shared_experts(self, rank_tokens: Any, instance_tokens: Any, scalar: bool, xp: Any) -> Any:
         """One MoE layer's shared experts over ``rank_tokens`` a rank, as much of them as the step waits for: all

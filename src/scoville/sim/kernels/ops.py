@@ -17,6 +17,7 @@ uncertainty (log-space), so every prediction built on it can say how sure it is.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -62,6 +63,8 @@ SCALEOUT_TREE_SIGMA = 0.25
 # the same heads per rank, so the tables' module-over-kernels ratio carries to it
 DEEPSEEK_V3_MLA = (7168, 1536, 512, 128, 64, 128)
 MODULE_EDGE = 1e12         # a ratio surface is padded flat to here: beyond the measured grid the last ratio holds
+MLA_TILE_HEADS = 128       # the widest MLA decode core the tables time (DeepSeek-V3's heads on one rank): query rows
+                           # past it split into more tiles, each reading the KV again (``FoldedHeads``)
 WIDE_EP_BEYOND = 8         # TensorRT-LLM serves EP above one 8-GPU board with attention DP on its WideEP module
 
 
@@ -83,12 +86,42 @@ class Layout:
         return max(self.ranks // self.ep, 1)
 
 
+@dataclass(frozen=True)
+class FoldedHeads:
+    """MLA's decode core when each sequence brings ``rows`` query tokens (a speculative step verifying ``rows - 1``
+    drafts) over ``(sequences, mean context)`` a rank.
+
+    All of a sequence's heads attend one latent KV, and so do its extra query tokens: the kernels fold them into the
+    head dimension (FlashMLA sizes its tiles with ``get_mla_metadata(cache_seqlens, s_q * h_q // h_kv, h_kv)``;
+    TensorRT-LLM's and FlashInfer's MLA decode kernels take several query tokens a sequence the same way). So a
+    verify step reads each sequence's KV once and multiplies only the query rows, which costs the core at
+    ``rows`` times the heads, not at ``rows`` times the sequences: at 16 sequences of 8k context and 16 heads, three
+    drafts cost 27 us a layer read that way on B200 and 62 us read as 64 sequences. ``surfaces[i]`` is the core at
+    ``heads[i]`` heads (this rank's heads, then doubled up to ``MLA_TILE_HEADS``); between them time is interpolated
+    in log heads, and past the last the rows split into more tiles, each reading the KV again."""
+
+    heads: tuple[float, ...]
+    surfaces: tuple[Surface, ...]
+
+    def __call__(self, seqs: Any, ctx: Any, rows: float) -> Any:
+        want, top = self.heads[0] * rows, self.heads[-1]
+        if want >= top:
+            return self.surfaces[-1](seqs * (want / top), ctx)
+        i = bisect_right(self.heads, want) - 1
+        lo = self.surfaces[i](seqs, ctx)
+        if want == self.heads[i]:
+            return lo
+        w = math.log(want / self.heads[i]) / math.log(self.heads[i + 1] / self.heads[i])
+        return lo ** (1.0 - w) * self.surfaces[i + 1](seqs, ctx) ** w
+
+
 @dataclass
 class OpSet:
     """Per-layer operator times on one rank (seconds), with their source and uncertainty."""
 
     attn_proj: Curve                 # every attention projection GEMM of one layer, over tokens per rank
     attn_decode: Surface             # one layer's decode attention core over (sequences, mean context) per rank
+    mla_decode_rows: FoldedHeads | None  # MLA only: the same core with several query tokens a sequence
     attn_prefill: Surface            # one layer's prefill attention core over (chunks, new tokens per chunk)
     mla_absorb: Curve | None         # MLA's absorbed BMMs over decode tokens per rank
     mla_kv_up: Curve | None          # MLA prefill's latent -> K/V decompression over prefill context tokens
@@ -351,6 +384,30 @@ class _Builder:
         f, b = work.gqa_decode(SEQS[:, None], CTX[None, :], heads, kvh, m.head_dim, kv)
         return Surface(SEQS, CTX, self._transfer("attn_decode", f"gqa_decode.{kv}", f, b,
                                                  self.hw.peak_flops(work.attention_rate_key(kv))))
+
+    def folded_heads(self, m: ModelArch, lay: Layout, kv: str, base: Surface) -> FoldedHeads | None:
+        """MLA's decode core at this rank's heads (``base``) and at each doubling up to ``MLA_TILE_HEADS``, from the
+        same table (or the transfer model where ``base`` came from it); the ladder stops at the first head count
+        the table lacks. None for other attention."""
+        if m.attention != "mla":
+            return None
+        heads = m.num_heads / lay.tp
+        ladder, surfaces = [heads], [base]
+        measured = self.kt is not None and heads.is_integer() and self.kt.mla_decode(int(heads), kv) is not None
+        while ladder[-1] * 2 <= MLA_TILE_HEADS:
+            wider = ladder[-1] * 2
+            if measured:
+                grid = self.kt.mla_decode(int(wider), kv) if self.kt and wider.is_integer() else None
+                if grid is None:
+                    break
+                surface = Surface(grid.x, grid.y, grid.t)
+            else:
+                f, b = work.mla_decode(SEQS[:, None], CTX[None, :], wider, m.kv_lora_rank, m.qk_rope_head_dim, kv)
+                surface = Surface(SEQS, CTX, self._transfer("attn_decode", f"mla_decode.{kv}", f, b,
+                                                            self.hw.peak_flops(work.attention_rate_key(kv))))
+            ladder.append(wider)
+            surfaces.append(surface)
+        return FoldedHeads(tuple(ladder), tuple(surfaces))
 
     def prefill(self, m: ModelArch, lay: Layout, kv: str) -> Surface:
         heads = m.num_heads / lay.tp
@@ -641,9 +698,11 @@ def _build_ops(model_json: bytes, hw_json: bytes, lay: Layout, precision_items: 
         kvh = max(m.num_kv_heads / tp, 1.0)
         proj = [((heads + 2 * kvh) * m.head_dim, h), (h, heads * m.head_dim)]
     attn_proj = sum(b.gemm("attn_proj", n, k, fmt["attn"]) for n, k in proj if n > 0)
+    attn_decode = b.decode(m, lay, kv)
     ops = OpSet(
         attn_proj=Curve(TOKENS, attn_proj),
-        attn_decode=b.decode(m, lay, kv),
+        attn_decode=attn_decode,
+        mla_decode_rows=b.folded_heads(m, lay, kv, attn_decode),
         attn_prefill=b.prefill(m, lay, kv),
         mla_absorb=Curve(TOKENS, b.absorb(m, lay)) if m.attention == "mla" else None,
         mla_kv_up=(Curve(TOKENS, b.gemm("mla_kv_up", heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank,
