@@ -689,8 +689,8 @@ def test_a_decode_steps_least_read_is_the_touched_weights_and_the_batches_kv():
 @needs_tables
 def test_an_all_reduce_over_two_nodes_is_the_node_local_one_plus_the_tree_over_the_nics():
     """Tensor parallelism over two H100 boards all-reduces through NCCL: the 8-GPU measured all-reduce plus two
-    scale-out hops and the bytes over each GPU's NIC, so it costs more than the board's own and less than
-    nccl-tests' 46-48 us on 2x8 Hopper boards at a decode step's few kilobytes."""
+    scale-out hops and the bytes over each GPU's NIC. The hop latency is the entry's, set from nccl-tests on 2x8
+    Hopper boards (46-48 us for a few bytes), which the tree then reproduces."""
     hw = load_hardware("h100")
     two_nodes = StepCost("deepseek-r1", hw, Parallel(tp=16, ep=16), precision="fp8", kv_dtype="fp8",
                          framework="trtllm")
@@ -699,7 +699,7 @@ def test_an_all_reduce_over_two_nodes_is_the_node_local_one_plus_the_tree_over_t
     small = 7168 * 2.0                                  # one token's hidden state in BF16
     tree = Curve(*one_node)(small) + 2 * hw.scaleout_latency_us * 1e-6
     assert float(two_nodes.ops.allreduce(small)) == pytest.approx(tree, rel=0.02)
-    assert float(two_nodes.ops.allreduce(small)) < 46e-6
+    assert 46e-6 <= float(two_nodes.ops.allreduce(8.0)) <= 48e-6
     # large buffers are bound by the NICs: each GPU's ring share at 50 GB/s
     big = 256e6
     assert float(two_nodes.ops.allreduce(big)) > big * 2 * 15 / 16 / (hw.scaleout_bandwidth_gbps * 1e9)

@@ -55,8 +55,9 @@ COMBINE_BYTES = 2.0        # combine returns BF16
 # SGLang's low-latency DeepEP buffers hold this many tokens a rank (SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK's
 # default); decode batches up to it dispatch on those kernels, larger (extend) batches on the normal ones
 DEEPEP_LL_MAX_TOKENS = 128
-# An all-reduce's tree stage over the NICs is priced from the datasheet hop latency; it sits 23% under nccl-tests'
-# 2x8 Hopper figure (``_allreduce_beyond_domain``): that gap is its uncertainty
+# An all-reduce's tree stage over the NICs is priced from the entry's hop latency, which on Hopper reproduces
+# nccl-tests' 2x8 figure under NVLSTree (``_allreduce_beyond_domain``); NCCL's own tuner puts its tree at about half
+# that for a few bytes (NVIDIA/nccl#1453), and which algorithm a server's NCCL picks is not known: the spread
 SCALEOUT_TREE_SIGMA = 0.25
 # DeepSeek-V3's MLA layer, the one aiconfigurator-core's module tables time: hidden size, q and kv latent ranks, and
 # the no-RoPE, RoPE and value head sizes. A model with these (DeepSeek-R1, Kimi K2) has the same per-rank shapes at
@@ -492,8 +493,8 @@ class _Builder:
         (``scaleout_latency_us`` each), while each GPU's ring share crosses its own NIC at the NIC's rate (nccl-tests
         reach 46-48 GB/s bus bandwidth on 400 Gbit/s NDR, NVIDIA/nccl-tests#290). None without an NCCL table.
 
-        Cross-check, not a fit: this gives 36 us for 8 bytes over 2x8 H100; nccl-tests measured 46-48 us on 2x8 H20
-        (the same NVLink 4 boards and CX-7 NDR NICs; NVLSTree, NCCL 2.21.5, NVIDIA/nccl#1244), launches included."""
+        On H100 and H200 the hop latency comes from nccl-tests on 2x8 H20 (the same NVLink 4 boards and CX-7 NDR
+        NICs; NVLSTree, NCCL 2.21.5, NVIDIA/nccl#1244): 46-48 us for a few bytes, which this reproduces."""
         domain = self.hw.scaleup_domain
         got = self.kt.nccl("all_reduce", domain) if self.kt else None
         if got is None:
