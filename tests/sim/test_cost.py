@@ -747,7 +747,8 @@ def test_mla_attention_runs_at_the_whole_modules_measured_ratio_to_its_kernels()
     assert ratio == pytest.approx(decode.t[0, j] / kernels)
     assert ops.decode_module_ratio(1e6, 1e7) == pytest.approx(ops.decode_module_ratio(decode.x[-1], decode.y[-1]))
     step = cost.breakdown(batch, batch, batch * ctx, batch * ctx, batch, batch * ctx)
-    assert step["attn_proj"] == pytest.approx(layers * (ops.attn_proj(batch) + ops.elementwise(batch)) * ratio)
+    assert step["attn_proj"] == pytest.approx(
+        layers * (ops.attn_proj(batch) * ratio + ops.elementwise(batch) * fw.kernel_scale))
     assert step["lm_head"] == pytest.approx(ops.lm_head(batch) * fw.kernel_scale)
 
     prefill = kt.mla_module("prefill", 16, "fp8_block", "fp8")
@@ -759,7 +760,8 @@ def test_mla_attention_runs_at_the_whole_modules_measured_ratio_to_its_kernels()
     ratio = ops.prefill_module_ratio(prompts, length)
     assert ratio == pytest.approx(prefill.t[0, j] / kernels)
     step = cost.breakdown(tokens, prompts, tokens * (length + 1) / 2, tokens, 0, 0.0)
-    assert step["attn_proj"] == pytest.approx(layers * (ops.attn_proj(tokens) + ops.elementwise(tokens)) * ratio)
+    assert step["attn_proj"] == pytest.approx(layers * (ops.attn_proj(tokens) * ratio + ops.elementwise(tokens)
+                                                        * fw.kernel_scale * fw.prefill_kernel_ratio))
     assert step["ffn"] == pytest.approx(
         (cost.model.num_dense_layers * ops.dense_ffn(tokens) + cost.model.num_moe_layers
          * (ops.moe(tokens) + ops.router(tokens) + ops.shared_ffn(tokens))) * fw.kernel_scale * fw.prefill_kernel_ratio)

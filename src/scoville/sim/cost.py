@@ -222,7 +222,8 @@ class StepCost:
         Tr = Dr * q_dec + Spr * chunk
         L, Lf, Lsw = m.num_layers, m.num_full_layers, m.num_sliding_layers
         out: dict[str, Any] = {}
-        out["attn_proj"] = L * self._projections(Tr)
+        out["attn_proj"] = L * ops.attn_proj(Tr)
+        small = L * self._small_kernels(Tr)
         # attention cores: decode sequences at their mean context; prefill chunks at their mean length,
         # scaled by the causal pairs they really attend (prior context included)
         ctx = Kd / _pos(xp, D, scalar)
@@ -263,8 +264,9 @@ class StepCost:
         host_us = fw.step_overhead_us + (fw.serial_host_us if self.serial_host else 0.0)
         out["overhead"] = (host_us + fw.seq_overhead_us * (Dr + Spr)) * 1e-6
         # kernels run at kernel_scale of their isolated sum, prefill tokens at their own measured scale, a mixed
-        # step at the token-weighted mix; where a module table measures the whole MLA layer, attention runs at its
-        # cell's measured ratio instead, a decode's and a prefill's each
+        # step at the token-weighted mix; where a module table measures the whole MLA layer, its attention kernels
+        # run at its cell's measured ratio instead, a decode's and a prefill's each (the layer's small kernels, norms
+        # and residuals around it, keep the medians)
         decode_share = Td / _pos(xp, T, scalar)
 
         def mixed(decode: Any, prefill: Any) -> Any:
@@ -277,8 +279,8 @@ class StepCost:
             else ops.decode_module_ratio(_pos(xp, dec_batch, scalar), _pos(xp, ctx, scalar)),
             prefill_kernels if ops.prefill_module_ratio is None
             else ops.prefill_module_ratio(_pos(xp, Spr, scalar), _pos(xp, chunk, scalar)))
-        for key in ("attn_proj", "attn_core"):
-            out[key] = out[key] * attn_scale
+        out["attn_proj"] = out["attn_proj"] * attn_scale + small * scale
+        out["attn_core"] = out["attn_core"] * attn_scale
         for key in ("ffn", "lm_head", "comm", "draft"):
             out[key] = out[key] * scale
         return out
@@ -340,10 +342,14 @@ class StepCost:
         return _where(scalar, beside, outlasts, shared)
 
     def _projections(self, x: Any) -> Any:
-        """One layer's attention projections and the small kernels around them (elementwise, q/k norm), over
-        ``x`` tokens per rank: the same for a main layer and a draft pass."""
+        """One layer's attention projections and the small kernels around them, over ``x`` tokens per rank: the
+        same for a main layer and a draft pass."""
+        return self.ops.attn_proj(x) + self._small_kernels(x)
+
+    def _small_kernels(self, x: Any) -> Any:
+        """One layer's norms, residual adds, activations and q/k norm over ``x`` tokens per rank."""
         ops = self.ops
-        return ops.attn_proj(x) + ops.elementwise(x) + (ops.qk_norm(x) if ops.qk_norm is not None else 0.0)
+        return ops.elementwise(x) + (ops.qk_norm(x) if ops.qk_norm is not None else 0.0)
 
     def _moe_exchange(self, rank_tokens: Any, instance_tokens: Any, scalar: bool, xp: Any) -> Any:
         """One MoE layer's token exchange (none without one): EP's dispatch and combine over the busiest rank's
