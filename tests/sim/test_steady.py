@@ -55,6 +55,22 @@ def test_estimator_agrees_with_the_engine(cfg, isl, osl):
     engine_beside_estimator(SimConfig.model_validate(cfg), isl, osl)
 
 
+def test_a_step_starts_together_every_prompt_that_arrived_during_the_last():
+    """Short answers at load bring several prompts a decode step; the scheduler starts every waiting prompt its
+    budget holds in the next step (the engine does), so the prefill slot is not a one-prompt queue: the estimator's
+    throughput and time to first token stay within the engine's reach, where one prompt a step put its TTFT at
+    2.8x the engine's and its throughput 12% under it (1k/32 at 64 users). TPOT is not held to the engine's here:
+    with answers this short most steps carry prompts, and the mean-field step mix over-weights them (~15%)."""
+    config = SimConfig.model_validate(CASES[0][0])
+    for isl, osl in ((256, 16), (1024, 32)):
+        rows = point_rows(config, scenario(None, isl=isl, osl=osl),
+                          [LoadPoint(index=0, concurrency=64, num_requests=6 * 64 + 8, warmup_requests=2 * 64)])
+        est = estimate(config, 0.9 * isl, 0.9 * osl, np.array([64.0]), Protocol.steady())
+        assert est.total_tput_per_accelerator[0] == pytest.approx(rows[0]["total_throughput_per_accelerator"],
+                                                                 rel=0.15), isl
+        assert est.ttft[0] == pytest.approx(rows[0]["ttft_s_mean"], rel=0.35), isl
+
+
 def test_estimator_agrees_with_the_engine_under_a_scheduler_that_forms_each_step_after_the_last():
     engine_beside_estimator(SimConfig.model_validate({**CASES[0][0], "async_scheduling": False}), 1024, 1024)
 

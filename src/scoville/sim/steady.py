@@ -10,8 +10,10 @@ into a steady state that a handful of equations describe, using the same step-co
 (speculative acceptance length, 1 without drafts):
 
 * a step feeds the ``n`` decodes and, when a prompt waits, a chunk of ``q = min(P, budget - n)`` tokens;
-  prompt tokens must keep pace with completions, so a fraction ``f = n·AL·P / ((O-1)·q)`` of steps
-  carries a chunk (``f >= 1``: this many decoders cannot be fed);
+  prompt tokens must keep pace with completions, ``a = n·AL·P / ((O-1)·q)`` chunks a step; the prompts that
+  arrive during a step start together in the next, as many whole ones as the budget holds (``k``, a
+  zero-truncated Poisson mean of ``a``: ``_packed``), so a fraction ``f = a / k`` of steps carries prompts
+  (``a >= k`` at the most a step holds: this many decoders cannot be fed);
 * mean step ``s = (1-f)·t_decode(n) + f·t_mixed(n)``; completions ``λ = n·AL / ((O-1)·s)``;
 * a prompt is served in ``ceil(P/q)`` mixed steps after waiting for the prefill slot
   (M/D/1 wait at utilisation ``f``) and, at a busy instance, for the step in progress to end and, under an
@@ -317,9 +319,11 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
         adp_held, adp_others = _adp_hold(balance, dp, grid * AL / (O - 1.0))
         released = 1.0 + _ranks_decode(grid, dp) * adp_others           # prompts a release lets go together
         per_mixed = np.minimum(released, dp)                             # ... on distinct ranks, in one step
-    else:                       # each rank chunks on its own: a step has a chunk where any rank has one
+    elif dp > 1:                # each rank chunks on its own: a step has a chunk where any rank has one
         pr = np.clip(rank_chunks(grid), 0.0, 0.999)
         per_mixed = pr * dp / (1.0 - (1.0 - pr) ** dp)
+    else:                       # prompts that arrive during a step start together in the next, as many as fit
+        per_mixed = _packed(rank_chunks(grid), np.floor((rank_budget - grid * q_dec) / P), rank_budget >= P)
     q = chunk(grid)
     prior = np.maximum(P - q, 0.0) / 2.0                                  # mean context already in cache
     dec_t = grid * q_dec
@@ -327,7 +331,9 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     t_m, sig_m = cost.time_and_sigma(dec_t + per_mixed * q, grid + per_mixed,
                                      dec_t * ctx + per_mixed * (q * prior + q * (q + 1) / 2),
                                      grid * ctx + per_mixed * (prior + q), grid, grid * ctx)
-    feasible = grid[rank_chunks(grid) < 1.0]
+    # prompts keep pace while a step can start them as fast as they come: one chunk a step, or on one rank as many
+    # whole prompts as a step packs
+    feasible = grid[rank_chunks(grid) < (per_mixed if dp == 1 else 1.0)]
     n_hi_f = float(feasible.max()) if feasible.size else 1.0
 
     c = c_all / config.replicas
@@ -340,8 +346,9 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     def state(n: np.ndarray) -> tuple[np.ndarray, ...]:
         ln = np.log(n)
         td, tm = np.exp(np.interp(ln, lg, ltd)), np.exp(np.interp(ln, lg, ltm))
-        busy = np.clip(rank_chunks(n), 0.0, 0.999)                       # share of a rank's steps with a chunk
-        mixed = np.clip(busy * dp / np.interp(n, grid, per_mixed), 0.0, 0.999)   # share of steps with any
+        chunks = rank_chunks(n)                                           # chunks a rank runs a step
+        busy = np.clip(chunks, 0.0, 0.999)                               # share of a rank's steps with a chunk
+        mixed = np.clip(chunks * dp / np.interp(n, grid, per_mixed), 0.0, 0.999)  # share of steps with any
         s = (1.0 - mixed) * td + mixed * tm
         lam = n * AL / ((O - 1.0) * s)
         service = np.ceil(P / chunk(n)) * tm
@@ -355,7 +362,8 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             rounds = np.maximum(np.interp(n, grid, released) / dp, 1.0)  # a rank with two prompts runs them in turn
             service = service * (1.0 + rounds) / 2.0
             wait_steps = wait_steps + every_rank * np.interp(n, grid, adp_held)
-        ttft_min = (service + _mdl_wait(service, busy) + _front_end(request_s, lam, c) + wait_steps * td
+        slot = mixed if dp == 1 else busy   # one rank's prefill slot is busy for the steps that carry prompts
+        ttft_min = (service + _mdl_wait(service, slot) + _front_end(request_s, lam, c) + wait_steps * td
                     + _step_wait(td, tm, mixed, c, ahead))
         return s, lam, ttft_min
 
@@ -381,6 +389,17 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
                           decoding=n * config.replicas, sigma=sigma, sigma_ttft=sigma_ttft,
                           accelerators=config.accelerators, isl=P, osl=float(osl))
+
+
+def _packed(arrivals: np.ndarray, fit: np.ndarray, whole: bool) -> np.ndarray:
+    """Prompts a step that carries any carries, on one rank: ``arrivals`` a step (Poisson), those that came during
+    a step starting together in the next (a scheduler takes every waiting prompt its token budget holds, vLLM's and
+    SGLang's and TensorRT-LLM's alike), so the mean of a zero-truncated Poisson, at most the ``fit`` whole prompts
+    the budget holds beside the decodes; one when a prompt is chunked over steps (``whole`` False)."""
+    if not whole:
+        return np.ones_like(arrivals)
+    a = np.maximum(arrivals, 1e-9)
+    return np.clip(a / -np.expm1(-a), 1.0, np.maximum(fit, 1.0))
 
 
 def _prefill_step(batch: np.ndarray, t_prompts: np.ndarray, arrivals_per_s: np.ndarray) -> tuple[np.ndarray, ...]:
