@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import msgspec
@@ -149,6 +150,21 @@ def test_prefill_chunk_with_cached_context_costs_more_than_a_fresh_one(datasheet
     fresh = c.breakdown(q, 1, q * (q + 1) / 2, q, 0, 0)["attn_core"]
     late = c.breakdown(q, 1, q * 6000 + q * (q + 1) / 2, 6000 + q, 0, 0)["attn_core"]
     assert late > 2 * fresh
+
+
+def test_a_few_tokens_after_a_long_prefix_cost_a_short_prompts_attention(datasheet):
+    """A chunk attending a cached prefix does the attention of a fresh prompt with as many causal pairs; for the
+    last few tokens of a long prompt that is a short prompt's kernel, not the chunk's launch-bound kernel
+    multiplied by its pairs over a fresh chunk's (which priced 16 tokens after 8k like ~900 such kernels)."""
+    c = StepCost("llama-3.1-70b", datasheet(), Parallel(tp=4))
+
+    def core(q: float, prior: float) -> float:
+        return c.breakdown(q, 1, q * prior + q * (q + 1) / 2, prior + q, 0, 0)["attn_core"]
+
+    pairs = 16 * 8000 + 16 * 17 / 2
+    span = (math.sqrt(8 * pairs + 1) - 1) / 2
+    assert core(16, 8000) == pytest.approx(core(span, 0))
+    assert core(16, 0) < core(16, 8000) < core(16, 0) * pairs / (16 * 17 / 2) / 50
 
 
 def test_draft_passes_cost_but_not_per_token(datasheet):

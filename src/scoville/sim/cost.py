@@ -224,8 +224,8 @@ class StepCost:
         out: dict[str, Any] = {}
         out["attn_proj"] = L * ops.attn_proj(Tr)
         small = L * self._small_kernels(Tr)
-        # attention cores: decode sequences at their mean context; prefill chunks at their mean length,
-        # scaled by the causal pairs they really attend (prior context included)
+        # attention cores: decode sequences at their mean context; prefill chunks as a fresh prompt with as many
+        # causal pairs as they really attend (prior context included)
         ctx = Kd / _pos(xp, D, scalar)
         dec_batch = Dr * q_dec if m.attention == "mla" else Dr
         core = _where(scalar, Dr > 0, Lf * self._decode_core(_pos(xp, Dr, scalar), _pos(xp, ctx, scalar), q_dec), 0.0)
@@ -234,14 +234,14 @@ class StepCost:
             cap = min(ctx, w) if scalar else np.minimum(ctx, w)
             sliding = Lsw * ops.attn_decode(_pos(xp, dec_batch, scalar), _pos(xp, cap, scalar))
             core = core + _where(scalar, Dr > 0, sliding, 0.0)
-        fresh_pairs = _pos(xp, chunk * (chunk + 1.0) / 2.0, scalar)
-        scale = (Ap / _pos(xp, Sp, scalar)) / fresh_pairs
-        scale = max(scale, 1.0) if scalar else np.maximum(scale, 1.0)
-        base = ops.attn_prefill(_pos(xp, Spr, scalar), _pos(xp, chunk, scalar))
-        pre_all = Lf * base * scale
-        if Lsw:
-            w_pairs = float(m.sliding_window or 0) * chunk / fresh_pairs     # a window caps each token's pairs
-            pre_all = pre_all + Lsw * base * (min(scale, w_pairs) if scalar else np.minimum(scale, w_pairs))
+        pairs = _pos(xp, Ap / _pos(xp, Sp, scalar), scalar)
+        span = _causal_span(xp, pairs)
+        pre_all = Lf * ops.attn_prefill(_pos(xp, Spr, scalar), _pos(xp, span, scalar))
+        if Lsw:     # a window caps each token's pairs: the chunk's own kernel scaled to the pairs it attends
+            fresh_pairs = _pos(xp, chunk * (chunk + 1.0) / 2.0, scalar)
+            w_pairs = float(m.sliding_window or 0) * chunk
+            window = (min(pairs, w_pairs) if scalar else np.minimum(pairs, w_pairs)) / fresh_pairs
+            pre_all = pre_all + Lsw * ops.attn_prefill(_pos(xp, Spr, scalar), _pos(xp, chunk, scalar)) * window
         core = core + _where(scalar, Tp > 0.5, pre_all, 0.0)
         if ops.mla_absorb is not None and ops.mla_kv_up is not None:   # built together (``build_ops``: MLA only)
             core = core + _where(scalar, Td > 0, L * ops.mla_absorb(_pos(xp, Td / dp, scalar)), 0.0)
@@ -278,7 +278,7 @@ class StepCost:
             kernels if ops.decode_module_ratio is None
             else ops.decode_module_ratio(_pos(xp, dec_batch, scalar), _pos(xp, ctx, scalar)),
             prefill_kernels if ops.prefill_module_ratio is None
-            else ops.prefill_module_ratio(_pos(xp, Spr, scalar), _pos(xp, chunk, scalar)))
+            else ops.prefill_module_ratio(_pos(xp, Spr, scalar), _pos(xp, span, scalar)))
         out["attn_proj"] = out["attn_proj"] * attn_scale + small * scale
         out["attn_core"] = out["attn_core"] * attn_scale
         for key in ("ffn", "lm_head", "comm", "draft"):
@@ -513,6 +513,14 @@ class StepCost:
             "operators": dict(self.ops.provenance), "operator_sigma": dict(self.ops.sigma),
             "formats": dict(self.ops.formats),
         }
+
+
+def _causal_span(xp: Any, pairs: Any) -> Any:
+    """The fresh prompt length with ``pairs`` causal query-key pairs: a prompt chunk attending a cached prefix does
+    the attention work of a longer fresh prompt (the tables time fresh, full-attention ones). Read that way, not as
+    the chunk's own time times its pairs over a fresh chunk's, a few tokens continuing a long prompt cost a short
+    prompt's attention, where the product multiplied a launch-bound kernel's floor by hundreds."""
+    return (xp.sqrt(8.0 * pairs + 1.0) - 1.0) / 2.0
 
 
 def _pos(xp: Any, x: Any, scalar: bool) -> Any:
