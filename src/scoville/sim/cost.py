@@ -251,11 +251,13 @@ class StepCost:
         ffn = 0.0
         if ops.dense_ffn is not None:
             ffn = ffn + m.num_dense_layers * ops.dense_ffn(Tr)
+        exchange = self._moe_exchange(Tr, T, scalar, xp)
         if ops.moe is not None and ops.router is not None:   # built together (``build_ops``: MoE layers only)
-            ffn = ffn + m.num_moe_layers * (ops.moe(T) + ops.router(Tr) + self._shared_experts(Tr, T, scalar, xp))
+            routed = ops.moe(T) + ops.router(Tr)
+            ffn = ffn + m.num_moe_layers * (routed + self._shared_experts(Tr, routed + exchange, scalar))
         out["ffn"] = ffn
         out["lm_head"] = ops.lm_head(_pos(xp, Td / dp + Spr, scalar))
-        out["comm"] = L * self._tp_allreduces(Tr, scalar, xp) + m.num_moe_layers * self._moe_exchange(Tr, T, scalar, xp)
+        out["comm"] = L * self._tp_allreduces(Tr, scalar, xp) + m.num_moe_layers * exchange
         out["draft"] = self._draft_time(Dr, ctx, scalar, xp) if self.drafts else 0.0
         fw = self.framework
         # host time: with data-parallel attention every rank runs its own scheduler over its own sequences (vLLM's
@@ -307,9 +309,9 @@ class StepCost:
         tokens = seqs * queries
         layer = self._projections(tokens) + self._decode_core(seqs, ctx, queries)
         if ops.moe is not None and ops.router is not None:
-            layer = layer + ops.moe(tokens * self.par.dp) + ops.router(tokens)
-            layer = layer + self._shared_experts(tokens, tokens * self.par.dp, scalar, xp)
-            layer = layer + self._moe_exchange(tokens, tokens * self.par.dp, scalar, xp)
+            routed = ops.moe(tokens * self.par.dp) + ops.router(tokens)
+            exchange = self._moe_exchange(tokens, tokens * self.par.dp, scalar, xp)
+            layer = layer + routed + exchange + self._shared_experts(tokens, routed + exchange, scalar)
         elif ops.dense_ffn is not None:
             layer = layer + ops.dense_ffn(tokens)
         return layer + self._tp_allreduces(tokens, scalar, xp)
@@ -323,20 +325,18 @@ class StepCost:
             return self.ops.mla_decode_rows(seqs, ctx, queries)
         return self.ops.attn_decode(seqs, ctx)
 
-    def _shared_experts(self, rank_tokens: Any, instance_tokens: Any, scalar: bool, xp: Any) -> Any:
+    def _shared_experts(self, rank_tokens: Any, routed: Any, scalar: bool) -> Any:
         """One MoE layer's shared experts over ``rank_tokens`` a rank, as much of them as the step waits for: all
-        of it, or, where the framework runs them on a second stream beside the routed path up to a batch size
-        (``FrameworkCosts.shared_experts_overlap_tokens``: vLLM's ``FusedMoE``) on an NVIDIA GPU, only what
-        outlasts that path (router, routed experts of the instance's ``instance_tokens``, the expert exchange)."""
+        of it, or, where the framework runs them on a second stream beside the ``routed`` path (router, routed
+        experts, expert exchange) up to a batch size (``FrameworkCosts.shared_experts_overlap_tokens``: vLLM's
+        ``FusedMoE``) on an NVIDIA GPU, only what outlasts that path."""
         ops, fw = self.ops, self.framework
         if ops.shared_ffn is None:
             return 0.0
         shared = ops.shared_ffn(rank_tokens)
         # CUDA streams: vLLM takes the second stream on NVIDIA GPUs only (PR #30085; none on CPUs, PR #28157)
-        if not fw.shared_experts_overlap_tokens or self.hw.vendor != "nvidia" or ops.moe is None or ops.router is None:
+        if not fw.shared_experts_overlap_tokens or self.hw.vendor != "nvidia":
             return shared
-        routed = (ops.moe(instance_tokens) + ops.router(rank_tokens)
-                  + self._moe_exchange(rank_tokens, instance_tokens, scalar, xp))
         beside = rank_tokens <= fw.shared_experts_overlap_tokens
         outlasts = max(shared - routed, 0.0) if scalar else np.maximum(shared - routed, 0.0)
         return _where(scalar, beside, outlasts, shared)
