@@ -322,8 +322,9 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     elif dp > 1:                # each rank chunks on its own: a step has a chunk where any rank has one
         pr = np.clip(rank_chunks(grid), 0.0, 0.999)
         per_mixed = pr * dp / (1.0 - (1.0 - pr) ** dp)
-    else:                       # prompts that arrive during a step start together in the next, as many as fit
-        per_mixed = _packed(rank_chunks(grid), np.floor((rank_budget - grid * q_dec) / P), rank_budget >= P)
+    else:                       # prompts that arrive between polls start together at the next, as many as fit
+        per_mixed = _packed(config.scheduler_recv_interval * rank_chunks(grid),
+                            np.floor((rank_budget - grid * q_dec) / P), rank_budget >= P)
     q = chunk(grid)
     prior = np.maximum(P - q, 0.0) / 2.0                                  # mean context already in cache
     dec_t = grid * q_dec
@@ -392,10 +393,11 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
 
 
 def _packed(arrivals: np.ndarray, fit: np.ndarray, whole: bool) -> np.ndarray:
-    """Prompts a step that carries any carries, on one rank: ``arrivals`` a step (Poisson), those that came during
-    a step starting together in the next (a scheduler takes every waiting prompt its token budget holds, vLLM's and
-    SGLang's and TensorRT-LLM's alike), so the mean of a zero-truncated Poisson, at most the ``fit`` whole prompts
-    the budget holds beside the decodes; one when a prompt is chunked over steps (``whole`` False)."""
+    """Prompts a step that carries any carries, on one rank: ``arrivals`` between two polls (Poisson; a poll every
+    step, or every ``scheduler_recv_interval`` decode steps for SGLang), those that came in between starting
+    together at the next (a scheduler takes every waiting prompt its token budget holds, vLLM's and SGLang's and
+    TensorRT-LLM's alike), so the mean of a zero-truncated Poisson, at most the ``fit`` whole prompts the budget
+    holds beside the decodes; one when a prompt is chunked over steps (``whole`` False)."""
     if not whole:
         return np.ones_like(arrivals)
     a = np.maximum(arrivals, 1e-9)
