@@ -785,17 +785,41 @@ def test_mla_attention_runs_at_the_whole_modules_measured_ratio_to_its_kernels()
 
 @needs_tables
 def test_only_a_module_table_of_the_serving_path_sets_the_attention_ratio():
-    """No ratio for attention the module tables do not time (GQA), for a framework without module tables (SGLang),
-    nor from a vLLM collection that ran an unfused norm chain serving never runs (H100); B200's vLLM collection,
-    re-timed with the fused ops, sets both."""
+    """No ratio for attention the module tables do not time (GQA), nor from a vLLM collection that ran an unfused
+    norm chain serving never runs (H100); B200's vLLM collection, re-timed with the fused ops, sets both. SGLang's
+    tables time its prompts' layer only (its decode runs under CUDA graphs, where the core table prices it)."""
     def ops(model: str, hw: str, framework: str) -> OpSet:
         return StepCost(model, hw, Parallel(tp=8), precision="fp8", kv_dtype="fp8", framework=framework).ops
-    for model, hw, framework in (("llama-3.1-70b", "b200", "trtllm"), ("deepseek-r1", "b200", "sglang"),
-                                 ("deepseek-r1", "h100", "vllm")):
+    for model, hw, framework in (("llama-3.1-70b", "b200", "trtllm"), ("deepseek-r1", "h100", "vllm")):
         got = ops(model, hw, framework)
         assert got.decode_module_ratio is None and got.prefill_module_ratio is None, (model, hw, framework)
     b200 = ops("deepseek-r1", "b200", "vllm")
     assert b200.decode_module_ratio is not None and b200.prefill_module_ratio is not None
+    sglang = ops("deepseek-r1", "b200", "sglang")
+    assert sglang.decode_module_ratio is None and sglang.prefill_module_ratio is not None
+    assert "wideep_context_mla_perf" in sglang.provenance["attn_module_prefill"]
+
+
+@needs_tables
+def test_sglangs_prompts_run_its_eager_layer_as_its_module_table_times_it():
+    """SGLang runs a prompt's forward without CUDA graphs, and its wide-EP module table times that layer (under its
+    default backend on the family, less the q/kv down-projection its communicator runs): a short prompt's
+    attention costs the table's per-layer floor, several times its kernels; the ratio reproduces the table cell
+    plus our down-projection GEMMs, a part of our projections."""
+    cost = StepCost("deepseek-r1", "b200", Parallel(tp=8), precision="fp8", kv_dtype="fp8", framework="sglang")
+    ops, m = cost.ops, cost.model
+    table = tables.KernelTables("b200_sxm", "sglang").mla_module("prefill", 16, "fp8_block", "fp8", "trtllm_mla")
+    assert table is not None and ops.prefill_module_ratio is not None
+    j = int(np.searchsorted(table.y, 1024))
+    prompts, length = table.x[0], table.y[j]
+    tokens = prompts * length
+    kernels = ops.attn_proj(tokens) + ops.mla_kv_up(tokens) + ops.attn_prefill(prompts, length)
+    ratio = ops.prefill_module_ratio(prompts, length)
+    assert ratio > 3                                         # the eager floor: ~0.53 ms a layer at 1k tokens
+    down = ratio * kernels - table.t[0, j]                   # what the ratio adds beyond the table: the q/kv GEMMs
+    assert 0 < down < ops.attn_proj(tokens)
+    attention = cost.breakdown(tokens, prompts, tokens * (length + 1) / 2, tokens, 0, 0.0)
+    assert attention["attn_proj"] + attention["attn_core"] > m.num_layers * table.t[0, j]
 
 
 def test_shared_experts_beside_the_routed_path_cost_only_what_outlasts_it(datasheet):

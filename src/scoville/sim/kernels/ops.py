@@ -67,6 +67,9 @@ MODULE_EDGE = 1e12         # a ratio surface is padded flat to here: beyond the 
 MLA_TILE_HEADS = 128       # the widest MLA decode core the tables time (DeepSeek-V3's heads on one rank): query rows
                            # past it split into more tiles, each reading the KV again (``FoldedHeads``)
 WIDE_EP_BEYOND = 8         # TensorRT-LLM serves EP above one 8-GPU board with attention DP on its WideEP module
+# SGLang's default MLA attention backend per family (its attention-backend docs: FA3 on Hopper; TRTLLM MLA on
+# Blackwell, whose prompts fall back to FlashInfer's MLA prefill), the one whose module table prices its prompts
+SGLANG_MLA_BACKEND = {"hopper": "fa3", "blackwell": "trtllm_mla"}
 
 
 @dataclass(frozen=True)
@@ -453,22 +456,30 @@ class _Builder:
         over 16 heads or fewer on Blackwell under TensorRT-LLM (launch tails the isolated timings each pay and the
         module overlaps) and at about 1.0 from 128 on; prefill at 1.00-1.07 on B200, 1.04-1.15 on GB200 and
         1.06-1.26 on H200. The step prices attention at its cell where ``kernel_scale`` and
-        ``prefill_kernel_ratio`` (the same tables' medians) stand in elsewhere. None for other attention shapes,
-        frameworks without a module table, and collections that did not time the serving path."""
+        ``prefill_kernel_ratio`` (the same tables' medians) stand in elsewhere. SGLang's prompts run eagerly, and its
+        table (prefill only) shows it: 0.53-0.67 ms a layer however short the prompt on B200/H100/H200 (0.87-0.92 on
+        Grace), several times its kernels below ~1k tokens. None for other attention shapes, frameworks without a
+        module table, and collections that did not time the serving path."""
         heads = m.num_heads / lay.tp
         shape = (m.hidden_size, m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim)
         if (m.attention != "mla" or self.kt is None or not heads.is_integer() or shape != DEEPSEEK_V3_MLA
                 or ops.mla_absorb is None or ops.mla_kv_up is None):
             return None
-        grid = self.kt.mla_module(phase, int(heads), gemm, kv)
+        backend = SGLANG_MLA_BACKEND.get(self.hw.family, "") if self.framework == "sglang" else ""
+        grid = self.kt.mla_module(phase, int(heads), gemm, kv, backend)
         if grid is None:
             return None
         batch, size = grid.x[:, None], grid.y[None, :]
+        module = grid.t
         if phase == "decode":
             kernels = ops.attn_proj(batch) + ops.mla_absorb(batch) + ops.attn_decode(batch, size)
         else:
             kernels = ops.attn_proj(batch * size) + ops.mla_kv_up(batch * size) + ops.attn_prefill(batch, size)
-        ratio = np.pad(grid.t / kernels, ((0, 1), (0, 1)), mode="edge")
+        if self.framework == "sglang":      # its layer leaves the fused q/kv down-projection to its communicator
+            down = sum(self.gemm("attn_proj", n, m.hidden_size, gemm)
+                       for n in (m.q_lora_rank or 0, m.kv_lora_rank + m.qk_rope_head_dim) if n > 0)
+            module = module + Curve(TOKENS, down)(batch * size if phase == "prefill" else batch)
+        ratio = np.pad(module / kernels, ((0, 1), (0, 1)), mode="edge")
         self._note(f"attn_module_{phase}", f"measured ({self._source(f'mla_module_{phase}')}, whole layer over its "
                                            f"kernels, {int(heads)} heads)", self.measured_sigma)
         return Surface(np.append(grid.x, MODULE_EDGE), np.append(grid.y, MODULE_EDGE), ratio)

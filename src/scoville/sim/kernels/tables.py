@@ -156,6 +156,11 @@ def _relative(path: Path) -> str:
 # step's context, the prefill's prompt length; the first is the batch)
 MLA_MODULE_TABLES = {"decode": ("mla_generation_module_perf.parquet", "step"),
                      "prefill": ("mla_context_module_perf.parquet", "isl")}
+# SGLang times its attention layer in its wide-EP collections: at a rank's heads, under the attention backend it ran
+# (``kernel_source``), without the fused q/kv down-projection its communicator runs outside the layer, and its
+# prompts as a server runs them, eagerly (no CUDA graph outside decode). Prefill only: its decode layer runs under
+# CUDA graphs, where the core table prices it.
+SGLANG_MLA_MODULE_TABLES = {"prefill": ("wideep_context_mla_perf.parquet", "isl")}
 
 
 @lru_cache(maxsize=64)
@@ -348,15 +353,22 @@ class KernelTables:
                 return got  # type: ignore[return-value]
         return None
 
-    def mla_module(self, phase: str, heads: int, gemm: str, kv_dtype: str) -> Grid | None:
+    def mla_module(self, phase: str, heads: int, gemm: str, kv_dtype: str, backend: str = "") -> Grid | None:
         """DeepSeek-V3's whole MLA attention layer (projections, absorbed products or K/V decompression, core,
         norms and RoPE, as the framework's attention class runs them) at ``heads`` a rank: ``phase`` "decode" over
         (batch, context) of one decode step, "prefill" over (prompts, prompt length). From this framework's own
         table only (a module is one stack's code), and only from a collection that timed what a server runs
-        (``times_serving``)."""
-        filename, ycol = MLA_MODULE_TABLES[phase]
+        (``times_serving``). SGLang's (``SGLANG_MLA_MODULE_TABLES``) under its attention ``backend``, less the q/kv
+        down-projection."""
         label = f"mla_module_{phase}"
-        grid = self._first("mla", filename, _Query("mla_module", (heads, gemm, kv_dtype, ycol)), label=label)
+        if self.framework == "sglang":
+            if phase not in SGLANG_MLA_MODULE_TABLES:
+                return None
+            filename, ycol = SGLANG_MLA_MODULE_TABLES[phase]
+            query = _Query("mla_module", (heads, gemm, kv_dtype, ycol, backend))
+            return self._first("mla", filename, query, label=label)  # type: ignore[return-value]
+        filename, ycol = MLA_MODULE_TABLES[phase]
+        grid = self._first("mla", filename, _Query("mla_module", (heads, gemm, kv_dtype, ycol, "")), label=label)
         if grid is None:
             return None
         path = next(p for p in table_paths(self.system, "mla", self.framework, filename)
@@ -525,6 +537,18 @@ def _marlin_rate(t: pa.Table, dtype: str, distribution: str) -> tuple[np.ndarray
     return per_expert, -negated_best
 
 
+def _mla_module(t: pa.Table, heads: int, gemm: str, kv: str, ycol: str, backend: str) -> Grid | None:
+    """A module table's grid at one shape: TensorRT-LLM's and vLLM's at BF16 attention math; SGLang's under its
+    attention ``backend``, where the collection names the GEMM format (older ones do not: not comparable)."""
+    if not backend:
+        return Grid.of(_where(t, mla_dtype="bfloat16", gemm_type=gemm, kv_cache_dtype=kv, num_heads=heads),
+                       "batch_size", ycol)
+    if "gemm_type" not in t.column_names:
+        return None
+    return Grid.of(_where(t, kernel_source=backend, gemm_type=gemm, kv_cache_dtype=kv, num_heads=heads),
+                   "batch_size", ycol)
+
+
 @dataclass(frozen=True)
 class _Query:
     """One slice of a table (hashable, so slices cache per process)."""
@@ -562,9 +586,7 @@ class _Query:
             # num_heads is per rank (tp_size only labels the model it was cut from): the kernel sees those heads
             return Grid.of(_where(t, num_heads=heads, kv_cache_dtype=kv), "batch_size", ycol)
         if self.kind == "mla_module":
-            heads, gemm, kv, ycol = k
-            s = _where(t, mla_dtype="bfloat16", gemm_type=gemm, kv_cache_dtype=kv, num_heads=heads)
-            return Grid.of(s, "batch_size", ycol)
+            return _mla_module(t, *k)
         if self.kind == "bmm":
             op, heads = k
             s = _where(t, op_name=op, num_heads=heads)
