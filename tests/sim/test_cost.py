@@ -822,6 +822,17 @@ def test_sglangs_prompts_run_its_eager_layer_as_its_module_table_times_it():
     assert attention["attn_proj"] + attention["attn_core"] > m.num_layers * table.t[0, j]
 
 
+@needs_tables
+def test_sglangs_prompt_layer_is_read_off_the_fp8_cache_cells_whatever_the_cache():
+    """SGLang's collection timed FP8 caches only, and a fresh prompt's layer attends to the K/V it just computed,
+    only writing the cache: a BF16 cache (H200's recipe) takes the same cells, not the medians."""
+    def ratio(kv: str) -> float:
+        got = StepCost("deepseek-r1", "h200", Parallel(tp=8), precision="fp8", kv_dtype=kv, framework="sglang").ops
+        assert got.prefill_module_ratio is not None, kv
+        return float(got.prefill_module_ratio(1, 1024))
+    assert ratio("bf16") > 3 and ratio("fp8") > 3
+
+
 def test_shared_experts_beside_the_routed_path_cost_only_what_outlasts_it(datasheet):
     """vLLM runs an MoE layer's shared experts on a second stream beside the routed path for batches up to 256
     tokens on NVIDIA GPUs (FusedMoE): such a step waits for the longer of the two; a larger step, a stack without

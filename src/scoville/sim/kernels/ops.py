@@ -465,7 +465,9 @@ class _Builder:
         if (m.attention != "mla" or self.kt is None or not heads.is_integer() or shape != DEEPSEEK_V3_MLA
                 or ops.mla_absorb is None or ops.mla_kv_up is None):
             return None
-        backend = SGLANG_MLA_BACKEND.get(self.hw.family, "") if self.framework == "sglang" else ""
+        backend = ""
+        if self.framework == "sglang":     # its collection timed FP8 caches only, which a prompt's layer only writes
+            backend, kv = SGLANG_MLA_BACKEND.get(self.hw.family, ""), "fp8"
         grid = self.kt.mla_module(phase, int(heads), gemm, kv, backend)
         if grid is None:
             return None
