@@ -477,10 +477,10 @@ class _Builder:
             kernels = ops.attn_proj(batch) + ops.mla_absorb(batch) + ops.attn_decode(batch, size)
         else:
             kernels = ops.attn_proj(batch * size) + ops.mla_kv_up(batch * size) + ops.attn_prefill(batch, size)
-        if self.framework == "sglang":      # its layer leaves the fused q/kv down-projection to its communicator
+        if self.framework == "sglang":      # (prompts only) its layer leaves the q/kv down-projection outside
             down = sum(self.gemm("attn_proj", n, m.hidden_size, gemm)
                        for n in (m.q_lora_rank or 0, m.kv_lora_rank + m.qk_rope_head_dim) if n > 0)
-            module = module + Curve(TOKENS, down)(batch * size if phase == "prefill" else batch)
+            module = module + Curve(TOKENS, down)(batch * size)
         ratio = np.pad(module / kernels, ((0, 1), (0, 1)), mode="edge")
         self._note(f"attn_module_{phase}", f"measured ({self._source(f'mla_module_{phase}')}, whole layer over its "
                                            f"kernels, {int(heads)} heads)", self.measured_sigma)
