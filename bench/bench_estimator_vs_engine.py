@@ -10,12 +10,13 @@ bounds them on three deployments (TPOT within 8%, TTFT within 35%); this sweeps 
 when its full length fits, TensorRT-LLM's default policy; the engine admits on what is in use and preempts, as
 vLLM and SGLang do), where the two may part by far more.
 
-On 2026-12-07 (2 cores, 75 points, 24 s): where every user's full length fits (71 points) TPOT est/engine is
-within 8% at 93% of them and TTFT within 35% at 97%. The misses there: 8k/1k at 128 users (TPOT 1.09-1.14 on
-SGLang, vLLM's Llama-70B and TensorRT-LLM's attention DP) and SGLang 8k/1k at 64-128 users (TTFT 0.58-0.62).
-Where it does not (4 points, Llama-3.1-8B on one H100 at 8k/1k and 1k/8k from 64 users) they part: at 1k/8k the
-estimator queues the users beyond its 50 full-length sequences (TTFT 34 s and 188 s, TPOT 16.3 ms) and the engine
-runs them all, preempting (0.44 s and 31 s; 18.8 and 32.2 ms).
+On 2026-12-07 (2 cores, 75 points, ~27 s): where every user's full length fits (71 points) TPOT est/engine is
+within 8% at 93% of them and TTFT within 35% at all of them (97% before the estimator counted the wait of a prompt
+behind the others a poll lets in with it: SGLang 8k/1k at 64 and 128 users read 0.62 and 0.58, now 0.72 and
+0.75). The TPOT misses there are 8k/1k at 128 users (1.09-1.14 on SGLang, vLLM's Llama-70B and TensorRT-LLM's
+attention DP). Where the full lengths do not fit (4 points, Llama-3.1-8B on one H100 at 8k/1k and 1k/8k from 64
+users) the two part: at 1k/8k the estimator queues the users beyond its 50 full-length sequences (TTFT 34 s and
+188 s, TPOT 16.3 ms) and the engine runs them all, preempting (0.44 s and 31 s; 18.8 and 32.2 ms).
 
     python bench/bench_estimator_vs_engine.py
 """

@@ -143,6 +143,17 @@ def test_a_scheduler_that_polls_every_n_decode_steps_delays_first_tokens_alike_i
         assert ttft[1][i] < ttft[10][i] < ttft[30][i]
 
 
+def test_prompts_a_poll_lets_in_together_run_one_a_step_when_one_fills_the_budget():
+    """Under SGLang's poll (every 10 decode steps) the prompts that arrived in between come in together; an 8k
+    prompt fills a step's token budget, so they run one a step and each waits for those ahead of it: the
+    estimator's TTFT stays within 30% of the engine's (0.76 of it at 64 users; 0.65 without that wait)."""
+    config = SimConfig.model_validate({**CASES[1][0], "scheduler_recv_interval": 10})
+    [row] = point_rows(config, scenario(None, isl=8192, osl=1024),
+                       [LoadPoint(index=0, concurrency=64, num_requests=4 * 64 + 8, warmup_requests=64)])
+    est = estimate(config, 0.9 * 8192, 0.9 * 1024, np.array([64.0]), Protocol.steady())
+    assert est.ttft[0] == pytest.approx(row["ttft_s_mean"], rel=0.3)
+
+
 def hold_effect(base: dict, hold: dict) -> list[tuple[float, float]]:
     """An admission hold's effect at 1k/1k, engine beside estimator with it and without (both agreeing): one user
     is never held; at each busier level, (the extra time to first token in decode steps, TPOT with ÷ without)."""

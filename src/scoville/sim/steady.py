@@ -364,7 +364,11 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             service = service * (1.0 + rounds) / 2.0
             wait_steps = wait_steps + every_rank * np.interp(n, grid, adp_held)
         slot = mixed if dp == 1 else busy   # one rank's prefill slot is busy for the steps that carry prompts
-        ttft_min = (service + _mdl_wait(service, slot) + _front_end(request_s, lam, c) + wait_steps * td
+        queued = _mdl_wait(service, slot)
+        if dp == 1 and rank_budget >= P:    # whole prompts let in together by a poll, as many a step as fit
+            fit = np.floor((rank_budget - n * q_dec) / P)
+            queued = queued + _behind_in_batch(config.scheduler_recv_interval * chunks, fit) * tm
+        ttft_min = (service + queued + _front_end(request_s, lam, c) + wait_steps * td
                     + _step_wait(td, tm, mixed, c, ahead))
         return s, lam, ttft_min
 
@@ -390,6 +394,15 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
                           decoding=n * config.replicas, sigma=sigma, sigma_ttft=sigma_ttft,
                           accelerators=config.accelerators, isl=P, osl=float(osl))
+
+
+def _behind_in_batch(arrivals: np.ndarray, fit: np.ndarray) -> np.ndarray:
+    """Mixed steps a prompt waits for the others let in with it: a poll lets in together the prompts that arrived
+    since the last (``arrivals``, Poisson), and a step runs ``fit`` whole ones (at least one), so a prompt waits
+    for those ahead of it in its batch, E[X(X-1)] / (2 E[X]) = a / 2 prompts of a Poisson batch, ``fit`` a step.
+    Small where polls come every step; under SGLang's poll every N decode steps, with prompts that fill a step
+    (8k at 64 users, 10 steps), the estimator's TTFT is 0.65 of the engine's without it."""
+    return arrivals / (2.0 * np.maximum(fit, 1.0))
 
 
 def _packed(arrivals: np.ndarray, fit: np.ndarray, whole: bool) -> np.ndarray:
