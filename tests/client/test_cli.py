@@ -140,7 +140,9 @@ def test_kill_9_loses_nothing_finished_and_resume_completes(server, tmp_path):
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_ctrl_c_marks_interrupted_keeps_records_and_says_how_to_resume(server, tmp_path, workers):
-    server.set(Behaviour(interval_s=0.01))
+    # 50 ms a token: the 204 requests would take ~40 s, so Ctrl-C lands mid-point even on a loaded box (at 10 ms
+    # the whole point once finished before the signal did, in a CI run beside another job)
+    server.set(Behaviour(interval_s=0.05))
     runs = tmp_path / "runs"
     proc = start("sweep", "--url", server.base_url, "--isl", "16", "--osl", "8", "--concurrency", "2",
                  "--num-requests", "200", "--workers", workers, "--runs", str(runs))
