@@ -251,10 +251,8 @@ class StepCost:
         ffn = 0.0
         if ops.dense_ffn is not None:
             ffn = ffn + m.num_dense_layers * ops.dense_ffn(Tr)
-        exchange = self._moe_exchange(Tr, T, scalar, xp)
-        if ops.moe is not None and ops.router is not None:   # built together (``build_ops``: MoE layers only)
-            routed = ops.moe(T) + ops.router(Tr)
-            ffn = ffn + m.num_moe_layers * (routed + self._shared_experts(Tr, routed + exchange, scalar))
+        experts, exchange = self._moe_layer(Tr, T, scalar, xp)
+        ffn = ffn + m.num_moe_layers * experts
         out["ffn"] = ffn
         out["lm_head"] = ops.lm_head(_pos(xp, Td / dp + Spr, scalar))
         out["comm"] = L * self._tp_allreduces(Tr, scalar, xp) + m.num_moe_layers * exchange
@@ -308,10 +306,9 @@ class StepCost:
         ops = self.ops
         tokens = seqs * queries
         layer = self._projections(tokens) + self._decode_core(seqs, ctx, queries)
-        if ops.moe is not None and ops.router is not None:
-            routed = ops.moe(tokens * self.par.dp) + ops.router(tokens)
-            exchange = self._moe_exchange(tokens, tokens * self.par.dp, scalar, xp)
-            layer = layer + routed + exchange + self._shared_experts(tokens, routed + exchange, scalar)
+        if ops.moe is not None:
+            experts, exchange = self._moe_layer(tokens, tokens * self.par.dp, scalar, xp)
+            layer = layer + experts + exchange
         elif ops.dense_ffn is not None:
             layer = layer + ops.dense_ffn(tokens)
         return layer + self._tp_allreduces(tokens, scalar, xp)
@@ -324,6 +321,17 @@ class StepCost:
         if self.ops.mla_decode_rows is not None:
             return self.ops.mla_decode_rows(seqs, ctx, queries)
         return self.ops.attn_decode(seqs, ctx)
+
+    def _moe_layer(self, rank_tokens: Any, instance_tokens: Any, scalar: bool, xp: Any) -> tuple[Any, Any]:
+        """One MoE layer over ``rank_tokens`` a rank (``instance_tokens`` over the EP group): (its experts: router,
+        routed experts and what the step waits for of the shared ones; its token exchange). No experts for a model
+        without MoE layers (``build_ops`` builds ``moe`` and ``router`` together)."""
+        ops = self.ops
+        exchange = self._moe_exchange(rank_tokens, instance_tokens, scalar, xp)
+        if ops.moe is None or ops.router is None:
+            return 0.0, exchange
+        routed = ops.moe(instance_tokens) + ops.router(rank_tokens)
+        return routed + self._shared_experts(rank_tokens, routed + exchange, scalar), exchange
 
     def _shared_experts(self, rank_tokens: Any, routed: Any, scalar: bool) -> Any:
         """One MoE layer's shared experts over ``rank_tokens`` a rank, as much of them as the step waits for: all
