@@ -11,9 +11,10 @@ into a steady state that a handful of equations describe, using the same step-co
 
 * a step feeds the ``n`` decodes and, when a prompt waits, a chunk of ``q = min(P, budget - n)`` tokens;
   prompt tokens must keep pace with completions, ``a = n·AL·P / ((O-1)·q)`` chunks a step; the prompts that
-  arrive during a step start together in the next, as many whole ones as the budget holds (``k``, a
-  zero-truncated Poisson mean of ``a``: ``_packed``), so a fraction ``f = a / k`` of steps carries prompts
-  (``a >= k`` at the most a step holds: this many decoders cannot be fed);
+  arrive between two polls (every step; every N decode steps under SGLang's poll) start together at the next,
+  as many whole ones as the budget holds (``k``, a zero-truncated Poisson mean of the ``N·a`` arrivals:
+  ``_packed``), each waiting for those ahead of it (``_behind_in_batch``), so a fraction ``f = a / k`` of steps
+  carries prompts (``a >= k`` at the most a step holds: this many decoders cannot be fed);
 * mean step ``s = (1-f)·t_decode(n) + f·t_mixed(n)``; completions ``λ = n·AL / ((O-1)·s)``;
 * a prompt is served in ``ceil(P/q)`` mixed steps after waiting for the prefill slot
   (M/D/1 wait at utilisation ``f``) and, at a busy instance, for the step in progress to end and, under an
@@ -310,6 +311,12 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
         """The prompt chunk a rank feeds beside its share of ``n`` decodes."""
         return np.clip(np.minimum(P, rank_budget - n * q_dec / dp), 1.0, None)
 
+    whole = rank_budget >= P      # a prompt fits a step whole (else it is chunked over steps)
+
+    def whole_fit(n: np.ndarray) -> np.ndarray:
+        """Whole prompts a rank's budget holds beside its share of ``n`` decodes."""
+        return np.floor((rank_budget - n * q_dec) / P)
+
     def rank_chunks(n: np.ndarray) -> np.ndarray:
         """Chunks a rank must run a step for prompts to keep pace with completions (< 1: a fraction of steps)."""
         return n * AL * P / ((O - 1.0) * chunk(n) * dp)
@@ -323,8 +330,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
         pr = np.clip(rank_chunks(grid), 0.0, 0.999)
         per_mixed = pr * dp / (1.0 - (1.0 - pr) ** dp)
     else:                       # prompts that arrive between polls start together at the next, as many as fit
-        per_mixed = _packed(config.scheduler_recv_interval * rank_chunks(grid),
-                            np.floor((rank_budget - grid * q_dec) / P), rank_budget >= P)
+        per_mixed = _packed(config.scheduler_recv_interval * rank_chunks(grid), whole_fit(grid), whole)
     q = chunk(grid)
     prior = np.maximum(P - q, 0.0) / 2.0                                  # mean context already in cache
     dec_t = grid * q_dec
@@ -365,9 +371,8 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             wait_steps = wait_steps + every_rank * np.interp(n, grid, adp_held)
         slot = mixed if dp == 1 else busy   # one rank's prefill slot is busy for the steps that carry prompts
         queued = _mdl_wait(service, slot)
-        if dp == 1 and rank_budget >= P:    # whole prompts let in together by a poll, as many a step as fit
-            fit = np.floor((rank_budget - n * q_dec) / P)
-            queued = queued + _behind_in_batch(config.scheduler_recv_interval * chunks, fit) * tm
+        if dp == 1 and whole:               # whole prompts let in together by a poll, as many a step as fit
+            queued = queued + _behind_in_batch(config.scheduler_recv_interval * chunks, whole_fit(n)) * tm
         ttft_min = (service + queued + _front_end(request_s, lam, c) + wait_steps * td
                     + _step_wait(td, tm, mixed, c, ahead))
         return s, lam, ttft_min
