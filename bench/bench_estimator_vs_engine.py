@@ -6,17 +6,21 @@ chunks, preempts and polls as the frameworks do. The two price steps with the sa
 disagree it is the estimator's queueing and batching approximations, not the kernels. ``tests/sim/test_steady.py``
 bounds them on three deployments (TPOT within 8%, TTFT within 35%); this sweeps a wider grid: five deployments
 (vLLM, SGLang with its poll interval, TensorRT-LLM with and without attention DP) × 1k/1k, 8k/1k and 1k/8k × 1 to
-128 users, and splits the points where the estimator holds requests back for KV cache (it admits a request only
-when its full length fits, TensorRT-LLM's default policy; the engine admits on what is in use and preempts, as
-vLLM and SGLang do), where the two may part by far more.
+128 users, and splits the points where the users' whole lengths overflow the KV cache (there the estimator holds
+users at the bound of the framework's admission: a whole length each under TensorRT-LLM's default policy, which
+admits a request only when all of it fits; the mean length of a decoding user under vLLM's and SGLang's, which
+admit on what is in use and preempt, as the engine does), where the two may part by far more.
 
-On 2026-12-07 (2 cores, 75 points, ~27 s): where every user's full length fits (71 points) TPOT est/engine is
+On 2026-12-07 (2 cores, 75 points, ~27 s): where every user's whole length fits (71 points) TPOT est/engine is
 within 8% at 93% of them and TTFT within 35% at all of them (97% before the estimator counted the wait of a prompt
 behind the others a poll lets in with it: SGLang 8k/1k at 64 and 128 users read 0.62 and 0.58, now 0.72 and
 0.75). The TPOT misses there are 8k/1k at 128 users (1.09-1.14 on SGLang, vLLM's Llama-70B and TensorRT-LLM's
-attention DP). Where the full lengths do not fit (4 points, Llama-3.1-8B on one H100 at 8k/1k and 1k/8k from 64
-users) the two part: at 1k/8k the estimator queues the users beyond its 50 full-length sequences (TTFT 34 s and
-188 s, TPOT 16.3 ms) and the engine runs them all, preempting (0.44 s and 31 s; 18.8 and 32.2 ms).
+attention DP). Where the whole lengths overflow (4 points, vLLM's Llama-3.1-8B on one H100 at 8k/1k and 1k/8k from
+64 users) the estimator held users at their whole length until the evening of 2026-12-07, though vLLM does not: at
+1k/8k it queued the users beyond 50 (TTFT 34 s and 188 s against the engine's 0.44 s and 31 s at 64 and 128
+users). At their mean length it reads 0.18 and 2.35 of the engine's TTFT (0.08 s and 73 s) and 1.02 and 0.76 of
+its TPOT: the engine preempts and recomputes the requests that outgrow the cache, which the estimator does not
+price, and at 128 users it runs all of them where the estimator queues those beyond the mean-length bound.
 
     python bench/bench_estimator_vs_engine.py
 """
@@ -58,7 +62,7 @@ class Pair:
     users: int
     ttft: float
     tpot: float
-    held: bool          # more users than full-length sequences fit the KV cache: the estimator holds some back
+    overflows: bool     # more users than whole lengths fit the KV cache
 
 
 def compare(raw: dict[str, Any], isl: int, osl: int) -> list[Pair]:
@@ -68,11 +72,11 @@ def compare(raw: dict[str, Any], isl: int, osl: int) -> list[Pair]:
     rows = point_rows(config, scenario(None, isl=isl, osl=osl), points)
     est = estimate(config, 0.9 * isl, 0.9 * osl, np.array(USERS, dtype=float), Protocol.steady())
     cost = step_cost(config, config.parallel)
-    full_length = cost.kv_capacity_tokens(config.gpu_memory_utilization, config.max_num_batched_tokens) // (
+    whole_lengths = cost.kv_capacity_tokens(config.gpu_memory_utilization, config.max_num_batched_tokens) // (
         0.9 * (isl + osl))
     label = f"{raw['model']} {raw['hardware']} {raw.get('framework', 'vllm')} {isl}/{osl}"
     return [Pair(label, u, float(est.ttft[i] / r["ttft_s_mean"]), float(est.tpot[i] / r["tpot_s_mean"]),
-                 u > full_length)
+                 u > whole_lengths)
             for i, (u, r) in enumerate(zip(USERS, rows, strict=True))]
 
 
@@ -91,16 +95,16 @@ def summary(name: str, pairs: list[Pair]) -> str:
 def main() -> None:
     start = time.perf_counter()
     pairs: list[Pair] = []
-    print("estimator / engine at each point (TTFT, TPOT); * = the estimator held users back for KV cache")
+    print("estimator / engine at each point (TTFT, TPOT); * = the users' whole lengths overflow the KV cache")
     for raw in DEPLOYMENTS:
         for isl, osl in LENGTHS:
             got = compare(raw, isl, osl)
             pairs += got
-            cells = (f"  {p.users:>3}: {p.ttft:5.2f} {p.tpot:4.2f}{'*' if p.held else ' '}" for p in got)
+            cells = (f"  {p.users:>3}: {p.ttft:5.2f} {p.tpot:4.2f}{'*' if p.overflows else ' '}" for p in got)
             print(f"   {got[0].label:<44}" + "".join(cells))
     print(summary("all points", pairs))
-    print(summary("no user held back", [p for p in pairs if not p.held]))
-    print(summary("users held back for KV cache", [p for p in pairs if p.held]))
+    print(summary("whole lengths fit the KV cache", [p for p in pairs if not p.overflows]))
+    print(summary("whole lengths overflow it", [p for p in pairs if p.overflows]))
     print(f"   ({time.perf_counter() - start:.0f} s)")
 
 

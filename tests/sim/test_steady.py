@@ -215,3 +215,20 @@ def test_the_root_finder_lands_on_smooth_roots_and_inside_the_bracket_of_a_jump(
     assert abs(jump[0] - 4.2) <= 10.0 * 2.0 ** -15
     kept_sign = _bisect(lambda n: np.array([1.0, -1.0]) + 0.0 * n, lo[:2], hi[:2])   # clamps to an end
     assert kept_sign == pytest.approx([10.0, 0.0], abs=1e-3)
+
+
+def test_a_scheduler_that_admits_on_demand_holds_users_at_their_mean_length_a_reserving_one_at_their_whole():
+    """vLLM admits a request while its prompt fits and preempts when decodes outgrow the cache; TensorRT-LLM's
+    default policy admits one only when its whole length fits. Between the two bounds (users whose mean length
+    fits a cache their whole lengths overflow) the first starts every prompt at once, the second queues users."""
+    isl, osl = 1024.0, 8192.0
+    base = SimConfig(hardware="h100", model="llama-3.1-8b", parallel={"tp": 1}, kv_capacity_tokens=400_000)
+    users = np.array([64.0])          # whole lengths 64 x 9.2k = 590k tokens, mean lengths 64 x 5.1k = 328k
+    unbounded = estimate(base.model_copy(update={"kv_capacity_tokens": 10**9}), isl, osl, users).ttft[0]
+    on_demand = estimate(base, isl, osl, users).ttft[0]
+    reserving = estimate(base.model_copy(update={"kv_admission": "guaranteed"}), isl, osl, users).ttft[0]
+    assert on_demand == pytest.approx(unbounded, rel=0.05)
+    assert reserving > 10 * unbounded
+    assert base.model_copy(update={"framework": "trtllm"}).reserves_whole_length()
+    assert not base.reserves_whole_length()
+    assert not base.model_copy(update={"framework": "sglang"}).reserves_whole_length()

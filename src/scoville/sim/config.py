@@ -207,6 +207,13 @@ class SimConfig(_Strict):
     # TensorRT-LLM's attention-DP balance (AttentionDpBalanceConfig); None = each rank starts its prompts at once,
     # as vLLM and SGLang do and TensorRT-LLM does by default. Acts only where parallel.dp > 1.
     attention_dp_balance: AttentionDpBalanceConfig | None = None
+    # How the scheduler admits a request against the KV cache. "guaranteed": only when the blocks of its whole
+    # length (prompt plus max_tokens) are free, so no running request is ever preempted (TensorRT-LLM's default
+    # capacity scheduler policy, GUARANTEED_NO_EVICT). "on_demand": while its prompt's blocks fit, preempting a
+    # running request when decodes outgrow the cache (vLLM's scheduler; SGLang's, whose reserve for the running
+    # requests' future tokens decays to a small fraction of them while none is retracted). None: the framework's
+    # default (``reserves_whole_length``).
+    kv_admission: Literal["guaranteed", "on_demand"] | None = None
     # The routed experts' kernel: "auto", the framework's own (its measured MoE table); "marlin", vLLM's Marlin
     # weight-only MoE, which VLLM_MXFP4_USE_MARLIN=1 selects for MXFP4 experts on Hopper (InferenceX's gpt-oss
     # H100/H200 vLLM recipes from 2026-01-02: "Fix H100/H200 perf regression"), priced from the rate Marlin reaches
@@ -256,6 +263,14 @@ class SimConfig(_Strict):
         from scoville.catalog.hardware import load_hardware
 
         return not (self.framework == "vllm" and load_hardware(self.hardware).family == "cpu")
+
+    def reserves_whole_length(self) -> bool:
+        """Whether a request is admitted only when its whole length fits the KV cache (``kv_admission``; by
+        default TensorRT-LLM's, not vLLM's or SGLang's). It sets how many users a cache holds at once: a whole
+        length each, or their mean length while decoding (``steady.kv_bound``)."""
+        if self.kv_admission is not None:
+            return self.kv_admission == "guaranteed"
+        return self.framework == "trtllm"
 
     def label(self) -> str:
         """A short human name, e.g. ``tp8 x2 seqs256 tok8192`` or ``P tp4x2 : D tp8x1`` (``adp-balance`` where

@@ -35,7 +35,8 @@ Both add the front end's time per request (``request_overhead_ms``, HTTP and tok
 a time as in the engine: its service time plus an M/D/1 wait at the request rate, inside the loop (a saturated
 front end caps throughput); the opening burst's ``C`` prompts leave it one service time apart.
 
-Limits hold as in the engine: ``max_num_seqs`` and the KV capacity bound ``n``; beyond them users wait. A unified
+Limits hold as in the engine: ``max_num_seqs`` and the KV capacity bound ``n`` (``kv_bound``: whole lengths under
+TensorRT-LLM's admission, mean decoding lengths under vLLM's and SGLang's); beyond them users wait. A unified
 scheduler that polls for new requests only every ``scheduler_recv_interval`` decode steps (SGLang) adds half that
 interval of decode steps to a request's wait when it finds the instance busy. TensorRT-LLM's batch waiting
 (``batch_wait``) holds a prompt for up to ``iters`` decode steps so that the prompts arriving meanwhile start with
@@ -290,6 +291,18 @@ def _burst(cost: Any, P: float, rank_budget: float, dp: int, c: np.ndarray) -> n
     return _wave_steps(c, per_step) * steps * one
 
 
+def kv_bound(config: SimConfig, cap: float, prompt: float, answer: float) -> float:
+    """Sequences a KV cache of ``cap`` tokens decodes at once, of requests ``prompt`` + ``answer`` tokens long
+    (P and O). A scheduler that reserves each request's whole length before admitting it (TensorRT-LLM) holds
+    ``cap / (P + O)`` of them. One that admits while the prompt fits and preempts when decodes outgrow the cache
+    (vLLM, SGLang) holds as many as fit at their mean length while decoding, ``cap / (P + O/2)``: its users are
+    spread over their answers, and it runs those that overflow again later (the recompute is not priced). Where
+    users fit that mean but not their whole length, the two differ most: InferenceX's vLLM runs of MiniMax-M2.5
+    on H100 at 1k/8k and 32 users started their prompts in 0.1-0.2 s, where a whole-length reserve queues them
+    for tens of seconds."""
+    return float(cap // (prompt + answer if config.reserves_whole_length() else prompt + answer / 2.0))
+
+
 def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             protocol: Protocol = INFERENCEX, osl_spread: float = 1.0) -> SteadyEstimate:
     """Closed-loop steady state of ``config.replicas`` unified instances (see module docstring)."""
@@ -304,7 +317,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     cap = config.kv_capacity_tokens or cost.kv_capacity_tokens(config.gpu_memory_utilization,
                                                                config.max_num_batched_tokens)
     ctx = P + O / 2.0
-    n_max = float(max(min(config.max_num_seqs - 1, cap // (P + O), dp * ((rank_budget - 1) // q_dec)), 1))
+    n_max = float(max(min(config.max_num_seqs - 1, kv_bound(config, cap, P, O), dp * ((rank_budget - 1) // q_dec)), 1))
     grid = np.unique(np.concatenate([np.geomspace(1.0, max(n_max, 1.0), N_GRID), [n_max]]))
 
     def chunk(n: np.ndarray) -> np.ndarray:
@@ -462,7 +475,8 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     d_seqs = float(d.decode.max_num_seqs or config.max_num_seqs)
     d_budget = d.decode.max_num_batched_tokens or config.max_num_batched_tokens
     cap = config.kv_capacity_tokens or dc.kv_capacity_tokens(config.gpu_memory_utilization, d_budget)
-    n_max = float(max(min(d_seqs, cap // (P + O), d.decode.parallel.dp * (dc.rank_budget(d_budget) // q_dec)), 1))
+    ranks_hold = d.decode.parallel.dp * (dc.rank_budget(d_budget) // q_dec)
+    n_max = float(max(min(d_seqs, kv_bound(config, cap, P, O), ranks_hold), 1))
     grid = np.unique(np.concatenate([np.geomspace(1.0, max(n_max, 1.0), N_GRID), [n_max]]))
     dec_t = grid * q_dec
     t_d, sig_d = dc.time_and_sigma(dec_t, grid, dec_t * ctx, grid * ctx, grid, grid * ctx)
