@@ -4,23 +4,26 @@
 replays the same deployment request by request in the engine (``scoville.sim.engine``), whose scheduler admits,
 chunks, preempts and polls as the frameworks do. The two price steps with the same ``StepCost``, so where they
 disagree it is the estimator's queueing and batching approximations, not the kernels. ``tests/sim/test_steady.py``
-bounds them on three deployments (TPOT within 8%, TTFT within 35%); this sweeps a wider grid: five deployments
-(vLLM, SGLang with its poll interval, TensorRT-LLM with and without attention DP) × 1k/1k, 8k/1k and 1k/8k × 1 to
-128 users, and splits the points where the users' whole lengths overflow the KV cache (there the estimator holds
-users at the bound of the framework's admission: a whole length each under TensorRT-LLM's default policy, which
-admits a request only when all of it fits; the mean length of a decoding user under vLLM's and SGLang's, which
-admit on what is in use and preempt, as the engine does), where the two may part by far more.
+bounds them on three deployments (TPOT within 8%, TTFT within 35%); this sweeps a wider grid: six deployments
+(vLLM and TensorRT-LLM on one small model, SGLang with its poll interval, TensorRT-LLM with and without attention DP
+on larger ones) × 1k/1k, 8k/1k and 1k/8k × 1 to 128 users, and splits the points where the users' whole lengths
+overflow the KV cache. There both hold users at the bound of the framework's admission: a whole length each under
+TensorRT-LLM's default policy, which admits a request only when all of it fits; under vLLM's and SGLang's, which
+admit on what is in use and preempt, the engine preempts as they do and the estimator holds users at a decoding
+user's mean length. Those may part by far more.
 
-On 2026-12-07 (2 cores, 75 points, ~27 s): where every user's whole length fits (71 points) TPOT est/engine is
-within 8% at 93% of them and TTFT within 35% at all of them (97% before the estimator counted the wait of a prompt
-behind the others a poll lets in with it: SGLang 8k/1k at 64 and 128 users read 0.62 and 0.58, now 0.72 and
+On 2026-12-07 (2 cores, 90 points, ~33 s): where every user's whole length fits (82 points) TPOT est/engine is
+within 8% at 94% of them and TTFT within 35% at all of them (before the estimator counted the wait of a prompt
+behind the others a poll lets in with it, SGLang 8k/1k at 64 and 128 users read 0.62 and 0.58, now 0.72 and
 0.75). The TPOT misses there are 8k/1k at 128 users (1.09-1.14 on SGLang, vLLM's Llama-70B and TensorRT-LLM's
-attention DP). Where the whole lengths overflow (4 points, vLLM's Llama-3.1-8B on one H100 at 8k/1k and 1k/8k from
-64 users) the estimator held users at their whole length until the evening of 2026-12-07, though vLLM does not: at
-1k/8k it queued the users beyond 50 (TTFT 34 s and 188 s against the engine's 0.44 s and 31 s at 64 and 128
-users). At their mean length it reads 0.18 and 2.35 of the engine's TTFT (0.08 s and 73 s) and 1.02 and 0.76 of
-its TPOT: the engine preempts and recomputes the requests that outgrow the cache, which the estimator does not
-price, and at 128 users it runs all of them where the estimator queues those beyond the mean-length bound.
+attention DP). Where the whole lengths overflow (8 points, Llama-3.1-8B on one H100 at 8k/1k and 1k/8k from 64
+users): under TensorRT-LLM the two agree (TTFT 0.99-1.10, TPOT 1.01-1.05). Under vLLM they part at 1k/8k: until
+the evening of 2026-12-07 the estimator held vLLM's users at their whole length and the engine TensorRT-LLM's at
+their prompt, and at 1k/8k the estimator queued vLLM's users beyond 50 (TTFT 34 s and 188 s against the engine's
+0.44 s and 31 s at 64 and 128 users). At their mean length it reads 0.18 and 2.35 of the engine's TTFT (0.08 s and
+73 s) and 1.02 and 0.76 of its TPOT: the engine preempts and recomputes the requests that outgrow the cache, which
+the estimator does not price, and at 128 users it runs all of them where the estimator queues those beyond the
+mean-length bound.
 
     python bench/bench_estimator_vs_engine.py
 """
@@ -43,6 +46,7 @@ from scoville.workload.synthetic import scenario
 DEPLOYMENTS: list[dict[str, Any]] = [
     {"hardware": "h200", "model": "llama-3.1-70b", "precision": "fp8", "kv_dtype": "fp8", "parallel": {"tp": 4}},
     {"hardware": "h100", "model": "llama-3.1-8b", "framework": "vllm", "parallel": {"tp": 1}},
+    {"hardware": "h100", "model": "llama-3.1-8b", "framework": "trtllm", "parallel": {"tp": 1}},
     {"hardware": "b200", "model": "deepseek-r1", "precision": "fp8", "kv_dtype": "fp8", "framework": "sglang",
      "parallel": {"tp": 8}, "scheduler_recv_interval": 10},
     {"hardware": "b200", "model": "gpt-oss-120b", "framework": "trtllm", "parallel": {"tp": 1}},

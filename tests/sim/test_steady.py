@@ -232,3 +232,13 @@ def test_a_scheduler_that_admits_on_demand_holds_users_at_their_mean_length_a_re
     assert base.model_copy(update={"framework": "trtllm"}).reserves_whole_length()
     assert not base.reserves_whole_length()
     assert not base.model_copy(update={"framework": "sglang"}).reserves_whole_length()
+
+
+def test_a_reserving_scheduler_queues_users_whose_whole_lengths_overflow_the_cache_alike_in_estimator_and_engine():
+    """TensorRT-LLM's default admission takes a request's whole length of KV when it starts: in both, users beyond
+    the cache's whole lengths wait for a finish (TTFT tens of seconds at 1k/8k), and none is preempted."""
+    config = SimConfig(hardware="h100", model="llama-3.1-8b", framework="trtllm", parallel={"tp": 1},
+                       kv_capacity_tokens=400_000)
+    rows = engine_beside_estimator(config, 1024, 8192, [16, 64])
+    assert rows[1]["ttft_s_mean"] > 10.0
+    assert all(r["preemptions"] == 0 for r in rows)

@@ -211,7 +211,9 @@ class SimEngine:
                         recv_interval=cfg.scheduler_recv_interval,
                         batch_wait=cfg.batch_wait if role == "unified" else None, attention_dp=parallel.dp,
                         adp_balance=cfg.attention_dp_balance if role == "unified" else None,
-                        schedules_ahead=cfg.schedules_ahead() and role == "unified")
+                        schedules_ahead=cfg.schedules_ahead() and role == "unified",
+                        # a prefill instance hands a request on after its first token: it holds the prompt only
+                        reserve_whole_length=cfg.reserves_whole_length() and role != "prefill")
         inst.lazy = not self.token_events and cfg.speculative is None
         return inst
 

@@ -35,9 +35,15 @@ class Prefix:
 class KVManager:
     """Blocks, prefix sharing and host-tier traffic of the requests one instance runs."""
 
-    def __init__(self, kv: KVCache, counters: InstanceCounters, *, seq_blocks: int, reuse_reply_blocks: bool) -> None:
+    def __init__(self, kv: KVCache, counters: InstanceCounters, *, seq_blocks: int, reuse_reply_blocks: bool,
+                 reserve_whole_length: bool = False, draft_tokens: int = 0) -> None:
         self.kv = kv
         self.c = counters
+        # TensorRT-LLM's default admission (``SimConfig.reserves_whole_length``): a request takes the blocks of its
+        # whole length (prompt, answer and the drafts of its last verify step) when it starts, so it never needs
+        # more and none is preempted; otherwise it takes blocks as its tokens come, as vLLM's and SGLang's do.
+        self.reserve_whole_length = reserve_whole_length
+        self.draft_tokens = draft_tokens
         # Blocks every admitted sequence holds whatever its length (sliding-window layers keep ``window``
         # tokens per sequence): taken at admission, given back when it leaves or is preempted.
         self.seq_blocks = seq_blocks
@@ -61,13 +67,19 @@ class KVManager:
         hbm, host = self.kv.match(r.keys, limit) if limit > 0 else (0, 0)
         return Prefix((hbm + host) * bs, hbm, host)
 
+    def _held(self, r: Req, upto: int) -> int:
+        """Tokens whose blocks ``r`` holds once admitted with its first ``upto``: its whole length where the
+        admission reserves it."""
+        return max(upto, r.prompt + r.target + self.draft_tokens) if self.reserve_whole_length else upto
+
     def fits(self, r: Req, prefix: Prefix, tokens: int, available: int) -> bool:
-        """Whether ``available`` blocks hold ``r``'s first ``tokens`` beyond ``prefix`` (and its window KV).
+        """Whether ``available`` blocks hold ``r``'s first ``tokens`` beyond ``prefix`` (its whole length where the
+        admission reserves it, and its window KV).
 
         Cached prefix blocks it would reference stop being evictable, so they come off ``available`` too.
         """
         kv = self.kv
-        need = kv.blocks_for(prefix.base + tokens) - prefix.hbm + self.seq_blocks
+        need = kv.blocks_for(self._held(r, prefix.base + tokens)) - prefix.hbm + self.seq_blocks
         return need <= available - kv.evictable_among(r.keys[:prefix.hbm])
 
     def admit(self, r: Req, prefix: Prefix, tokens: int) -> bool:
@@ -87,7 +99,7 @@ class KVManager:
         """Reload a preempted request's KV from the host tier (its prefix blocks were released at preemption)."""
         kv, host = self.kv, self.kv.host
         assert host is not None
-        blocks = kv.blocks_for(r.swapped + tokens)
+        blocks = kv.blocks_for(self._held(r, r.swapped + tokens))
         if blocks + self.seq_blocks > kv.available:
             return False
         moved = host.pop(("swap", r.rid))   # before allocating: blocks it evicts to the host could push this out
@@ -106,7 +118,7 @@ class KVManager:
         kv = self.kv
         hit_keys = r.keys[:prefix.hbm]
         loaded = self._take_host_hits(r, prefix)
-        total = kv.blocks_for(prefix.base + tokens)
+        total = kv.blocks_for(self._held(r, prefix.base + tokens))
         kv.acquire(hit_keys)
         kv.allocate(total - prefix.hbm + self.seq_blocks)
         r.window_blocks = self.seq_blocks

@@ -73,6 +73,7 @@ class Instance:
         attention_dp: int = 1,
         adp_balance: AttentionDpBalanceConfig | None = None,
         schedules_ahead: bool = False,
+        reserve_whole_length: bool = False,
     ) -> None:
         self.name = name
         self.seq_blocks = seq_blocks        # blocks of sliding-window KV every admitted sequence holds
@@ -96,7 +97,8 @@ class Instance:
         self.running: list[Req] = []
         self.plan: Span | None = None
         self.c = InstanceCounters()
-        self.kvm = KVManager(kv, self.c, seq_blocks=seq_blocks, reuse_reply_blocks=reuse_reply_blocks)
+        self.kvm = KVManager(kv, self.c, seq_blocks=seq_blocks, reuse_reply_blocks=reuse_reply_blocks,
+                             reserve_whole_length=reserve_whole_length, draft_tokens=self.drafts.drafts)
         # (durations, num_tokens, num_seqs, attn_ctx, kv_tokens) of every step, kept only for the
         # utilisation power model (None = off, the default: it costs memory at low concurrency).
         self.steplog: list[tuple[Any, ...]] | None = None
