@@ -16,7 +16,7 @@ from scoville.load import LoadPoint
 from scoville.sim.config import SimConfig
 from scoville.sim.driver import point_rows
 from scoville.sim.frameworks import load_framework, overridden
-from scoville.sim.steady import Protocol, estimate
+from scoville.sim.steady import KV_OVERFLOW_TTFT_SIGMA, Protocol, estimate
 from scoville.workload.synthetic import scenario
 
 CASES = [
@@ -242,3 +242,14 @@ def test_a_reserving_scheduler_queues_users_whose_whole_lengths_overflow_the_cac
     rows = engine_beside_estimator(config, 1024, 8192, [16, 64])
     assert rows[1]["ttft_s_mean"] > 10.0
     assert all(r["preemptions"] == 0 for r in rows)
+
+
+def test_first_tokens_carry_a_wide_band_where_users_overflow_an_on_demand_cache():
+    """Where the users' whole lengths overflow the cache of a scheduler that preempts, the estimator cannot say how
+    the wait splits between first token and later tokens: its TTFT band widens there, and only there."""
+    base = SimConfig(hardware="h100", model="llama-3.1-8b", parallel={"tp": 1}, kv_capacity_tokens=400_000)
+    users = np.array([16.0, 64.0])    # whole lengths 147k and 590k tokens
+    on_demand = estimate(base, 1024.0, 8192.0, users).sigma_ttft
+    reserving = estimate(base.model_copy(update={"kv_admission": "guaranteed"}), 1024.0, 8192.0, users).sigma_ttft
+    assert on_demand[1] >= KV_OVERFLOW_TTFT_SIGMA > on_demand[0]
+    assert reserving[1] < KV_OVERFLOW_TTFT_SIGMA

@@ -81,6 +81,12 @@ class Protocol:
 INFERENCEX = Protocol()
 N_GRID = 48          # decoder counts tabulated per instance shape
 BISECT = 16          # bisection steps (n bracketed to 2^-16 of its range), then one false-position step
+# Log-space uncertainty of a time to first token where the users' whole lengths overflow the KV cache of a scheduler
+# that admits on demand (``kv_overflows``): the engine preempts there, and how its users' wait splits between the
+# first token and the tokens after a preemption is beyond this algebra. The RMS of log(estimator / engine TTFT) at
+# such points of ``bench/bench_estimator_vs_engine.py`` (vLLM, Llama-3.1-8B on one H100, 8k/1k and 1k/8k at 64 and
+# 128 users; 2026-12-07): 0.97, an 80% band of ×/÷ 3.5.
+KV_OVERFLOW_TTFT_SIGMA = 0.97
 
 
 @dataclass(frozen=True)
@@ -303,6 +309,12 @@ def kv_bound(config: SimConfig, cap: float, prompt: float, answer: float) -> flo
     return float(cap // (prompt + answer if config.reserves_whole_length() else prompt + answer / 2.0))
 
 
+def kv_overflows(config: SimConfig, cap: float, prompt: float, answer: float, users: np.ndarray) -> np.ndarray:
+    """Where ``users`` per instance overflow a KV cache of ``cap`` tokens at their whole lengths under a scheduler
+    that admits on demand: it preempts there, and the time to first token carries ``KV_OVERFLOW_TTFT_SIGMA``."""
+    return np.asarray(users * (prompt + answer) > cap) & (not config.reserves_whole_length())
+
+
 def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
             protocol: Protocol = INFERENCEX, osl_spread: float = 1.0) -> SteadyEstimate:
     """Closed-loop steady state of ``config.replicas`` unified instances (see module docstring)."""
@@ -400,6 +412,8 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     s, lam, ttft_min = state(n)
     ttft = np.maximum((c - n) / lam, ttft_min)
     sigma_ttft = _ttft_sigma(np.interp(n, grid, sig_m), _front_end(request_s, lam, c), ttft, cost.framework.sigma)
+    sigma_ttft = np.where(kv_overflows(config, cap, P, O, c), np.maximum(sigma_ttft, KV_OVERFLOW_TTFT_SIGMA),
+                          sigma_ttft)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
     waves = np.minimum(c, n_max + 1)
@@ -503,6 +517,8 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     lam = np.minimum(lam, capacity * 0.999)
     ttft = np.maximum((c_all - N) / lam, ttft_min)
     sigma_ttft = _ttft_sigma(sig_p, _front_end(request_s, lam / fronts, c_all / fronts), ttft, pc.framework.sigma)
+    sigma_ttft = np.where(kv_overflows(config, cap, P, O, c_all / reps), np.maximum(sigma_ttft, KV_OVERFLOW_TTFT_SIGMA),
+                          sigma_ttft)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
     burst = _wave_steps(c_all, d.prefill.replicas * per) * t_batch + handover
