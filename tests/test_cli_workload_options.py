@@ -66,3 +66,18 @@ def test_simulate_names_its_power_basis_and_how_to_get_a_report(tmp_path, capsys
           "--no-disagg", "--runs", str(tmp_path / "runs")])
     err = " ".join(capsys.readouterr().err.split())
     assert "power: rated, chip boundary" in err and "report: scoville report " in err
+
+
+def test_simulate_shows_each_points_ttft_band_wide_where_its_users_overflow_the_kv_cache(tmp_path, capsys):
+    """Where the users' whole lengths overflow an on-demand KV cache the estimator's TTFT is uncertain
+    (``steady.KV_OVERFLOW_TTFT_SIGMA``): each point's TTFT band is recorded and printed, wide there."""
+    from scoville.cli.simulate_cmd import _band
+    from scoville.results.store import read_manifest
+
+    main(["simulate", "--hardware", "h100", "--model", "llama-3.1-8b", "--isl", "1024", "--osl", "8192",
+          "--framework", "vllm", "--concurrency", "16,1024", "--no-disagg", "--runs", str(tmp_path / "runs"), "--json"])
+    preds = read_manifest(Path(json.loads(capsys.readouterr().out)["run_dir"])).target.predictions or []
+    ratios = [p["ttft_s_band"][1] / p["ttft_s_band"][0] for p in preds]
+    assert min(ratios) < 8 < 11.9 < max(ratios)      # exp(2 x 1.28 x 0.97) = 12 where the users overflow
+    lo, hi = preds[0]["ttft_s_band"]
+    assert _band(preds[0], "ttft_s", scale=1e3) == f"{lo * 1e3:,.0f}-{hi * 1e3:,.0f}"

@@ -170,13 +170,14 @@ def _summary(run_dir: Path, json_out: bool) -> None:
     preds = manifest.target.predictions or []
     if plan and len({json.dumps(p.config, sort_keys=True) for p in plan}) > 1 or preds:
         table = Table(title="deployment of each point (80% band of the estimate)", header_style="bold")
-        for header in ("point", "deployment", "GPUs", "tok/s/user", "tok/s/GPU"):
+        for header in ("point", "deployment", "GPUs", "tok/s/user", "tok/s/GPU", "TTFT ms"):
             table.add_column(header, no_wrap=True)
         for i, p in enumerate(plan):
             cfg = SimConfig.model_validate(p.config)
             pr = preds[i] if i < len(preds) else None
             table.add_row(str(p.label), escape(cfg.label() + _drafts(cfg)), str(cfg.accelerators),
-                          _band(pr, "interactivity"), _band(pr, "total_throughput_per_accelerator"))
+                          _band(pr, "interactivity"), _band(pr, "total_throughput_per_accelerator"),
+                          _band(pr, "ttft_s", scale=1e3))
         out.print(table)
     console.print(f"power: {manifest_power_basis(manifest)}")
     written = run_dir / "report.html"
@@ -189,9 +190,9 @@ def _drafts(cfg: SimConfig) -> str:
     return f" mtp{cfg.speculative.num_draft_tokens}" if cfg.speculative else ""
 
 
-def _band(prediction: JsonObject | None, key: str) -> str:
-    """A point's 80% band of ``key`` as "low-high" (empty when the point has no prediction)."""
+def _band(prediction: JsonObject | None, key: str, scale: float = 1.0) -> str:
+    """A point's 80% band of ``key`` (times ``scale``) as "low-high" (empty when the point has no prediction)."""
     band = None if prediction is None else prediction.get(key + "_band")
     if not isinstance(band, list):
         return ""
-    return f"{band[0]:,.0f}-{band[1]:,.0f}"
+    return f"{band[0] * scale:,.0f}-{band[1] * scale:,.0f}"
