@@ -81,3 +81,12 @@ def test_simulate_shows_each_points_ttft_band_wide_where_its_users_overflow_the_
     assert min(ratios) < 8 < 11.9 < max(ratios)      # exp(2 x 1.28 x 0.97) = 12 where the users overflow
     lo, hi = preds[0]["ttft_s_band"]
     assert _band(preds[0], "ttft_s", scale=1e3) == f"{lo * 1e3:,.0f}-{hi * 1e3:,.0f}"
+
+
+@pytest.mark.parametrize("framework, told", [("vllm", True), ("trtllm", False)])
+def test_simulate_names_the_points_whose_users_overflow_a_preempting_cache_and_how_to_replay_them(
+        tmp_path, capsys, framework, told):
+    main(["simulate", "--hardware", "h100", "--model", "llama-3.1-8b", "--isl", "1024", "--osl", "8192",
+          "--framework", framework, "--concurrency", "16,1024", "--no-disagg", "--runs", str(tmp_path / "runs")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert (" on tp1 x1: the users overflow the KV cache" in err and "--fidelity des" in err) == told

@@ -179,11 +179,23 @@ def _summary(run_dir: Path, json_out: bool) -> None:
                           _band(pr, "interactivity"), _band(pr, "total_throughput_per_accelerator"),
                           _band(pr, "ttft_s", scale=1e3))
         out.print(table)
+        overflowing = [f"{p.label} on {_instance(SimConfig.model_validate(p.config))}"
+                       for p, pr in zip(plan, preds, strict=False) if pr.get("kv_overflow")]
+        if overflowing and fidelity == "analytic":
+            console.print(f"{', '.join(overflowing)}: the users overflow the KV cache, where vLLM and SGLang preempt "
+                          "and the estimate's TTFT is least sure; --fidelity des replays such points request by "
+                          "request (bench/bench_kv_overflow.py)", soft_wrap=True)
     console.print(f"power: {manifest_power_basis(manifest)}")
     written = run_dir / "report.html"
     console.print(f"report: {escape(str(written))}" if written.exists()
                   else f"report: scoville report {escape(str(run_dir))} (or simulate --report)", soft_wrap=True)
     print(run_dir)
+
+
+def _instance(cfg: SimConfig) -> str:
+    """The layout and replica count of a deployment's label ("tp2 x1", "P tp4x2 : D tp8x1"), without its limits."""
+    label = cfg.label()
+    return label if cfg.disaggregation is not None else " ".join(label.split()[:2])
 
 
 def _drafts(cfg: SimConfig) -> str:

@@ -44,7 +44,7 @@ def prediction(p: FrontierPoint) -> dict[str, Any]:
         "sigma": p.sigma, "sigma_ttft": p.sigma_ttft,
         "interactivity_band": band(p.interactivity, p.sigma),
         "total_throughput_per_accelerator_band": band(p.total_tput_per_accelerator, p.sigma),
-        "ttft_s_band": band(p.ttft, p.sigma_ttft),
+        "ttft_s_band": band(p.ttft, p.sigma_ttft), "kv_overflow": p.kv_overflow,
     }
 
 

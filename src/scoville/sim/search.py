@@ -101,6 +101,7 @@ class FrontierPoint:
     request_rate: float               # completed requests/s of the deployment
     sigma: float                      # log-space uncertainty of TPOT and throughput
     sigma_ttft: float
+    kv_overflow: bool = False         # its users overflow an on-demand KV cache: the engine replays it better
 
 
 @dataclass
@@ -392,7 +393,8 @@ def _envelope(curves: list[_Curve], points: int) -> list[FrontierPoint]:
                                  output_tput_per_accelerator=float(e.output_tput_per_accelerator[j]),
                                  ttft=float(e.ttft[j]), tpot=float(e.tpot[j]), e2e=float(e.e2e[j]),
                                  request_rate=float(e.request_rate[j]),
-                                 sigma=float(e.sigma[j]), sigma_ttft=float(e.sigma_ttft[j])))
+                                 sigma=float(e.sigma[j]), sigma_ttft=float(e.sigma_ttft[j]),
+                                 kv_overflow=bool(e.kv_overflow[j])))
     out.sort(key=lambda p: -p.interactivity)
     return out
 

@@ -101,6 +101,7 @@ class SteadyEstimate:
     decoding: np.ndarray             # users decoding (whole deployment)
     sigma: np.ndarray                # log-space uncertainty of tpot (and of throughput)
     sigma_ttft: np.ndarray
+    kv_overflow: np.ndarray          # users overflow an on-demand KV cache at their whole lengths (``kv_overflows``)
     accelerators: int
     isl: float
     osl: float
@@ -412,8 +413,8 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     s, lam, ttft_min = state(n)
     ttft = np.maximum((c - n) / lam, ttft_min)
     sigma_ttft = _ttft_sigma(np.interp(n, grid, sig_m), _front_end(request_s, lam, c), ttft, cost.framework.sigma)
-    sigma_ttft = np.where(kv_overflows(config, cap, P, O, c), np.maximum(sigma_ttft, KV_OVERFLOW_TTFT_SIGMA),
-                          sigma_ttft)
+    overflow = kv_overflows(config, cap, P, O, c)
+    sigma_ttft = np.where(overflow, np.maximum(sigma_ttft, KV_OVERFLOW_TTFT_SIGMA), sigma_ttft)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
     waves = np.minimum(c, n_max + 1)
@@ -424,7 +425,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     e2e = ttft + (O - 1.0) * tpot
     sigma = np.interp(n, grid, sig_d)
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
-                          decoding=n * config.replicas, sigma=sigma, sigma_ttft=sigma_ttft,
+                          decoding=n * config.replicas, sigma=sigma, sigma_ttft=sigma_ttft, kv_overflow=overflow,
                           accelerators=config.accelerators, isl=P, osl=float(osl))
 
 
@@ -517,8 +518,8 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     lam = np.minimum(lam, capacity * 0.999)
     ttft = np.maximum((c_all - N) / lam, ttft_min)
     sigma_ttft = _ttft_sigma(sig_p, _front_end(request_s, lam / fronts, c_all / fronts), ttft, pc.framework.sigma)
-    sigma_ttft = np.where(kv_overflows(config, cap, P, O, c_all / reps), np.maximum(sigma_ttft, KV_OVERFLOW_TTFT_SIGMA),
-                          sigma_ttft)
+    overflow = kv_overflows(config, cap, P, O, c_all / reps)
+    sigma_ttft = np.where(overflow, np.maximum(sigma_ttft, KV_OVERFLOW_TTFT_SIGMA), sigma_ttft)
     tpot = s / AL
     e2e_ss = ttft + (O - 1.0) * tpot
     burst = _wave_steps(c_all, d.prefill.replicas * per) * t_batch + handover
@@ -528,7 +529,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     e2e = ttft + (O - 1.0) * tpot
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
                           decoding=N, sigma=np.interp(N / reps, grid, sig_d),
-                          sigma_ttft=sigma_ttft, accelerators=config.accelerators,
+                          sigma_ttft=sigma_ttft, kv_overflow=overflow, accelerators=config.accelerators,
                           isl=P, osl=float(osl))
 
 
