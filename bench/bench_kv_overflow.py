@@ -10,7 +10,7 @@ measured runs follow: each aggregated row of ``silicon_sample.csv`` (the validat
 whose concurrency times its whole length exceeds the deployment's KV capacity, on its own deployment and recipe
 settings as view 1 pins it, replayed as InferenceX ran it (10 × C requests from a cold start).
 
-    python bench/bench_kv_overflow.py        # ~1 minute on 2 cores
+    python bench/bench_kv_overflow.py        # ~85 s on 2 cores
 """
 
 from __future__ import annotations
