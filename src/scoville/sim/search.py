@@ -101,7 +101,7 @@ class FrontierPoint:
     request_rate: float               # completed requests/s of the deployment
     sigma: float                      # log-space uncertainty of TPOT and throughput
     sigma_ttft: float
-    kv_overflow: bool = False         # its users overflow an on-demand KV cache: the engine replays it better
+    kv_overflow: bool                 # its users overflow an on-demand KV cache: the engine replays it better
 
 
 @dataclass
