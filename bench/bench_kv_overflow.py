@@ -26,8 +26,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sim_validation import _lengths, _precision, inferencex_recipe, served_layout  # noqa: E402
-from validation_data import SiliconRow, load_silicon  # noqa: E402
-
 from scoville.errors import UserError  # noqa: E402
 from scoville.load import LoadPoint  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
@@ -36,6 +34,7 @@ from scoville.sim.engine import step_cost  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import resolve_kv_dtype  # noqa: E402
 from scoville.workload.synthetic import scenario  # noqa: E402
+from validation_data import SiliconRow, load_silicon  # noqa: E402
 
 TOL = 0.35
 
