@@ -69,6 +69,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scoville.catalog.hardware import load_hardware  # noqa: E402
+from scoville.catalog.models import load_model  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SpeculativeConfig  # noqa: E402
@@ -98,6 +99,7 @@ class Cmp:
     # a frontier point read off the predicted frontier interpolated between its points (views 2, 2b and 2c)
     interpolated: float | None = None
     row: str | None = None      # the silicon row it compares (views 1 and 1s: pairs plain and speculative runs)
+    scope: tuple[str, str, str] | None = None   # model, system, framework of a pinned run (track_record_ledger)
 
     @property
     def err(self) -> float:
@@ -185,6 +187,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None, speculative: boo
             skipped += len(rs)
             continue
         name = f"{_short(model)} {hw} {fw} {prec or 'native'}" + (f" mtp{recipe.mtp_depth}" if speculative else "")
+        scope = (load_model(model).name, hw, fw)
         # the recipe's admission delays (SGLang's poll interval, TensorRT-LLM's batch waiting and attention-DP
         # balance) taken out (view 1e)
         undelayed = estimate(cfg.model_copy(update={"batch_wait": None, "scheduler_recv_interval": 1,
@@ -192,9 +195,10 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None, speculative: boo
                              users, osl_spread=spread).ttft if recipe.delays else None
         for i, r in enumerate(rs):
             tpot, ttft, tput = est.tpot[i] * 1e3, est.ttft[i] * 1e3, float(est.total_tput_per_accelerator[i])
-            out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[i]), row=r.id))
-            out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[i])))
-            out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[i])))
+            out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[i]), row=r.id,
+                                   scope=scope))
+            out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[i]), scope=scope))
+            out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[i]), scope=scope))
             if r.concurrency <= LIGHT_LOAD:
                 light.append(LightTtft(fw, name, (tp, dp, ep, r.concurrency, r.osl), r.isl, r.split, r.ttft_ms, ttft))
             if undelayed is not None:
@@ -685,9 +689,10 @@ def pinned_disaggregated(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], 
         name = f"{_short(r.model)} {r.hardware} {r.framework} {r.precision or 'native'} disagg" + \
             (f" {r.isl}/{r.osl} {SEED_TAG}" if seed else "")
         tpot, ttft, tput = est.tpot[0] * 1e3, est.ttft[0] * 1e3, float(est.total_tput_per_accelerator[0])
-        out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[0])))
-        out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[0])))
-        out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[0])))
+        scope = (load_model(r.model).name, r.hardware, r.framework)
+        out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[0]), scope=scope))
+        out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[0]), scope=scope))
+        out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[0]), scope=scope))
     return out, open_depth
 
 
@@ -837,9 +842,11 @@ def pinned_public() -> dict[str, list[Cmp]]:
         except (UserError, ValueError):
             continue
         name = f"{_short(model)} {p['hardware']} {fw} {p.get('precision')} {p['isl']}/{p['osl']}"
-        out["tpot"].append(Cmp(name, "public", p["tpot_ms"], est.tpot[0] * 1e3))
+        scope = (load_model(model).name, p["hardware"], fw)
+        out["tpot"].append(Cmp(name, "public", p["tpot_ms"], est.tpot[0] * 1e3, scope=scope))
         if p.get("tput_per_gpu_total"):
-            out["tput"].append(Cmp(name, "public", p["tput_per_gpu_total"], float(est.total_tput_per_accelerator[0])))
+            out["tput"].append(Cmp(name, "public", p["tput_per_gpu_total"], float(est.total_tput_per_accelerator[0]),
+                                   scope=scope))
     return out
 
 

@@ -1,0 +1,67 @@
+"""The simulator's track record: which scope a prediction quotes, that the shipped file is what the validation set
+gives today, and that `scoville simulate` says it."""
+
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import pytest
+
+from scoville.catalog.hardware import load_hardware
+from scoville.cli import main
+from scoville.sim.track_record import MIN_RUNS, MetricRecord, ScopeRecord, TrackRecord, load_track_record
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _record(model, hardware, framework, runs, pricing=None, within=0.9):
+    metric = MetricRecord(runs=runs, within=within, in_band=0.8)
+    return ScopeRecord(model=model, hardware=hardware, framework=framework, pricing=pricing,
+                       covers=(hardware or "mi325x",), tpot=metric, ttft=None, tput=metric)
+
+
+def _book(*records):
+    return TrackRecord(tolerance=0.35, regenerate="-", basis="-", aiconfigurator_core="-", records=records)
+
+
+def test_a_prediction_quotes_the_most_specific_scope_that_holds_enough_runs():
+    h200 = load_hardware("h200")
+    book = _book(_record("deepseek-r1", "h200", "sglang", MIN_RUNS, within=0.5),
+                 _record("gpt-oss-120b", "h200", "sglang", MIN_RUNS - 1),
+                 _record(None, "h200", "sglang", 40, within=0.7),
+                 _record(None, "h200", None, 90, within=0.8))
+    assert book.closest("deepseek-r1", h200, "sglang").tpot.within == 0.5
+    assert book.closest("gpt-oss-120b", h200, "sglang").tpot.within == 0.7     # too few runs of its own
+    assert book.closest("kimi-k2.5", h200, "trtllm").tpot.within == 0.8        # the system under any framework
+
+
+def test_a_system_priced_from_its_datasheet_falls_back_to_every_such_system_and_a_measured_one_to_nothing():
+    book = _book(_record(None, None, None, 23, pricing="datasheet", within=0.4))
+    assert book.closest("deepseek-r1", load_hardware("jalapeno"), "trtllm").scope().startswith(
+        "systems priced from their datasheets")
+    assert book.closest("deepseek-r1", load_hardware("b200"), "trtllm") is None   # nothing has checked it
+
+
+def test_the_shipped_track_record_is_what_the_validation_set_gives_today():
+    try:
+        installed = version("aiconfigurator-core")
+    except PackageNotFoundError:
+        pytest.skip("the validation set is aiconfigurator-core's silicon_sample.csv (scoville[silicon])")
+    shipped = load_track_record()
+    if installed != shipped.aiconfigurator_core:
+        pytest.skip(f"the track record was priced on aiconfigurator-core {shipped.aiconfigurator_core}, "
+                    f"{installed} is installed: run {shipped.regenerate}")
+    sys.path.insert(0, str(BENCH))
+    try:
+        from track_record_ledger import ledger
+    finally:
+        sys.path.remove(str(BENCH))
+    assert ledger() == shipped, f"the simulator moved since the track record was written: run {shipped.regenerate}"
+
+
+def test_simulate_prints_the_track_record_of_its_scope(tmp_path, capsys):
+    main(["simulate", "--hardware", "jalapeno", "--model", "llama-3.1-8b", "--scenario", "1k1k",
+          "--concurrency", "4", "--no-disagg", "--runs", str(tmp_path / "runs")])
+    err = " ".join(capsys.readouterr().err.split())
+    record = load_track_record().closest("llama-3.1-8b", load_hardware("jalapeno"), "vllm")
+    assert f"track record of {record.scope()}, on measured runs none was fitted to: TPOT within 35% on" in err
