@@ -1,6 +1,7 @@
 """The simulator's track record: which scope a prediction quotes, that the shipped file is what the validation set
 gives today, and that `scoville simulate` says it."""
 
+import html
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -9,7 +10,15 @@ import pytest
 
 from scoville.catalog.hardware import load_hardware
 from scoville.cli import main
-from scoville.sim.track_record import MIN_RUNS, MetricRecord, ScopeRecord, TrackRecord, load_track_record
+from scoville.results.store import read_manifest
+from scoville.sim.track_record import (
+    MIN_RUNS,
+    MetricRecord,
+    ScopeRecord,
+    TrackRecord,
+    load_track_record,
+    quote,
+)
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -59,9 +68,18 @@ def test_the_shipped_track_record_is_what_the_validation_set_gives_today():
     assert ledger() == shipped, f"the simulator moved since the track record was written: run {shipped.regenerate}"
 
 
-def test_simulate_prints_the_track_record_of_its_scope(tmp_path, capsys):
+def test_simulate_prints_the_track_record_of_its_scope_and_its_run_and_report_keep_it(tmp_path, capsys):
     main(["simulate", "--hardware", "jalapeno", "--model", "llama-3.1-8b", "--scenario", "1k1k",
-          "--concurrency", "4", "--no-disagg", "--runs", str(tmp_path / "runs")])
-    err = " ".join(capsys.readouterr().err.split())
-    record = load_track_record().closest("llama-3.1-8b", load_hardware("jalapeno"), "vllm")
-    assert f"track record of {record.scope()}, on measured runs none was fitted to: TPOT within 35% on" in err
+          "--concurrency", "4", "--no-disagg", "--report", "--runs", str(tmp_path / "runs")])
+    captured = capsys.readouterr()
+    said = quote("llama-3.1-8b", load_hardware("jalapeno"), "vllm")
+    assert said.startswith("track record of systems priced from their datasheets")
+    assert said in " ".join(captured.err.split())
+    run_dir = Path(captured.out.strip().splitlines()[-1])
+    assert read_manifest(run_dir).target.track_record == said
+    assert html.escape(said, quote=False) in (run_dir / "report.html").read_text()
+
+
+def test_a_system_no_run_has_checked_says_so():
+    assert quote("llama-3.1-8b", load_hardware("epyc-zen4-2vcpu"), "vllm").startswith(
+        "track record: no measured runs of epyc-zen4-2vcpu")

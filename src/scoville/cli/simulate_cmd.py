@@ -185,29 +185,13 @@ def _summary(run_dir: Path, json_out: bool) -> None:
             console.print(f"{', '.join(overflowing)}: the users overflow the KV cache, where vLLM and SGLang preempt "
                           "and the estimate's TTFT is least sure; --fidelity des replays such points request by "
                           "request (bench/bench_kv_overflow.py)", soft_wrap=True)
-    if plan:
-        console.print(_track_record(SimConfig.model_validate(plan[0].config)), soft_wrap=True)
+    if manifest.target.track_record:
+        console.print(escape(manifest.target.track_record), soft_wrap=True)
     console.print(f"power: {manifest_power_basis(manifest)}")
     written = run_dir / "report.html"
     console.print(f"report: {escape(str(written))}" if written.exists()
                   else f"report: scoville report {escape(str(run_dir))} (or simulate --report)", soft_wrap=True)
     print(run_dir)
-
-
-def _track_record(cfg: SimConfig) -> str:
-    """How often such predictions were right before: the closest scope of the shipped track record."""
-    from scoville.catalog.hardware import load_hardware
-    from scoville.catalog.models import load_model
-    from scoville.sim.track_record import load_track_record
-
-    hw = load_hardware(cfg.hardware)
-    book = load_track_record()
-    record = book.closest(load_model(cfg.model).name, hw, cfg.framework)
-    if record is None:
-        return (f"track record: no measured runs of {escape(hw.name)} to check these predictions against "
-                f"(scoville calibrate fits a profile to your own)")
-    return f"track record of {escape(record.scope())}, on measured runs none was fitted to: " + record.summary(
-        book.tolerance)
 
 
 def _instance(cfg: SimConfig) -> str:

@@ -271,6 +271,7 @@ def _facts(manifest: Manifest) -> list[tuple[str, str]]:
         ("load plan", load),
         ("metrics mode (compat)", js(manifest.compat)),
         ("SLO", js(manifest.slo or None)),
+        *([("simulator's track record", manifest.target.track_record)] if manifest.target.track_record else []),
         ("target", js(manifest.target)),
         ("scoville version", js(manifest.scoville_version)),
     ]

@@ -69,6 +69,7 @@ class Target(msgspec.Struct, kw_only=True, omit_defaults=True):
     cost_model: JsonObject | None = None          # per-operator provenance of the step costs (sim.cost)
     search: JsonObject | None = None              # the configuration search's summary (sim.search)
     predictions: list[JsonObject] | None = None   # each point's steady-state estimate and band (sim.analytic)
+    track_record: str | None = None               # how often such predictions were right (sim.track_record)
 
 
 class System(msgspec.Struct, kw_only=True):

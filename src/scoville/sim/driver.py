@@ -26,6 +26,7 @@ from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.engine import step_cost
 from scoville.sim.fanout import simulate_points
 from scoville.sim.point import POINT_GAP_S, simulate_point
+from scoville.sim.track_record import quote
 
 if TYPE_CHECKING:
     from scoville.executor.base import Executor
@@ -139,7 +140,8 @@ def simulated_manifest(config: SimConfig, workload: Any, points: list[LoadPoint]
         source="simulated",
         target={"simulator": config.model_dump(), "fidelity": fidelity,
                 "cost_model": step_cost(config, decode_par).describe(),
-                **({"search": search} if search else {}), **({"predictions": predictions} if predictions else {})},
+                **({"search": search} if search else {}), **({"predictions": predictions} if predictions else {}),
+                "track_record": quote(arch.name, load_hardware(config.hardware), config.framework)},
         system=system,
         model={"name": arch.name, "precision": config.precision or getattr(arch, "default_precision", None)},
         serving={"framework": f"scoville.sim ({config.framework})",

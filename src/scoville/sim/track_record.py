@@ -102,3 +102,15 @@ def track_record_path() -> Path:
 def load_track_record() -> TrackRecord:
     """The shipped track record (``bench/track_record_ledger.py`` writes it)."""
     return msgspec.json.decode(track_record_path().read_bytes(), type=TrackRecord)
+
+
+def quote(model: str, hw: Hardware, framework: str) -> str:
+    """The sentence ``simulate`` prints and a simulated run's manifest keeps (``target.track_record``): the record
+    of the closest scope of ``model`` (its architecture's name) on ``hw`` under ``framework``, or that no measured
+    run has checked that system."""
+    book = load_track_record()
+    record = book.closest(model, hw, framework)
+    if record is None:
+        return (f"track record: no measured runs of {hw.name} to check these predictions against (scoville "
+                "calibrate fits a profile to your own)")
+    return f"track record of {record.scope()}, on measured runs none was fitted to: {record.summary(book.tolerance)}"
