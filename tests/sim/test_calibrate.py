@@ -34,7 +34,6 @@ from scoville.sim.calibrate import (
 from scoville.sim.config import SimConfig
 from scoville.sim.driver import simulate_run
 from scoville.sim.engine import step_cost
-from scoville.sim.frameworks import load_framework
 from scoville.sim.measured import CalibrationError, frontend_s, read_run
 from scoville.sim.profile import SCHEMA_VERSION, Profile, ProfileError, load_profile
 from scoville.workload.synthetic import SyntheticWorkload
@@ -42,6 +41,8 @@ from scoville.workload.synthetic import SyntheticWorkload
 HW = "xeon-icx-2vcpu"
 SERVING = dict(max_num_seqs=64, max_num_batched_tokens=1024, kv_capacity_tokens=200_000)
 TRUTH = dict(kernel_factor=2.5, step_overhead_us=8000.0, seq_overhead_us=900.0, request_overhead_ms=30.0)
+# the fit's parameters at TRUTH: prompt tokens' kernels run at the same factor (the profile's prefill ratio of 1)
+FITTED_TRUTH = {**TRUTH, "prefill_kernel_factor": TRUTH["kernel_factor"]}
 TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 704,
         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
         "vocab_size": 8000, "max_position_embeddings": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
@@ -94,8 +95,12 @@ def test_fit_recovers_known_parameters_and_predicts_held_out_points(world: dict)
     a, b = world["a"].name, world["b"].name
     prof, rep = calibrate([world["a"], world["b"]], HW, model=world["model"], config=world["base"],
                           fit_points=[f"{a}:c=1", f"{a}:c=8", f"{b}:c=4"])
+    # each parameter within 15 % of the truth, or within two of the spreads the fit reports where the points see it
+    # less (per-sequence host time against the decode kernels' per-sequence attention: ±27 % here)
     for k in PARAMS:
-        assert math.isclose(rep.fitted[k], TRUTH[k], rel_tol=0.15), (k, rep.fitted[k], TRUTH[k])
+        miss = abs(math.log(rep.fitted[k] / FITTED_TRUTH[k]))
+        assert miss <= max(math.log(1.15), 2 * rep.fit.spread[k]), (k, rep.fitted[k], FITTED_TRUTH[k],
+                                                                      rep.fit.spread[k])
     assert rep.max_abs_error("before", "held-out") > 0.5          # the priors are far off on this CPU ...
     assert rep.max_abs_error("after", "held-out") < 0.05          # ... the calibrated profile is not
     assert rep.max_abs_error("after", "fit") < 0.03
@@ -267,7 +272,7 @@ def test_a_kernel_factor_far_from_the_tables_is_named(world: dict, tmp_path: Pat
 
 @pytest.mark.slow   # a full fit
 def test_profile_round_trip_and_its_framework_costs(tmp_path: Path, world: dict):
-    prof, _ = calibrate([world["b"]], HW, model=world["model"], config=world["base"], max_evals=60)
+    prof, rep = calibrate([world["b"]], HW, model=world["model"], config=world["base"], max_evals=60)
     path = prof.write(tmp_path / "sub" / "p.yaml")
     back = load_profile(path)
     assert back == prof
@@ -275,7 +280,9 @@ def test_profile_round_trip_and_its_framework_costs(tmp_path: Path, world: dict)
     assert (costs.step_overhead_us, costs.seq_overhead_us, costs.request_overhead_ms, costs.sigma) == (
         prof.step_overhead_us, prof.seq_overhead_us, prof.request_overhead_ms, prof.sigma)
     assert costs.kernel_scale == 1.0 and costs.name == "vllm" and world["b"].name in costs.source
-    assert costs.prefill_kernel_ratio == prof.prefill_kernel_ratio == load_framework("vllm").prefill_kernel_ratio
+    # the fitted prompt kernels' factor rides as its ratio to the decode one, the form the cost model takes
+    assert costs.prefill_kernel_ratio == prof.prefill_kernel_ratio == pytest.approx(
+        rep.fitted["prefill_kernel_factor"] / rep.fitted["kernel_factor"])
     assert back.deployment["max_num_batched_tokens"] == SERVING["max_num_batched_tokens"]
     assert back.deployment["async_scheduling"] is False   # the scheduling the fit assumed: vLLM on a CPU entry
     assert all(p.role == "fit" for p in back.points)          # no --fit-points: every point is fitted

@@ -51,8 +51,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sql": ("runs_cmd", "Plain SQL over the catalog (read-only): tables runs, points, requests, power."),
     "recompute": ("runs_cmd", "Rebuild every metric of a run from its raw request and power records, or "
                               "re-derive them under another tool's conventions (docs/conventions.md)."),
-    "calibrate": ("calibrate_cmd", "Fit kernel_factor and the serving stack's host costs on measured runs; write a "
-                                   "versioned profile."),
+    "calibrate": ("calibrate_cmd", "Fit the kernel factors and the serving stack's host costs on measured runs; "
+                                   "write a versioned profile."),
 }
 
 

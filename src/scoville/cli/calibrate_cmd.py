@@ -17,13 +17,14 @@ from rich.table import Table
 
 from scoville.errors import UserError
 from scoville.results.catalog import resolve_run
-from scoville.sim.calibrate import PARAMS, CalibrationReport, calibrate
+from scoville.sim.calibrate import PARAMS, RATIO_PRIOR_SD, CalibrationReport, calibrate
 from scoville.sim.measured import METRICS
 from scoville.sim.profile import Profile
 
 console = Console()
 err_console = Console(stderr=True)
-UNITS = {"kernel_factor": "×", "step_overhead_us": "µs", "seq_overhead_us": "µs", "request_overhead_ms": "ms"}
+UNITS = {"kernel_factor": "×", "prefill_kernel_factor": "×", "step_overhead_us": "µs", "seq_overhead_us": "µs",
+         "request_overhead_ms": "ms"}
 
 
 def parse_labels(text: str | None) -> list[str] | None:
@@ -72,10 +73,19 @@ def parameters_table(report: CalibrationReport) -> Table:
     for k in PARAMS:
         sd = report.fit.spread.get(k)
         spread = "–" if sd is None else ("> ×10" if sd > 2.3 else f"±{sd:.0%}")
-        width = report.fit.kernel_prior_sd if k == "kernel_factor" else 0.0
-        prior = f"{report.prior[k]:,.4g} {UNITS[k]}" + (f" ±{width:.0%}" if width else "")
+        prior = f"{report.prior[k]:,.4g} {UNITS[k]}" + _prior_width(k, report)
         table.add_row(k, prior, f"{report.fitted[k]:,.4g} {UNITS[k]}", spread)
     return table
+
+
+def _prior_width(param: str, report: CalibrationReport) -> str:
+    """How wide a parameter's prior is, where it has a real one: the decode kernel factor's as the kernel data
+    are unsure, the prefill one's on its ratio to the decode one (``calibrate.prior_rows``)."""
+    if param == "kernel_factor":
+        return f" ±{report.fit.kernel_prior_sd:.0%}"
+    if param == "prefill_kernel_factor":
+        return f" (÷ kernel_factor ±{RATIO_PRIOR_SD:.0%})"
+    return ""
 
 
 def summary_lines(report: CalibrationReport, profile: Profile) -> list[str]:
@@ -112,7 +122,8 @@ def register(app: typer.Typer) -> None:
         max_evals: Annotated[int, typer.Option("--max-evals", min=20, help="Most simulations the fit may run.")] = 400,
         runs: Annotated[Path, typer.Option("--runs", help="Folder holding run directories.")] = Path("runs"),
     ) -> None:
-        """Fit kernel_factor and the serving stack's host costs on measured runs; write a versioned profile."""
+        """Fit the kernel factors and the serving stack's host costs on measured runs; write a versioned
+        profile."""
         dirs = [resolve_run(runs, r) for r in run_refs]
         with err_console.status("calibrating…") as status:
             def progress(n: int, best: float) -> None:

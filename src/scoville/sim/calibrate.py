@@ -2,11 +2,16 @@
 
 The simulator's kernel times come from measured tables or the datasheet transfer model; what neither can
 know is how a particular deployment (this framework version, this host, this chip's software stack) runs
-around and between those kernels. Those are four numbers, and only four, because each has a distinct
+around and between those kernels. Those are five numbers, and only five, because each has a distinct
 signature in what a benchmark measures:
 
-* ``kernel_factor`` multiplies every kernel's time: it moves compute-bound prefill (TTFT) and the kernel
-  part of every decode step (TPOT) together;
+* ``kernel_factor`` multiplies the kernels' time of decoding tokens: the kernel part of every decode step (TPOT);
+* ``prefill_kernel_factor`` multiplies the kernels' time of prompt tokens: compute-bound prefill (TTFT). A server
+  runs the two through different paths (on a GPU a decode step replays a CUDA graph and a prompt runs eagerly; on
+  vLLM's CPU backend the two attention kernels differ), and one factor for both cannot serve them: a real vLLM on
+  a Xeon slice (2026-12-07) ran its decode steps at 1.33x the kernel tables and its prompts at ~1.5x, so a fit with
+  one factor missed TTFT at every load by 8-16 % while matching TPOT within 6 %. A mixed step weighs the two by
+  its tokens, as the cost model does (``FrameworkCosts.prefill_kernel_ratio`` is their ratio);
 * ``step_overhead_us`` is host time per forward step: it sets TPOT at concurrency 1 and is diluted by
   nothing;
 * ``seq_overhead_us`` is host time per sequence in a step (sampling, output processing): it sets how TPOT
@@ -26,15 +31,17 @@ the client used), so burst-synchronised prefills and drain are reproduced rather
 
 Log-normal priors around the uncalibrated values complete the fit. The host costs' is a decade wide and
 weighs next to nothing: it only keeps a parameter the points cannot see (``seq_overhead_us`` from
-concurrency-1 points only) where it was. ``kernel_factor``'s is as wide as the kernel data are unsure
+concurrency-1 points only) where it was. The decode kernel factor's is as wide as the kernel data are unsure
 (:func:`kernel_prior_sd`): a few percent where the kernels were timed on the machine itself, tens of percent
-where they come from a datasheet. Two load points of one workload cannot tell a slower kernel from a longer
-request delay (both only lengthen TTFT at one prompt length), and a fit free to choose traded one for the
-other on a real vLLM (kernel_factor 0.58, 122 ms a request), which then missed another prompt length by 38 %;
-the kernel tables already know which it is.
+where they come from a datasheet; the prefill factor's is as wide, on its ratio to the decode one, around the
+framework's ``prefill_kernel_ratio`` (the whole-module tables' prefill over decode): both phases run kernels of
+one table, so a miss the data cannot place moves them together. Two load points of one
+workload cannot tell a slower kernel from a longer request delay (both only lengthen TTFT at one prompt length),
+and a fit free to choose traded one for the other on a real vLLM (kernel_factor 0.58, 122 ms a request), which
+then missed another prompt length by 38 %; the kernel tables already know which it is.
 
 The search (no SciPy: it is only in the ``silicon`` extra) uses the cost model's structure: every predicted
-time is close to a sum of the four parameters' contributions, so simulating each parameter alone and solving a
+time is close to a sum of the five parameters' contributions, so simulating each parameter alone and solving a
 non-negative least-squares problem gives a start near the answer even when a prior is off by 100×; Gauss–Newton
 refines it from the best few starts, and a short bounded Nelder–Mead in log space polishes across the small
 steps the engine's batch schedule makes. Each evaluation replays only the fit points. The report carries each
@@ -45,8 +52,9 @@ The measured points come from ``scoville.sim.measured`` (``read_run``); the resu
 (``scoville.sim.profile``, YAML): the fitted values, the residual spread of the fit (``sigma``, the profile's
 uncertainty), which points it was fitted on, and the error of every point before and after, fit points and
 held-out points marked. ``scoville.sim.engine`` reads it through ``profile.load_profile`` wherever a
-``SimConfig.profile`` is set: ``Profile.framework_costs`` replaces the framework's priors and
-``Profile.kernel_factor`` multiplies kernel times.
+``SimConfig.profile`` is set: ``Profile.framework_costs`` replaces the framework's priors (its
+``prefill_kernel_ratio`` the fitted ``prefill_kernel_factor / kernel_factor``) and ``Profile.kernel_factor``
+multiplies kernel times.
 """
 
 from __future__ import annotations
@@ -77,22 +85,29 @@ from scoville.sim.measured import (
 )
 from scoville.sim.profile import SCHEMA_VERSION, FitInfo, FitPoint, PointError, Profile
 
-PARAMS = ("kernel_factor", "step_overhead_us", "seq_overhead_us", "request_overhead_ms")
-# Physical bounds of each parameter. kernel_factor's match FrameworkCosts.kernel_scale's (the fit passes its
+PARAMS = ("kernel_factor", "prefill_kernel_factor", "step_overhead_us", "seq_overhead_us", "request_overhead_ms")
+KERNEL_PARAMS = ("kernel_factor", "prefill_kernel_factor")   # the two with a kernel-data prior (kernel_prior_sd)
+# Physical bounds of each parameter. The kernel factors' match FrameworkCosts.kernel_scale's (the fit passes its
 # trial values through it); host costs run from negligible to one second per step / ten seconds per request.
 BOUNDS: dict[str, tuple[float, float]] = {
     "kernel_factor": (0.05, 20.0),
+    "prefill_kernel_factor": (0.05, 20.0),
     "step_overhead_us": (0.1, 1e6),
     "seq_overhead_us": (0.01, 1e5),
     "request_overhead_ms": (0.01, 1e4),
 }
+RATIO_BOUNDS = (0.05, 20.0)   # prefill_kernel_factor / kernel_factor (FrameworkCosts.prefill_kernel_ratio's range)
+# How far a server's prompt kernels may run from its decode kernels relative to the tables' ratio, in log space:
+# aiconfigurator-core's whole-MLA-module tables put TensorRT-LLM's prefill cells at 0.95-1.25 and its decode
+# cells at 0.78-1.05 of the kernel sum (10th-90th percentiles, docs/simulator.md), about 0.1 each in log
+RATIO_PRIOR_SD = 0.15
 PRIOR_SD = math.log(10.0)     # the host costs' prior is a decade wide ...
 PRIOR_WEIGHT = 1e-5           # ... and weighs like a 0.3 % error on one metric at a decade away: it only
                               # decides what the points cannot see, never what they can
 POINT_SD = 0.05               # how far a measured point's mean moves between measurements (a 3-pass mean on a
-                              # shared machine: passes minutes apart differ by ~10 %): weighs kernel_factor's
-                              # prior against the points (one sd off the prior costs as much as a 5 % miss)
-PRIOR_PULL_NOTE = 2.0         # a fitted kernel_factor this many prior sds out gets a note: tables of another machine?
+                              # shared machine: passes minutes apart differ by ~10 %): weighs the kernel factors'
+                              # priors against the points (one sd off a prior costs as much as a 5 % miss)
+PRIOR_PULL_NOTE = 2.0         # a fitted kernel factor this many prior sds out gets a note: tables of another machine?
 PRIOR_CONTEXT = 1024          # context tokens a sequence when kernel_prior_sd weighs a decode step's kernels
 MISSING_LOG_ERROR = 5.0       # a point the simulator could not complete counts as a factor-e^5 miss
 SIGMA_FLOOR = 0.02            # a profile never claims better than 2 %: repeated measurements vary that much
@@ -149,8 +164,10 @@ def predict(config: SimConfig, targets: list[Target]) -> list[Figures]:
 
 def trial_costs(prior: FrameworkCosts, values: dict[str, float]) -> FrameworkCosts:
     """The framework costs of one trial; kernel_factor travels as ``kernel_scale`` (the cost model multiplies
-    kernel times by it, and the hardware's own kernel_factor stays as it is)."""
+    kernel times by it, and the hardware's own kernel_factor stays as it is), prefill_kernel_factor as the
+    ``prefill_kernel_ratio`` to it."""
     return msgspec.structs.replace(prior, kernel_scale=values["kernel_factor"],
+                                   prefill_kernel_ratio=values["prefill_kernel_factor"] / values["kernel_factor"],
                                    step_overhead_us=values["step_overhead_us"],
                                    seq_overhead_us=values["seq_overhead_us"],
                                    request_overhead_ms=values["request_overhead_ms"])
@@ -216,8 +233,17 @@ def _to_x(values: dict[str, float]) -> np.ndarray:
     return np.array([math.log(values[k]) for k in PARAMS])
 
 
+def _bounded(raw: dict[str, float]) -> dict[str, float]:
+    """Each parameter inside its BOUNDS, and the prefill factor within the ratio to the decode one that
+    ``FrameworkCosts.prefill_kernel_ratio`` allows (0.05-20): the values a trial really simulates."""
+    out = {k: float(min(max(raw[k], BOUNDS[k][0]), BOUNDS[k][1])) for k in PARAMS}
+    k = out["kernel_factor"]
+    out["prefill_kernel_factor"] = min(max(out["prefill_kernel_factor"], RATIO_BOUNDS[0] * k), RATIO_BOUNDS[1] * k)
+    return out
+
+
 def _from_x(x: np.ndarray) -> dict[str, float]:
-    return {k: float(min(max(math.exp(v), BOUNDS[k][0]), BOUNDS[k][1])) for k, v in zip(PARAMS, x, strict=True)}
+    return _bounded({k: math.exp(v) for k, v in zip(PARAMS, x, strict=True)})
 
 
 _FLOOR = np.array([BOUNDS[k][0] for k in PARAMS])     # the bounds (linear start, Gauss-Newton) ...
@@ -281,7 +307,7 @@ class Objective:
     prior: FrameworkCosts
     targets: list[Target]
     x_prior: np.ndarray
-    prior_weight: np.ndarray       # per parameter: what a unit log deviation from x_prior adds (prior_weights)
+    prior_rows: np.ndarray         # the priors as rows R: they add |R·(x - x_prior)|² to the loss (prior_rows)
     progress: Callable[[int, float], None] | None = None
     evaluations: int = 0
     best: float = math.inf
@@ -301,18 +327,32 @@ class Objective:
         return float(np.sum(self.residuals(x) ** 2))
 
     def __call__(self, x: np.ndarray) -> float:
-        loss = self.data_loss(x) + float(np.sum(self.prior_weight * (x - self.x_prior) ** 2))
+        loss = self.data_loss(x) + float(np.sum((self.prior_rows @ (x - self.x_prior)) ** 2))
         self.best = min(self.best, loss)
         if self.progress is not None:
             self.progress(self.evaluations, self.best)
         return loss
 
 
-def prior_weights(kernel_sd: float) -> np.ndarray:
-    """Per parameter, the objective's weight on a unit log deviation from its prior: kernel_factor's a Gaussian
-    of ``kernel_sd`` measured in the points' noise (POINT_SD), the host costs' the decade-wide whisper."""
-    return np.array([(POINT_SD / kernel_sd) ** 2 if k == "kernel_factor" else PRIOR_WEIGHT / PRIOR_SD ** 2
-                     for k in PARAMS])
+def prior_rows(kernel_sd: float) -> np.ndarray:
+    """The priors as rows of a quadratic form in the log parameters (each row's square adds to the loss), in
+    the points' noise (POINT_SD): the decode kernel factor a Gaussian of ``kernel_sd`` around its prior; the
+    prefill one a Gaussian of RATIO_PRIOR_SD on its *ratio* to the decode one (the two phases run kernels of one
+    table, so an error of the tables moves both, and what the data leave open moves them together: a fit whose
+    decode steps are host-bound still reads its decode kernels off its prompts); each host cost the decade-wide
+    whisper."""
+    rows = []
+    for i, k in enumerate(PARAMS):
+        row = np.zeros(len(PARAMS))
+        if k == "kernel_factor":
+            row[i] = POINT_SD / kernel_sd
+        elif k == "prefill_kernel_factor":
+            row[i] = POINT_SD / RATIO_PRIOR_SD
+            row[PARAMS.index("kernel_factor")] = -POINT_SD / RATIO_PRIOR_SD
+        else:
+            row[i] = math.sqrt(PRIOR_WEIGHT) / PRIOR_SD
+        rows.append(row)
+    return np.array(rows)
 
 
 def kernel_prior_sd(config: SimConfig, targets: list[Target]) -> float:
@@ -340,14 +380,17 @@ def kernel_prior_sd(config: SimConfig, targets: list[Target]) -> float:
 
 
 def prior_values(prior: FrameworkCosts) -> dict[str, float]:
-    """The uncalibrated values: the framework's priors, kernel_scale as the kernel factor."""
+    """The uncalibrated values: the framework's priors, kernel_scale as the kernel factor and kernel_scale ×
+    prefill_kernel_ratio as the prefill one."""
     return {"kernel_factor": prior.kernel_scale,
-            **{k: max(getattr(prior, k), BOUNDS[k][0]) for k in PARAMS if k != "kernel_factor"}}
+            "prefill_kernel_factor": prior.kernel_scale * prior.prefill_kernel_ratio,
+            **{k: max(getattr(prior, k), BOUNDS[k][0]) for k in PARAMS if k not in KERNEL_PARAMS}}
 
 
 # Each parameter's value when it is simulated alone for the linear start (typical magnitudes; the model is
 # close to linear in each, so the exact value matters little).
-UNIT = {"kernel_factor": 1.0, "step_overhead_us": 1000.0, "seq_overhead_us": 100.0, "request_overhead_ms": 10.0}
+UNIT = {"kernel_factor": 1.0, "prefill_kernel_factor": 1.0, "step_overhead_us": 1000.0, "seq_overhead_us": 100.0,
+        "request_overhead_ms": 10.0}
 
 
 def time_like(figures: list[Figures]) -> np.ndarray:
@@ -366,7 +409,7 @@ def linear_weights(targets: list[Target]) -> np.ndarray:
 
 
 def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Non-negative least squares by trying every subset of columns (exact; four columns = 16 solves)."""
+    """Non-negative least squares by trying every subset of columns (exact; five columns = 32 solves)."""
     n = a.shape[1]
     best, best_res = np.zeros(n), float(np.sum(b ** 2))
     for mask in range(1, 1 << n):
@@ -384,9 +427,9 @@ def nnls_small(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: np.ndarray) -> np.ndarray:
     """The parameters (each >= its lower bound) that make the linearised times ``y + jac·(new - theta)`` match
-    the measured ones best in relative terms (weighed as :func:`linear_weights` says), with
-    kernel_factor's prior as one more row, ``√w·(new ÷ prior − 1)``: the objective's ``√w·log(new ÷ prior)``
-    expanded at the prior, close over the tens of percent that prior allows. The host costs' decade-wide whisper
+    the measured ones best in relative terms (weighed as :func:`linear_weights` says), with the kernel factors'
+    prior rows (:func:`prior_rows`) as more rows, each log ratio ``log(new ÷ prior)`` expanded at the prior as
+    ``new ÷ prior − 1``, close over the tens of percent those priors allow. The host costs' decade-wide whisper
     is left to the objective: linear in a parameter that runs from 0.01 µs to a second, it would outweigh the
     points (a 900 µs answer to a 2 µs prior by 70×)."""
     lo, hi = _FLOOR, _CEIL
@@ -397,17 +440,19 @@ def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: n
         return theta
     a = jac[ok] / m[ok, None] * weight[ok, None]
     b = (m[ok] - y[ok]) / m[ok] * weight[ok] + a @ (theta - lo)
-    k = PARAMS.index("kernel_factor")
-    prior_row = np.zeros(len(PARAMS))
-    prior_row[k] = math.sqrt(objective.prior_weight[k]) / math.exp(objective.x_prior[k])
-    prior_b = math.sqrt(objective.prior_weight[k]) - prior_row[k] * lo[k]
-    return np.minimum(lo + nnls_small(np.vstack([a, prior_row]), np.append(b, prior_b)), hi)
+    host = [i for i, k in enumerate(PARAMS) if k not in KERNEL_PARAMS]
+    kernel_rows = [r for r in objective.prior_rows if not np.any(r[host])]
+    at_prior = np.exp(objective.x_prior)
+    prior_a = np.array([r / at_prior for r in kernel_rows])
+    prior_b = np.array([float(np.sum(r * (1.0 - lo / at_prior))) for r in kernel_rows])
+    return np.minimum(lo + nnls_small(np.vstack([a, prior_a]), np.append(b, prior_b)), hi)
 
 
 def linear_start(objective: Objective) -> np.ndarray:
     """A starting point from the structure of the cost model: every predicted time is nearly a sum of the
-    parameters' contributions (kernel time × kernel_factor, host time × steps and sequences, the request
-    delay once), so simulate each parameter alone and solve the non-negative least squares of relative errors.
+    parameters' contributions (decoding and prompt tokens' kernel time × their factors, host time × steps and
+    sequences, the request delay once), so simulate each parameter alone and solve the non-negative least
+    squares of relative errors.
 
     Why not start from the priors: a host cost whose prior is 100× too small has no visible effect there, and
     a search in log space sees a flat valley and leaves it where it is.
@@ -451,7 +496,7 @@ def gauss_newton(objective: Objective, theta: np.ndarray, iterations: int = 12) 
 
 
 def _values(theta: np.ndarray) -> dict[str, float]:
-    return {k: float(min(max(v, BOUNDS[k][0]), BOUNDS[k][1])) for k, v in zip(PARAMS, theta, strict=True)}
+    return _bounded({k: float(v) for k, v in zip(PARAMS, theta, strict=True)})
 
 
 def starts(objective: Objective, theta: np.ndarray) -> list[np.ndarray]:
@@ -485,10 +530,10 @@ def fit(objective: Objective, max_evals: int = 400, local_searches: int = 3) -> 
 
 
 def parameter_spread(objective: Objective, x: np.ndarray, sigma: float) -> dict[str, float]:
-    """Log-space standard deviation of each fitted parameter: ``(JᵀJ / sigma² + W / POINT_SD²)⁻¹`` with ``J``
+    """Log-space standard deviation of each fitted parameter: ``(JᵀJ / sigma² + RᵀR / POINT_SD²)⁻¹`` with ``J``
     the Jacobian of the fit points' log errors with respect to the log parameters (forward differences of 5 %),
-    ``sigma`` the fit's residual spread and ``W`` the priors' weights (so ``W / POINT_SD²`` is one over each
-    prior's variance). A parameter the points cannot see keeps its prior's spread (decades for a host cost);
+    ``sigma`` the fit's residual spread and ``R`` the priors' rows (so ``RᵀR / POINT_SD²`` is the priors'
+    inverse covariance). A parameter the points cannot see keeps its prior's spread (decades for a host cost);
     one the points pin gets a few percent. Why report it: two load points of one workload can be matched
     exactly by several combinations (per-sequence host time and per-sequence attention kernel time both grow
     with the batch), and which one was picked decides how well another ISL/OSL is predicted.
@@ -502,7 +547,8 @@ def parameter_spread(objective: Objective, x: np.ndarray, sigma: float) -> dict[
         xd[i] += step
         cols.append((objective.residuals(xd) - e0) / step)
     jac = np.stack(cols, axis=1)
-    cov = np.linalg.inv(jac.T @ jac / sigma ** 2 + np.diag(objective.prior_weight) / POINT_SD ** 2)
+    rows = objective.prior_rows
+    cov = np.linalg.inv(jac.T @ jac / sigma ** 2 + rows.T @ rows / POINT_SD ** 2)
     return {k: float(min(math.sqrt(max(cov[i, i], 0.0)), PRIOR_SD * 10)) for i, k in enumerate(PARAMS)}
 
 
@@ -570,12 +616,15 @@ class CalibrationReport:
             out.append(f"the fit points do not pin {', '.join(self.fit.undetermined)} within a factor of 2; add points "
                        "that exercise them (another concurrency or ISL/OSL) before trusting other workloads")
         sd = self.fit.kernel_prior_sd
-        pull = abs(math.log(self.fitted["kernel_factor"] / self.prior["kernel_factor"])) / sd if sd > 0 else 0.0
-        if pull > PRIOR_PULL_NOTE:
-            out.append(f"kernel_factor {self.fitted['kernel_factor']:.3g} is {pull:.1f} prior sds (±{sd:.0%}) from "
-                       f"{self.prior['kernel_factor']:.3g}: the points pull hard against the kernel data; check that "
-                       "the hardware entry's kernel tables were timed on this machine and framework version "
-                       "(a CPU's with bench/measure_cpu_kernels.py)")
+        k, q = (self.fitted[p] for p in KERNEL_PARAMS)
+        k0, q0 = (self.prior[p] for p in KERNEL_PARAMS)
+        ratio = "prefill_kernel_factor ÷ kernel_factor"
+        for what, fitted, prior, width in (("kernel_factor", k, k0, sd), (ratio, q / k, q0 / k0, RATIO_PRIOR_SD)):
+            pull = abs(math.log(fitted / prior)) / width if width > 0 else 0.0
+            if pull > PRIOR_PULL_NOTE:
+                out.append(f"{what} {fitted:.3g} is {pull:.1f} prior sds (±{width:.0%}) from {prior:.3g}: the points "
+                           "pull hard against the kernel data; check that the hardware entry's kernel tables were "
+                           "timed on this machine and framework version (a CPU's with bench/measure_cpu_kernels.py)")
         if self.fit.at_bound:
             bounds = ", ".join(f"{k} {BOUNDS[k]}" for k in self.fit.at_bound)
             out.append(f"{', '.join(self.fit.at_bound)} ended on a bound ({bounds}): "
@@ -616,7 +665,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
               fit_points: list[str] | None = None, *, config: SimConfig | str | Path | None = None,
               max_evals: int = 400,
               progress: Callable[[int, float], None] | None = None) -> tuple[Profile, CalibrationReport]:
-    """Fit kernel_factor and the host costs of ``framework`` on the runs' fit points; predict every point.
+    """Fit the two kernel factors and the host costs of ``framework`` on the runs' fit points; predict every point.
 
     ``fit_points``: labels (``c=4``) or ``RUN:LABEL``; None fits on every point. ``config``: the measured
     deployment's serving settings, or the SimConfig file holding them (hardware/model/framework here win).
@@ -648,7 +697,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
 
     start = prior_values(prior)
     kernel_sd = kernel_prior_sd(cfg, fitset)
-    objective = Objective(cfg, prior, fitset, _to_x(start), prior_weights(kernel_sd), progress=progress)
+    objective = Objective(cfg, prior, fitset, _to_x(start), prior_rows(kernel_sd), progress=progress)
     loss_before = objective(objective.x_prior)
     x, loss = fit(objective, max_evals=max_evals)
     fitted = _from_x(x)
@@ -669,8 +718,8 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
                           "their standard errors, and of their front-end times (client TTFT minus the server's queue "
                           "and prefill time), weighed by theirs; linear start, Gauss-Newton from the best starts, "
                           "bounded Nelder-Mead polish in log space; log-normal priors at the framework priors: "
-                          "kernel_factor's as wide as the kernel data are unsure (kernel_prior_sd), the host costs' a "
-                          "decade wide of weight 1e-5",
+                          "the kernel factors' (decoding and prompt tokens) as wide as the kernel data are unsure "
+                          "(kernel_prior_sd), the host costs' a decade wide of weight 1e-5",
                    metrics=[name for name, _ in METRICS], evaluations=objective.evaluations,
                    loss_before=float(loss_before), loss_after=float(loss), observations=observed,
                    kernel_prior_sd=kernel_sd,
@@ -684,7 +733,7 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
         created=datetime.now(UTC).isoformat(timespec="seconds"), scoville_version=scoville.__version__,
         kernel_factor=fitted["kernel_factor"], step_overhead_us=fitted["step_overhead_us"],
         seq_overhead_us=fitted["seq_overhead_us"], request_overhead_ms=fitted["request_overhead_ms"],
-        prefill_kernel_ratio=prior.prefill_kernel_ratio,
+        prefill_kernel_ratio=fitted["prefill_kernel_factor"] / fitted["kernel_factor"],
     )
     report = CalibrationReport(points=points, fit=info, prior=start, fitted=fitted, sigma=sigma)
     return profile, report

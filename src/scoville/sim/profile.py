@@ -78,8 +78,9 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A calibration of one model on one hardware entry under one serving framework.
 
     ``kernel_factor`` is the whole multiplier on kernel times (the framework prior's ``kernel_scale`` is
-    folded in, so :meth:`framework_costs` carries ``kernel_scale`` 1); prefill kernels keep the prior's
-    ``prefill_kernel_ratio`` to it, which the fit holds (trials replace ``kernel_scale`` only). ``sigma`` is
+    folded in, so :meth:`framework_costs` carries ``kernel_scale`` 1); prefill kernels run at
+    ``prefill_kernel_ratio`` times it, the fitted ``prefill_kernel_factor / kernel_factor`` (a profile written
+    before the prefill factor was fitted, 2026-12-07, holds the framework prior's). ``sigma`` is
     the fit's residual spread in log space (degrees of freedom counted), which becomes the host-cost
     uncertainty of every step.
     """
@@ -94,7 +95,7 @@ class Profile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     seq_overhead_us: float
     request_overhead_ms: float
     sigma: float
-    prefill_kernel_ratio: float = 1.0     # the framework prior's, held through the fit (module tables)
+    prefill_kernel_ratio: float = 1.0     # prompt tokens' kernels over decoding tokens' (fitted)
     prior: dict[str, float] = {}
     deployment: dict[str, Any] = {}
     fitted_on: list[FitPoint] = []
