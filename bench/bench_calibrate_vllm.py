@@ -1,6 +1,7 @@
 """`scoville calibrate` end to end against a real vLLM (CPU backend) on this machine (issue 11, section 3).
 
-0. time vLLM's CPU kernels on this machine now (``measure_cpu_kernels.py``, ~2 min, into ``kernels/`` of the
+0. time vLLM's CPU kernels on this machine now (``measure_cpu_kernels.py``, ~2 min, ~7 where the guest sees a
+   large last-level cache: its operands cycle through twice it; into ``kernels/`` of the
    runs folder) and write ``hardware.yaml`` beside them: the ``--hardware`` entry with ``kernel_tables`` naming
    that folder. Why: two Zen 4 slices of the same CPU model, used three hours apart, ran the same kernels at
    speeds 2.1x apart (2026-12-06: GEMMs at 0.47x the shipped tables' time, median of 681 shapes; decode
@@ -126,7 +127,7 @@ def time_kernels(hardware: str, venv: Path, runs: Path, dtype: str, nice: int) -
     # one core, as vLLM's CPU worker runs here (its OpenMP threads bound to core 0)
     cmd = ["taskset", "-c", "0", *niced([str(venv / "bin" / "python"), str(script), "--out", str(out),
                                          "--dtype", dtype], nice)]
-    print(f"timing vLLM's CPU kernels on this machine into {out} (~2 min; {load_line()})", flush=True)
+    print(f"timing vLLM's CPU kernels on this machine into {out} (~2-7 min; {load_line()})", flush=True)
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
