@@ -33,9 +33,9 @@ Log-normal priors around the uncalibrated values complete the fit. The host cost
 weighs next to nothing: it only keeps a parameter the points cannot see (``seq_overhead_us`` from
 concurrency-1 points only) where it was. The decode kernel factor's is as wide as the kernel data are unsure
 (:func:`kernel_prior_sd`): a few percent where the kernels were timed on the machine itself, tens of percent
-where they come from a datasheet; the prefill factor's is as wide, on its ratio to the decode one, around the
-framework's ``prefill_kernel_ratio`` (the whole-module tables' prefill over decode): both phases run kernels of
-one table, so a miss the data cannot place moves them together. Two load points of one
+where they come from a datasheet; the prefill factor's is on its ratio to the decode one, ±15 % (RATIO_PRIOR_SD)
+around the framework's ``prefill_kernel_ratio`` (the whole-module tables' prefill over decode): both phases run
+kernels of one table, so a miss the data cannot place moves them together. Two load points of one
 workload cannot tell a slower kernel from a longer request delay (both only lengthen TTFT at one prompt length),
 and a fit free to choose traded one for the other on a real vLLM (kernel_factor 0.58, 122 ms a request), which
 then missed another prompt length by 38 %; the kernel tables already know which it is.
@@ -86,7 +86,7 @@ from scoville.sim.measured import (
 from scoville.sim.profile import SCHEMA_VERSION, FitInfo, FitPoint, PointError, Profile
 
 PARAMS = ("kernel_factor", "prefill_kernel_factor", "step_overhead_us", "seq_overhead_us", "request_overhead_ms")
-KERNEL_PARAMS = ("kernel_factor", "prefill_kernel_factor")   # the two with a kernel-data prior (kernel_prior_sd)
+KERNEL_PARAMS = ("kernel_factor", "prefill_kernel_factor")   # the two kernel factors (their priors: prior_rows)
 # Physical bounds of each parameter. The kernel factors' match FrameworkCosts.kernel_scale's (the fit passes its
 # trial values through it); host costs run from negligible to one second per step / ten seconds per request.
 BOUNDS: dict[str, tuple[float, float]] = {
