@@ -35,17 +35,16 @@ from bench_sim_validation import (  # noqa: E402
 from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.sim.track_record import (  # noqa: E402
     MetricRecord,
-    Pricing,
+    ScopeKey,
     ScopeRecord,
     TrackRecord,
     load_track_record,
-    pricing_of,
+    scope_keys,
     track_record_path,
 )
 from validation_data import load_silicon  # noqa: E402
 
 COMMAND = "python bench/track_record_ledger.py"
-Key = tuple[str | None, str | None, str | None, Pricing | None]
 
 
 def pinned_runs() -> dict[str, list[Cmp]]:
@@ -54,14 +53,6 @@ def pinned_runs() -> dict[str, list[Cmp]]:
     views = [pinned(rows).cmps, pinned(rows, speculative=True).cmps, pinned_disaggregated(rows)[0], pinned_public()]
     return {m: [c for v in views for c in v.get(m, []) if c.scope is not None and SEED_TAG not in c.group]
             for m in ("tpot", "ttft", "tput")}
-
-
-def _keys(scope: tuple[str, str, str]) -> list[Key]:
-    model, hw, fw = scope
-    keys: list[Key] = [(model, hw, fw, None), (None, hw, fw, None), (None, hw, None, None)]
-    if pricing_of(load_hardware(hw)) == "datasheet":
-        keys.append((None, None, None, "datasheet"))
-    return keys
 
 
 def _metric(cmps: list[Cmp]) -> MetricRecord | None:
@@ -75,11 +66,12 @@ def _metric(cmps: list[Cmp]) -> MetricRecord | None:
 
 def ledger() -> TrackRecord:
     """The track record the validation set gives today."""
-    grouped: dict[Key, dict[str, list[Cmp]]] = defaultdict(lambda: defaultdict(list))
+    grouped: dict[ScopeKey, dict[str, list[Cmp]]] = defaultdict(lambda: defaultdict(list))
     for metric, cmps in pinned_runs().items():
         for c in cmps:
             assert c.scope is not None
-            for key in _keys(c.scope):
+            model, hw, fw = c.scope
+            for key in scope_keys(model, load_hardware(hw), fw):
                 grouped[key][metric].append(c)
     records = []
     for key in sorted(grouped, key=lambda k: tuple(v or "" for v in k)):

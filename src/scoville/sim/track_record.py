@@ -25,6 +25,7 @@ from scoville.catalog.hardware import Hardware
 MIN_RUNS = 5          # fewer runs than this say too little to quote
 TRACK_RECORD_FILE = "track_record.json"
 Pricing = Literal["measured", "datasheet"]
+ScopeKey = tuple[str | None, str | None, str | None, Pricing | None]   # model, system, framework, pricing
 
 
 class MetricRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -77,16 +78,22 @@ class TrackRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
     def closest(self, model: str, hw: Hardware, framework: str) -> ScopeRecord | None:
         """The most specific record of a prediction's scope with at least ``MIN_RUNS`` runs (module docstring)."""
-        keys: list[tuple[str | None, str | None, str | None, Pricing | None]] = [
-            (model, hw.name, framework, None), (None, hw.name, framework, None), (None, hw.name, None, None)]
-        if pricing_of(hw) == "datasheet":
-            keys.append((None, None, None, "datasheet"))
         found = {(r.model, r.hardware, r.framework, r.pricing): r for r in self.records}
-        for key in keys:
+        for key in scope_keys(model, hw, framework):
             record = found.get(key)
             if record is not None and record.tpot.runs >= MIN_RUNS:
                 return record
         return None
+
+
+def scope_keys(model: str, hw: Hardware, framework: str) -> list[ScopeKey]:
+    """The scopes a prediction (or a run) of ``model`` on ``hw`` under ``framework`` belongs to, most specific
+    first: (model, system, framework), (system, framework), (system), and every datasheet-priced system."""
+    keys: list[ScopeKey] = [(model, hw.name, framework, None), (None, hw.name, framework, None),
+                            (None, hw.name, None, None)]
+    if pricing_of(hw) == "datasheet":
+        keys.append((None, None, None, "datasheet"))
+    return keys
 
 
 def pricing_of(hw: Hardware) -> Pricing:
