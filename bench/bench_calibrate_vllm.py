@@ -60,7 +60,7 @@ from realvllm.server import RealVllm, RealVllmError, ensure_model, ensure_venv, 
 from scoville.catalog.hardware import hardware_file, load_hardware  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.results.store import read_manifest  # noqa: E402
-from scoville.sim.calibrate import RATIO_PRIOR_SD, calibrate  # noqa: E402
+from scoville.sim.calibrate import calibrate  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
 from scoville.sim.measured import METRICS  # noqa: E402
 
@@ -163,9 +163,7 @@ def report(profile, rep, dirs: list[Path], fit_points: list[str], kv: int | None
     print(f"\nfitted on {', '.join(fit_points)} of sweep A; {rep.fit.evaluations} simulations")
     for k, v in rep.fitted.items():
         sd = rep.fit.spread.get(k, float('nan'))
-        width = {"kernel_factor": f" ±{rep.fit.kernel_prior_sd:.0%}",
-                 "prefill_kernel_factor": f" ±{RATIO_PRIOR_SD:.0%} of the ratio"}.get(k, "")
-        print(f"  {k:21s} prior {rep.prior[k]:10.4g}{width:5s}  fitted {v:10.4g}  (spread ±{sd:.0%})")
+        print(f"  {k:21s} prior {rep.prior[k]:10.4g}{rep.prior_width(k):5s}  fitted {v:10.4g}  (spread ±{sd:.0%})")
     print(f"  sigma (residual spread) {profile.sigma:.3f}")
     head = f"{'workload':9s} {'point':6s} {'role':9s}"
     for name, _ in METRICS:

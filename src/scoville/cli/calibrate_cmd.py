@@ -17,7 +17,7 @@ from rich.table import Table
 
 from scoville.errors import UserError
 from scoville.results.catalog import resolve_run
-from scoville.sim.calibrate import PARAMS, RATIO_PRIOR_SD, CalibrationReport, calibrate
+from scoville.sim.calibrate import PARAMS, CalibrationReport, calibrate
 from scoville.sim.measured import METRICS
 from scoville.sim.profile import Profile
 
@@ -73,19 +73,9 @@ def parameters_table(report: CalibrationReport) -> Table:
     for k in PARAMS:
         sd = report.fit.spread.get(k)
         spread = "–" if sd is None else ("> ×10" if sd > 2.3 else f"±{sd:.0%}")
-        prior = f"{report.prior[k]:,.4g} {UNITS[k]}" + _prior_width(k, report)
+        prior = f"{report.prior[k]:,.4g} {UNITS[k]}" + report.prior_width(k)
         table.add_row(k, prior, f"{report.fitted[k]:,.4g} {UNITS[k]}", spread)
     return table
-
-
-def _prior_width(param: str, report: CalibrationReport) -> str:
-    """How wide a parameter's prior is, where it has a real one: the decode kernel factor's as the kernel data
-    are unsure, the prefill one's on its ratio to the decode one (``calibrate.prior_rows``)."""
-    if param == "kernel_factor":
-        return f" ±{report.fit.kernel_prior_sd:.0%}"
-    if param == "prefill_kernel_factor":
-        return f" (÷ kernel_factor ±{RATIO_PRIOR_SD:.0%})"
-    return ""
 
 
 def summary_lines(report: CalibrationReport, profile: Profile) -> list[str]:

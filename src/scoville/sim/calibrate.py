@@ -71,7 +71,7 @@ import numpy as np
 import scoville
 from scoville.errors import UserError
 from scoville.sim.config import SimConfig
-from scoville.sim.frameworks import FrameworkCosts, load_framework, overridden
+from scoville.sim.frameworks import KERNEL_SCALE_RANGE, FrameworkCosts, load_framework, overridden
 from scoville.sim.measured import (
     METRICS,
     CalibrationError,
@@ -90,13 +90,12 @@ KERNEL_PARAMS = ("kernel_factor", "prefill_kernel_factor")   # the two kernel fa
 # Physical bounds of each parameter. The kernel factors' match FrameworkCosts.kernel_scale's (the fit passes its
 # trial values through it); host costs run from negligible to one second per step / ten seconds per request.
 BOUNDS: dict[str, tuple[float, float]] = {
-    "kernel_factor": (0.05, 20.0),
-    "prefill_kernel_factor": (0.05, 20.0),
+    "kernel_factor": KERNEL_SCALE_RANGE,
+    "prefill_kernel_factor": KERNEL_SCALE_RANGE,
     "step_overhead_us": (0.1, 1e6),
     "seq_overhead_us": (0.01, 1e5),
     "request_overhead_ms": (0.01, 1e4),
 }
-RATIO_BOUNDS = (0.05, 20.0)   # prefill_kernel_factor / kernel_factor (FrameworkCosts.prefill_kernel_ratio's range)
 # How far a server's prompt kernels may run from its decode kernels relative to the tables' ratio, in log space:
 # aiconfigurator-core's whole-MLA-module tables put TensorRT-LLM's prefill cells at 0.95-1.25 and its decode
 # cells at 0.78-1.05 of the kernel sum (10th-90th percentiles, docs/simulator.md), about 0.1 each in log
@@ -235,10 +234,11 @@ def _to_x(values: dict[str, float]) -> np.ndarray:
 
 def _bounded(raw: dict[str, float]) -> dict[str, float]:
     """Each parameter inside its BOUNDS, and the prefill factor within the ratio to the decode one that
-    ``FrameworkCosts.prefill_kernel_ratio`` allows (0.05-20): the values a trial really simulates."""
+    ``FrameworkCosts.prefill_kernel_ratio`` allows (KERNEL_SCALE_RANGE): the values a trial really simulates."""
     out = {k: float(min(max(raw[k], BOUNDS[k][0]), BOUNDS[k][1])) for k in PARAMS}
     k = out["kernel_factor"]
-    out["prefill_kernel_factor"] = min(max(out["prefill_kernel_factor"], RATIO_BOUNDS[0] * k), RATIO_BOUNDS[1] * k)
+    lo, hi = KERNEL_SCALE_RANGE
+    out["prefill_kernel_factor"] = min(max(out["prefill_kernel_factor"], lo * k), hi * k)
     return out
 
 
@@ -597,6 +597,15 @@ class CalibrationReport:
                 if all(v is not None for v in values):
                     out.append(SideFigure(p, name, *values))
         return out
+
+    def prior_width(self, param: str) -> str:
+        """How wide a parameter's prior is, where it has a real one (:func:`prior_rows`): the decode kernel
+        factor's as the kernel data are unsure, the prefill one's on its ratio to the decode one."""
+        if param == "kernel_factor":
+            return f" ±{self.fit.kernel_prior_sd:.0%}"
+        if param == "prefill_kernel_factor":
+            return f" (÷ kernel_factor ±{RATIO_PRIOR_SD:.0%})"
+        return ""
 
     def max_abs_error(self, stage: str, role: Role | None = None) -> float | None:
         errs = self.errors(stage, role)

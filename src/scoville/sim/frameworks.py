@@ -22,6 +22,9 @@ from scoville.errors import UserError
 FRAMEWORK_NAMES = ("vllm", "sglang", "trtllm")
 
 
+# What a kernel scale (kernel_scale, prefill_kernel_ratio) may be: a factor of 20 either side of the tables'
+KERNEL_SCALE_RANGE = (0.05, 20.0)
+
 class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
     """Host-side costs: each step ``step_overhead_us + seq_overhead_us × sequences`` (the busiest rank's under
     data-parallel attention, whose ranks schedule side by side: ``StepCost.breakdown``); each request
@@ -60,8 +63,9 @@ class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError(f"{self.name}.elementwise_kernels must be within 0-32, got {self.elementwise_kernels}")
         for field in ("kernel_scale", "prefill_kernel_ratio"):
             value = getattr(self, field)
-            if not 0.05 <= value <= 20:
-                raise ValueError(f"{self.name}.{field} must be within 0.05-20, got {value}")
+            lo, hi = KERNEL_SCALE_RANGE
+            if not lo <= value <= hi:
+                raise ValueError(f"{self.name}.{field} must be within {lo:g}-{hi:g}, got {value}")
         if self.shared_experts_overlap_tokens < 0:
             raise ValueError(f"{self.name}.shared_experts_overlap_tokens must be >= 0, got "
                              f"{self.shared_experts_overlap_tokens}")
