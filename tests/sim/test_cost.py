@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from scoville.catalog.hardware import load_hardware
-from scoville.catalog.models import load_model
+from scoville.catalog.models import WEIGHT_BYTES, load_model
 from scoville.errors import UserError
 from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.cost import COMPONENTS, Parallel, StepCost
@@ -682,6 +682,21 @@ def test_tensorrt_llms_expert_load_balancer_runs_its_wide_ep_experts_on_the_tabl
     with pytest.raises(UserError, match="no measured load-balanced"):    # not the static datasheet figure instead
         StepCost("deepseek-r1", "gb300", Parallel(tp=1, dp=16, ep=16, expert_slots=256), precision="nvfp4",
                  kv_dtype="fp8", framework="trtllm", backend="transfer")
+
+
+@needs_tables
+def test_the_load_balancers_replica_slots_hold_their_experts_weights():
+    """288 slots over 16 ranks keep 18 experts a rank resident where 256 keep 16: the weights grow by two
+    experts a rank in every MoE layer, and the KV cache gives up what they take."""
+    def dep16(slots: int) -> StepCost:
+        return StepCost("deepseek-r1", "gb300", Parallel(tp=1, dp=16, ep=16, expert_slots=slots), precision="nvfp4",
+                        kv_dtype="fp8", framework="trtllm")
+    one, replicas = dep16(256), dep16(288)
+    extra = replicas.weight_bytes_per_accelerator - one.weight_bytes_per_accelerator
+    expert_bytes = one.model.expert_params * WEIGHT_BYTES[one.precision["experts"]]    # one whole expert a rank
+    assert extra == pytest.approx(2 * one.model.num_moe_layers * expert_bytes)
+    assert replicas.kv_capacity_tokens() < one.kv_capacity_tokens()
+    assert dep16(0).weight_bytes_per_accelerator == one.weight_bytes_per_accelerator   # one slot an expert
 
 
 def test_a_deployment_with_the_load_balancer_says_so_in_its_label():

@@ -161,6 +161,8 @@ class StepCost:
         self._shared_w = m.shared_params_per_layer * wb["shared_experts"] / tp
         self._expert_w = m.expert_params * wb["experts"] / (p.accelerators // p.ep) if m.num_experts else 0.0
         self._experts_per_rank = m.num_experts / p.ep if m.num_experts else 0
+        # the load balancer's slots hold every expert once and replicas of the busiest: their weights stay resident
+        resident = (p.expert_slots or m.num_experts) / p.ep if m.num_experts else 0
         self._head_w = m.vocab_size * m.hidden_size * wb["lm_head"] / tp
         layer_w = (self._attn_w + (self._dense_w if not m.num_moe_layers else
                                    self._shared_w + self._experts_per_rank * self._expert_w))
@@ -168,7 +170,7 @@ class StepCost:
         self.weight_bytes_per_accelerator = float(
             m.num_layers * self._attn_w
             + m.num_dense_layers * self._dense_w
-            + m.num_moe_layers * (self._shared_w + self._experts_per_rank * self._expert_w)
+            + m.num_moe_layers * (self._shared_w + resident * self._expert_w)
             + mtp * layer_w
             + g["embed"] * wb["embed"] / tp
             + (0 if m.tie_embeddings else self._head_w)
