@@ -19,6 +19,7 @@ from scoville.sim.search import MTP_ACCEPTANCE, SearchSpace, draft_options, inst
 from scoville.sim.steady import estimate
 from scoville.simulation import SimulateSpec, base_config, fp8_cache_is_slower, resolve_kv_dtype
 
+needs_tables = pytest.mark.skipif(tables.data_dir() is None, reason="needs aiconfigurator-core's kernel tables")
 BASE = SimConfig(hardware="h200", model="llama-3.1-8b", kv_dtype="fp8")
 ISL, OSL = 0.9 * 1024, 0.9 * 1024
 
@@ -64,6 +65,19 @@ def test_layouts_include_wide_ep_across_nvl72_and_multi_node_hopper():
     assert all(p.tp == 1 for p in multi if p.accelerators == 32)
     single_node = instance_layouts(SimConfig(hardware="h100", model="llama-3.1-8b"), SearchSpace(), 2048)
     assert all(p.accelerators <= 8 for p in single_node)    # a model that fits one node is never split over two
+
+
+@needs_tables
+def test_tensorrt_llms_wide_ep_layouts_are_searched_under_its_load_balancer_too():
+    """A TensorRT-LLM wide-EP layout comes also with the balancer's 256 and 288 slots where its tables time them
+    (288 up to ep32), never under another framework or off the wide-EP path."""
+    trt = SimConfig(hardware="gb200", model="deepseek-r1", precision="nvfp4", kv_dtype="fp8", framework="trtllm")
+    slots = {(p.dp, p.ep, p.expert_slots) for p in instance_layouts(trt, SearchSpace(), 8192 + 1024)}
+    assert {(16, 16, None), (16, 16, 256), (16, 16, 288), (32, 32, 288), (64, 64, 256)} <= slots
+    assert (64, 64, 288) not in slots                      # 288 slots do not divide over 64 ranks
+    assert all(s is None or (dp > 1 and ep > 8) for dp, ep, s in slots)
+    sglang = trt.model_copy(update={"framework": "sglang"})
+    assert all(p.expert_slots is None for p in instance_layouts(sglang, SearchSpace(), 8192 + 1024))
 
 
 def test_mtp_is_searched_only_where_the_model_has_mtp_heads():

@@ -7,7 +7,8 @@ is the best of many deployments. The search builds the same envelope from the st
 1. **instance layouts** that fit the model: tensor parallel (``tpN``), TP attention with expert-parallel
    MoE (``tpN epN``) and data-parallel attention with wide expert parallelism (``dpN epN``) up to
    ``max_accelerators`` — across the whole NVL72 domain, or over several HGX nodes (the scale-out network
-   then carries the collectives and the KV copies);
+   then carries the collectives and the KV copies); TensorRT-LLM's wide-EP layouts also under its expert load
+   balancer (``eplbN``, ``BALANCER_REPLICA_SLOTS``) where its measured tables time one;
 2. **speculative decoding**: for models with native multi-token-prediction heads (DeepSeek-R1's MTP) 1-3
    draft tokens at the acceptance DeepSeek published; or the drafts and acceptance the user pins;
 3. **unified** deployments per layout × drafts × token budget, evaluated over a dense per-instance
@@ -49,6 +50,7 @@ from scoville.sim.config import (
 from scoville.sim.cost import MissingKernelTables
 from scoville.sim.engine import step_cost
 from scoville.sim.frameworks import token_budget_flag
+from scoville.sim.kernels.ops import serves_wide_ep
 from scoville.sim.steady import INFERENCEX, Protocol, SteadyEstimate, estimate
 
 # Per-draft acceptance of DeepSeek's MTP head used for k chained drafts (SpeculativeConfig's constant rate a
@@ -64,6 +66,10 @@ PREFILL_UTILISATION = 0.8          # a prefill pool sized to run at most this bu
 CONC_GRID = np.unique(np.round(np.geomspace(1, 8192, 36)))
 MAX_TP = 16                        # no framework's recipes split attention heads wider
 MIN_KV_REQUESTS = 4                # an instance must hold at least this many full requests' KV to count as fitting
+# TensorRT-LLM's wide-EP deployments run its expert load balancer (moe_config.load_balancer.num_slots): one slot per
+# expert placed by observed load, or this many more holding replicas of the busiest experts. InferenceX's NVL72
+# DeepSeek-R1 recipes run 256 slots at EP16 and 288 at EP32, as TensorRT-LLM's wide-EP examples do.
+BALANCER_REPLICA_SLOTS = 32
 
 
 @dataclass(frozen=True)
@@ -157,6 +163,16 @@ def _layouts_of(n: int, model: ModelArch, domain: int) -> list[ParallelConfig]:
     return out
 
 
+def _load_balanced(framework: str, par: ParallelConfig, model: ModelArch) -> list[ParallelConfig]:
+    """A wide-EP layout under TensorRT-LLM's expert load balancer: one slot per expert, and with
+    ``BALANCER_REPLICA_SLOTS`` replicas where they divide over the ranks. Priced from its measured WideEP tables
+    only, so a slot count no table times does not fit and drops out."""
+    if not serves_wide_ep(framework, par.dp, par.ep):
+        return []
+    slots = (model.num_experts, model.num_experts + BALANCER_REPLICA_SLOTS)
+    return [par.model_copy(update={"expert_slots": s}) for s in slots if s % par.ep == 0]
+
+
 def _fits(base: SimConfig, par: ParallelConfig, min_requests: int, tokens_per_request: float = 0.0) -> bool:
     try:
         cost = step_cost(base, par)
@@ -172,8 +188,9 @@ def instance_layouts(base: SimConfig, space: SearchSpace, tokens_per_request: fl
     """Every layout of one instance that fits the model with room for a few requests' KV, smallest first."""
     hw, model = load_hardware(base.hardware), load_model(base.model)
     limit = space.max_accelerators or default_max_accelerators(hw, model, base)
-    out = [p for n in _powers_of_two(limit) for p in _layouts_of(n, model, hw.scaleup_domain)
-           if _fits(base, p, MIN_KV_REQUESTS, tokens_per_request)]
+    out = [q for n in _powers_of_two(limit) for p in _layouts_of(n, model, hw.scaleup_domain)
+           for q in (p, *_load_balanced(base.framework, p, model))
+           if _fits(base, q, MIN_KV_REQUESTS, tokens_per_request)]
     if not out:
         raise SimConfigError(f"{model.name} does not fit on up to {limit} × {hw.name} in any layout "
                              f"(tp, tp+ep, dp+ep); raise --max-accelerators or use a smaller --precision")

@@ -67,9 +67,16 @@ MODULE_EDGE = 1e12         # a ratio surface is padded flat to here: beyond the 
 MLA_TILE_HEADS = 128       # the widest MLA decode core the tables time (DeepSeek-V3's heads on one rank): query rows
                            # past it split into more tiles, each reading the KV again (``FoldedHeads``)
 WIDE_EP_BEYOND = 8         # TensorRT-LLM serves EP above one 8-GPU board with attention DP on its WideEP module
+
 # SGLang's default MLA attention backend per family (its attention-backend docs: FA3 on Hopper; TRTLLM MLA on
 # Blackwell, whose prompts fall back to FlashInfer's MLA prefill), the one whose module table prices its prompts
 SGLANG_MLA_BACKEND = {"hopper": "fa3", "blackwell": "trtllm_mla"}
+
+
+def serves_wide_ep(framework: str, dp: int, ep: int) -> bool:
+    """Whether TensorRT-LLM would serve a layout on its WideEP path: attention data-parallel, experts spread
+    beyond one 8-GPU board (its wide-EP recipes; the WideEP module requires attention DP)."""
+    return framework == "trtllm" and dp > 1 and ep > WIDE_EP_BEYOND
 
 
 @dataclass(frozen=True)
@@ -321,9 +328,7 @@ class _Builder:
         return got
 
     def wide_ep(self, lay: Layout) -> bool:
-        """Whether TensorRT-LLM would serve this layout on its WideEP path: attention data-parallel, experts
-        spread beyond one 8-GPU board (its wide-EP recipes; the WideEP module requires attention DP)."""
-        return self.framework == "trtllm" and lay.dp > 1 and lay.ep > WIDE_EP_BEYOND
+        return serves_wide_ep(self.framework, lay.dp, lay.ep)
 
     def deepep(self, lay: Layout) -> bool:
         """Whether SGLang serves this layout's experts behind DeepEP: data-parallel attention with the experts
