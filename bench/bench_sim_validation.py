@@ -935,13 +935,30 @@ def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[Measur
     gpus = max((p.max_gpus or 0) for p in pts)
     if not gpus:
         pools_only = all(p.source == "silicon_sample" for p in pts)
-        return frontier_of(SearchSpace(max_concurrency=1024, unified=not pools_only))
+        users = max((p.max_concurrency or 0) for p in pts) or 1024   # public points capped by their recipes
+        return frontier_of(SearchSpace(max_concurrency=users, unified=not pools_only))
     users = max((p.max_concurrency or 0) for p in pts)
     spec_users = max((p.max_speculative_concurrency or 0) for p in pts)
     spaces = [SearchSpace(max_concurrency=users, disaggregation=False, mtp="off", max_accelerators=gpus)]
     if spec_users:
         spaces.append(SearchSpace(max_concurrency=spec_users, disaggregation=False, mtp="auto", max_accelerators=gpus))
     return _pareto_points([f for space in spaces for f in frontier_of(space)])
+
+
+def within_recipe_users(points: list[MeasuredPoint]) -> list[MeasuredPoint]:
+    """The public compare-page points with their search capped at the most users any InferenceX recipe of their
+    group swept (every layout, MTP and pool kind of the default search still open): a compare page's curve ends
+    where InferenceX stopped adding users, and this read tells how much of view 2's public miss is the default
+    search serving more users than InferenceX ever ran."""
+    recipes = load_recipes()
+    out = []
+    for p in points:
+        model, hw, prec, fw, isl, osl = p.group
+        swept = [c for r in recipes if (r.model, r.hardware, r.isl, r.osl, r.precision) == (model, hw, isl, osl, prec)
+                 and fw in (ANY_FRAMEWORK, r.framework) for c in r.concurrency]
+        if p.split == "public" and swept:
+            out.append(replace(p, max_concurrency=max(swept)))
+    return out
 
 
 def _pareto_points(front: list[FrontierPoint]) -> list[FrontierPoint]:
@@ -1098,11 +1115,12 @@ def recipe_ratios(space: RecipeSpace) -> list[Cmp]:
     return out
 
 
-def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp]) -> None:
+def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp], capped: list[Cmp]) -> None:
     print("\n2c) measured frontier points against InferenceX's own recipes (validation_public.yaml recipes:, from\n"
           "   its master configs): each recipe's deployments predicted at the concurrencies it swept, the point read\n"
           "   off their envelope. Public compare-page points (beside the default search of view 2, which may run\n"
-          "   deployments InferenceX never did), and the disaggregated rows whose GPU totals the recipes give")
+          "   deployments InferenceX never did, and that search capped at the most users a recipe of the group\n"
+          "   swept: 'recipes' users'), and the disaggregated rows whose GPU totals the recipes give")
     names = sorted({c.group for c in res})
     width = max([52] + [len(n) for n in names])
     print(f"   {'group':{width}s} {'n':>3s} {'med err':>8s} {'within35':>8s}")
@@ -1112,6 +1130,7 @@ def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp]) -> Non
     default_public = [c for c in default if c.split == "public"]
     for label, cmps in (("public, recipe space", [c for c in res if c.split == "public"]),
                         ("public, default search", default_public),
+                        ("public, recipes' users", capped),
                         ("disagg dev", [c for c in res if c.split == "dev"]),
                         ("disagg holdout", [c for c in res if c.split == "holdout"])):
         errs = np.array([c.err for c in cmps])
@@ -1252,7 +1271,8 @@ def report_ratios(res: list[Cmp], title: str = "3) GPU-vs-GPU throughput ratios 
 def _curve(hw: str, model: str, precision: str | None, framework: str, isl: int = 8192, osl: int = 1024,
            disagg: bool = True, unified: bool = True, mtp: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     base = SimConfig(hardware=hw, model=model, precision=precision,
-                     kv_dtype=resolve_kv_dtype(None, hw, model, framework), framework=framework)
+                     kv_dtype=resolve_kv_dtype(None, hw, model, framework), framework=framework,
+                     attention_dp_balance=default_attention_dp_balance(framework))     # as `simulate` searches
     r = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=64,
                space=SearchSpace(max_concurrency=4096, disaggregation=disagg, unified=unified, mtp=mtp))
     return (np.array([p.interactivity for p in r.frontier])[::-1],
@@ -1356,7 +1376,7 @@ def main(argv: list[str] | None = None) -> int:
     res, curves, secs = frontier(pts)
     report_frontier(res, secs, len(curves))
     space = recipe_space(pts, rows)
-    report_recipe_space(space.cmps, space.without, res)
+    report_recipe_space(space.cmps, space.without, res, frontier(within_recipe_users(pts))[0])
     report_measured_deployments(*measured_deployments(pts, envelopes))
     report_search_layouts(res, measured_layouts(rows))
     report_ratios(ratios(pts, curves))
