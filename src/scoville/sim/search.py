@@ -65,8 +65,9 @@ MTP_ACCEPTANCE = {1: 0.85, 2: 0.75, 3: 0.67}
 # how busy a disaggregated deployment's prefill pool may run: nearly full, as InferenceX's NVL72 recipes run theirs
 # (DeepSeek-R1 FP4 8k/1k: 7 DEP4 prefill instances for 1229 users on one DEP16 decode instance, ~100% busy by this
 # model); the estimator's queueing then sets TTFT, and the frontier keeps a point only while the wait for a first
-# token stays within its bound (``_Curve.valid``). At 0.8 the search fell 9% short of that recipe at 60 tok/s/user;
-# a 0.8 candidate beside each 0.95 one changed no frontier point of the validation set.
+# token stays within its bound (``_Curve.valid``). Sized 80% busy, the search fell short of that recipe priced by
+# the same estimator (``test_the_search_is_never_far_below_a_deployment_inferencex_ran``); a 0.8 candidate beside
+# each 0.95 one changed no frontier point of the validation set.
 PREFILL_UTILISATION = 0.95
 CONC_GRID = np.unique(np.round(np.geomspace(1, 8192, 36)))
 MAX_TP = 16                        # no framework's recipes split attention heads wider

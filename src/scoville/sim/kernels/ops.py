@@ -67,7 +67,6 @@ MODULE_EDGE = 1e12         # a ratio surface is padded flat to here: beyond the 
 MLA_TILE_HEADS = 128       # the widest MLA decode core the tables time (DeepSeek-V3's heads on one rank): query rows
                            # past it split into more tiles, each reading the KV again (``FoldedHeads``)
 WIDE_EP_BEYOND = 8         # TensorRT-LLM serves EP above one 8-GPU board with attention DP on its WideEP module
-
 # SGLang's default MLA attention backend per family (its attention-backend docs: FA3 on Hopper; TRTLLM MLA on
 # Blackwell, whose prompts fall back to FlashInfer's MLA prefill), the one whose module table prices its prompts
 SGLANG_MLA_BACKEND = {"hopper": "fa3", "blackwell": "trtllm_mla"}
