@@ -95,29 +95,37 @@ class Surface:
             return self._scalar(float(a), float(b))
         av, bv = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
         la = np.log(np.maximum(av, 1e-300))
-        rows = self._rows_at(np.log(np.maximum(bv, 1e-300)))        # (rows, *shape)
-        idx = np.clip(np.searchsorted(self._la, la, side="right"), 1, len(self._la) - 1) if len(self._la) > 1 else None
-        if idx is None:
-            lt = rows[0] + np.maximum(la - self._la[0], 0.0)
-            return np.exp(lt)
-        la0, la1 = self._la[idx - 1], self._la[idx]
-        t0 = np.take_along_axis(rows, (idx - 1)[None], axis=0)[0]
-        t1 = np.take_along_axis(rows, idx[None], axis=0)[0]
-        w = np.clip((la - la0) / (la1 - la0), 0.0, 1.0)
+        at_b = self._at_b(np.log(np.maximum(bv, 1e-300)))
+        las = self._la
+        if len(las) == 1:
+            return np.exp(at_b(np.zeros(la.shape, dtype=np.intp)) + np.maximum(la - las[0], 0.0))
+        idx = np.minimum(np.maximum(np.searchsorted(las, la, side="right"), 1), len(las) - 1)
+        la0, la1 = las[idx - 1], las[idx]
+        t0, t1 = at_b(idx - 1), at_b(idx)
+        w = np.minimum(np.maximum((la - la0) / (la1 - la0), 0.0), 1.0)
         lt = t0 + (t1 - t0) * w
-        lt = np.where(la > self._la[-1], rows[-1] + (la - self._la[-1]), lt)
+        above = la > las[-1]
+        if above.any():
+            lt = np.where(above, at_b(np.full(la.shape, len(las) - 1)) + (la - las[-1]), lt)
         return np.exp(lt)
 
-    def _rows_at(self, lb: np.ndarray) -> np.ndarray:
-        """Every row's log time at log sizes ``lb``, shaped (rows, *lb.shape), by :class:`Curve`'s edge rules: the
-        first value below the grid, in proportion to size above it."""
+    def _at_b(self, lb: np.ndarray) -> Any:
+        """A reader of given rows' log times at log sizes ``lb`` (row index per element), by :class:`Curve`'s edge
+        rules along ``b``: the first value below the grid, in proportion to size above it. Only the two rows that
+        bracket each ``a`` are read, not every row at every point."""
         grid, lt = self._lb, self._lt
         if grid.size == 1:
-            return lt[:, :1].reshape((-1,) + (1,) * lb.ndim) + np.maximum(lb - grid[0], 0.0)
-        j = np.clip(np.searchsorted(grid, lb, side="right"), 1, grid.size - 1)
-        w = np.clip((lb - grid[j - 1]) / (grid[j] - grid[j - 1]), 0.0, 1.0)
-        inside = lt[:, j - 1] * (1.0 - w) + lt[:, j] * w
-        return np.where(lb > grid[-1], lt[:, -1:].reshape((-1,) + (1,) * lb.ndim) + (lb - grid[-1]), inside)
+            rise = np.maximum(lb - grid[0], 0.0)
+            return lambda rows: lt[rows, 0] + rise
+        j = np.minimum(np.maximum(np.searchsorted(grid, lb, side="right"), 1), grid.size - 1)
+        w = np.minimum(np.maximum((lb - grid[j - 1]) / (grid[j] - grid[j - 1]), 0.0), 1.0)
+        above = lb > grid[-1]
+        beyond = lb - grid[-1]
+
+        def read(rows: np.ndarray) -> np.ndarray:
+            inside = lt[rows, j - 1] * (1.0 - w) + lt[rows, j] * w
+            return np.where(above, lt[rows, -1] + beyond, inside)
+        return read
 
     def _scalar(self, a: float, b: float) -> float:
         las = self._la_list
