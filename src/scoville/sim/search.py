@@ -14,7 +14,7 @@ is the best of many deployments. The search builds the same envelope from the st
 3. **unified** deployments per layout × drafts × token budget, evaluated over a dense per-instance
    concurrency grid;
 4. **disaggregated** deployments: the best prefill layouts feeding each decode layout, with the prefill pool
-   sized to the decode pool's completion rate (integer instances, utilisation kept below
+   sized to the decode pool's completion rate (integer instances, utilisation kept below each of
    ``PREFILL_UTILISATION``), KV copied over NVLink when both pools fit one scale-up domain and over the
    NICs otherwise;
 5. the **frontier** is the upper-right envelope in (interactivity, total tokens/s per accelerator) of every
@@ -27,6 +27,7 @@ combinations are built; that bound is what keeps a full search of DeepSeek-R1 on
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -62,13 +63,14 @@ from scoville.sim.steady import INFERENCEX, Protocol, SteadyEstimate, estimate
 # InferenceX's golden acceptance lengths for DeepSeek-V4-Pro's MTP (SPEED-Bench coding, thinking on, vLLM on B300;
 # golden_al_distribution/dsv4_mtp.yaml in its repository) are 1.79, 2.27 and 2.49 at 1, 2 and 3 drafts.
 MTP_ACCEPTANCE = {1: 0.85, 2: 0.75, 3: 0.67}
-# how busy a disaggregated deployment's prefill pool may run: nearly full, as InferenceX's NVL72 recipes run theirs
-# (DeepSeek-R1 FP4 8k/1k: 7 DEP4 prefill instances for 1229 users on one DEP16 decode instance, ~100% busy by this
-# model); the estimator's queueing then sets TTFT, and the frontier keeps a point only while the wait for a first
-# token stays within its bound (``_Curve.valid``). Sized 80% busy, the search fell short of that recipe priced by
-# the same estimator (``test_the_search_is_never_far_below_a_deployment_inferencex_ran``); a 0.8 candidate beside
-# each 0.95 one changed no frontier point of the validation set.
-PREFILL_UTILISATION = 0.95
+# how busy a disaggregated deployment's prefill pool may run: with queueing headroom, or nearly full, as
+# InferenceX's NVL72 recipes run theirs (DeepSeek-R1 FP4 8k/1k: 7 DEP4 prefill instances for 1229 users on one DEP16
+# decode instance, ~100% busy by this model). The estimator's queueing then sets TTFT, and the frontier keeps a
+# point only while the wait for a first token stays within its bound (``_Curve.valid``). At 80% alone the search
+# fell short of that recipe priced by the same estimator
+# (``test_the_search_is_never_far_below_a_deployment_inferencex_ran``); at 95% alone, of gpt-oss's GB200 1k/1k
+# recipe, whose busier pools broke that bound (``bench/bench_search_coverage.py``).
+PREFILL_UTILISATION = (0.8, 0.95)
 CONC_GRID = np.unique(np.round(np.geomspace(1, 8192, 36)))
 MAX_TP = 16                        # no framework's recipes split attention heads wider
 MIN_KV_REQUESTS = 4                # an instance must hold at least this many full requests' KV to count as fitting
@@ -315,38 +317,45 @@ def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: li
     """Disaggregated candidates, screened in closed form and confirmed with the estimator.
 
     For each promising decode layout × drafts × decode pool size, the decode pool's completion rate at
-    every per-instance batch fixes the prefill pool (integer instances at most ``PREFILL_UTILISATION``
-    busy, for each of the two most efficient prefill layouts); throughput per accelerator and
-    interactivity follow directly. Only the screened points on the envelope of all screened points are
-    re-estimated exactly (queueing, KV copy, the opening burst).
+    every per-instance batch fixes the prefill pool (integer instances at most as busy as each of
+    ``PREFILL_UTILISATION``, for each of the two most efficient prefill layouts); throughput per accelerator and
+    interactivity follow directly. Only the screened points on the envelope of each sizing's screened points
+    are re-estimated exactly (queueing, KV copy, the opening burst).
     """
     hw = load_hardware(base.hardware)
     limit = space.max_accelerators or default_max_accelerators(hw, load_model(base.model), base)
     prefill = _best_prefill_layouts(base, layouts, isl, space.prefill_budget)
     out_len = max(osl, 2.0)
-    screened: list[tuple[float, float, tuple]] = []
+    screened: dict[float, list[tuple[float, float, tuple]]] = {u: [] for u in PREFILL_UTILISATION}
     for dec, d in promising:
         tpot, n = decode[(dec, d)]
         rate = n / ((out_len - 1.0) * tpot)                       # completions/s per decode instance
         for pre, t_prompt in prefill:
-            for n_d in (1, 2, 4, 8, 16):
-                n_p = np.maximum(1, np.ceil(n_d * rate * t_prompt / PREFILL_UTILISATION))
+            for n_d, utilisation in itertools.product((1, 2, 4, 8, 16), PREFILL_UTILISATION):
+                n_p = np.maximum(1, np.ceil(n_d * rate * t_prompt / utilisation))
                 gpus = n_p * pre.accelerators + n_d * dec.accelerators
                 ok = ((gpus <= limit) & (n_p <= space.max_pool_replicas) & (n_d <= space.max_pool_replicas)
                       & (n * n_d * 1.05 <= space.max_concurrency))
                 tput = n_d * rate * (isl + osl) / gpus
-                for j in np.flatnonzero(ok):
-                    screened.append((1.0 / tpot[j], tput[j], (pre, int(n_p[j]), dec, n_d, d, n[j], int(gpus[j]))))
-    if not screened:
-        return []
-    xs = np.array([x for x, _, _ in screened])
-    ys = np.array([y for _, y, _ in screened])
+                screened[utilisation] += [(1.0 / tpot[j], tput[j], (pre, int(n_p[j]), dec, n_d, d, n[j], int(gpus[j])))
+                                          for j in np.flatnonzero(ok)]
     out = []
-    for k in pareto(xs, ys):
-        pre, n_p, dec, n_d, d, users, gpus = screened[k][2]
-        cfg = _disagg_config(base, pre, n_p, dec, n_d, d, max(int(math.ceil(users)), 1), space, hw, gpus)
-        c_total = np.array([max(1.0, round(users * n_d * 1.05))])   # decoding users plus those in prefill
-        out.append(_Curve(cfg, estimate(cfg, isl, osl, c_total, protocol, osl_spread)))
+    confirmed: set[tuple] = set()
+    # each sizing's own envelope is confirmed: the busier pool always screens richer, but where its queueing
+    # breaks the bound on the wait for a first token the roomier one must still be there
+    for points in screened.values():
+        if not points:
+            continue
+        xs = np.array([x for x, _, _ in points])
+        ys = np.array([y for _, y, _ in points])
+        for k in pareto(xs, ys):
+            if points[k][2] in confirmed:       # both sizings round to the same pools
+                continue
+            confirmed.add(points[k][2])
+            pre, n_p, dec, n_d, d, users, gpus = points[k][2]
+            cfg = _disagg_config(base, pre, n_p, dec, n_d, d, max(int(math.ceil(users)), 1), space, hw, gpus)
+            c_total = np.array([max(1.0, round(users * n_d * 1.05))])   # decoding users plus those in prefill
+            out.append(_Curve(cfg, estimate(cfg, isl, osl, c_total, protocol, osl_spread)))
     return out
 
 
@@ -365,9 +374,10 @@ def _decode_curve(config: SimConfig, isl: float, osl: float, conc: np.ndarray) -
 def _best_prefill_layouts(base: SimConfig, layouts: list[ParallelConfig], isl: float,
                           rank_budget: int) -> list[tuple[ParallelConfig, float]]:
     """The two prefill layouts with the most prompts per accelerator-second: (layout, seconds per prompt
-    per instance)."""
+    per instance). Not under the expert load balancer: InferenceX's recipes set it on their decode workers only,
+    and its variants of one layout, a hair apart, would crowd every other layout out of the two."""
     scored = []
-    for p in layouts:
+    for p in (p for p in layouts if not p.expert_slots):
         cost = step_cost(base, p)
         per = p.dp * max(1, int(rank_budget // isl))     # whole prompts (or one chunk) on each attention rank
         chunk = min(isl, rank_budget)
