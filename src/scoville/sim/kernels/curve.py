@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -109,14 +110,14 @@ class Surface:
             lt = np.where(above, at_b(np.full(la.shape, len(las) - 1)) + (la - las[-1]), lt)
         return np.exp(lt)
 
-    def _at_b(self, lb: np.ndarray) -> Any:
+    def _at_b(self, lb: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         """A reader of given rows' log times at log sizes ``lb`` (row index per element), by :class:`Curve`'s edge
         rules along ``b``: the first value below the grid, in proportion to size above it. Only the two rows that
         bracket each ``a`` are read, not every row at every point."""
         grid, lt = self._lb, self._lt
         if grid.size == 1:
             rise = np.maximum(lb - grid[0], 0.0)
-            return lambda rows: lt[rows, 0] + rise
+            return lambda rows: np.asarray(lt[rows, 0] + rise)
         j = np.minimum(np.maximum(np.searchsorted(grid, lb, side="right"), 1), grid.size - 1)
         w = np.minimum(np.maximum((lb - grid[j - 1]) / (grid[j] - grid[j - 1]), 0.0), 1.0)
         above = lb > grid[-1]
