@@ -6,9 +6,10 @@ disaggregated pools, up to its configuration's concurrency); kernel times come f
 kernel_scale from the module tables (bench/bench_module_scale.py, decode and prefill). With those scales held
 the highest interactivities land from 13% slow (gpt-oss) to 10% fast (Kimi) and the peaks +30% (gpt-oss) to -18%
 (Kimi; +13% to -23% before the search sized prefill pools up to 95% busy and tried the load balancer, which
-reaches the deployments InferenceX ran): host costs cannot close it. A change to the cost model, the estimator or the search that moves a
-prediction further off a seed fails here, not silently in a report. One figure is a known miss (DeepSeek-R1
-throughput at its highest interactivity, -48%); it is held to a factor instead of a percentage.
+reaches the deployments InferenceX ran): host costs cannot close it. A change to the cost model, the estimator
+or the search that moves a prediction further off a seed fails here, not silently in a report. One figure is a
+known miss (DeepSeek-R1 throughput at its highest interactivity, -48%); it is held to a factor instead of a
+percentage.
 """
 
 from __future__ import annotations
