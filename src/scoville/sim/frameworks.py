@@ -22,8 +22,10 @@ from scoville.errors import UserError
 FRAMEWORK_NAMES = ("vllm", "sglang", "trtllm")
 
 
-# What a kernel scale (kernel_scale, prefill_kernel_ratio) may be: a factor of 20 either side of the tables'
+# What a kernel scale (kernel_scale, prefill_kernel_ratio) may be: within a factor of 20 either side of the kernel
+# tables' own times (calibrate's kernel factors are bounded alike, as a trial passes them through here)
 KERNEL_SCALE_RANGE = (0.05, 20.0)
+
 
 class FrameworkCosts(msgspec.Struct, frozen=True, kw_only=True):
     """Host-side costs: each step ``step_overhead_us + seq_overhead_us × sequences`` (the busiest rank's under
