@@ -440,8 +440,7 @@ def _linear_solve(objective: Objective, theta: np.ndarray, y: np.ndarray, jac: n
         return theta
     a = jac[ok] / m[ok, None] * weight[ok, None]
     b = (m[ok] - y[ok]) / m[ok] * weight[ok] + a @ (theta - lo)
-    host = [i for i, k in enumerate(PARAMS) if k not in KERNEL_PARAMS]
-    kernel_rows = [r for r in objective.prior_rows if not np.any(r[host])]
+    kernel_rows = [objective.prior_rows[PARAMS.index(k)] for k in KERNEL_PARAMS]     # prior_rows: one a parameter
     at_prior = np.exp(objective.x_prior)
     prior_a = np.array([r / at_prior for r in kernel_rows])
     prior_b = np.array([float(np.sum(r * (1.0 - lo / at_prior))) for r in kernel_rows])
