@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scoville.catalog.hardware import load_hardware  # noqa: E402
+from bench_sim_validation import RANGE, _precision  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
 from scoville.sim.search import SearchSpace, search  # noqa: E402
@@ -44,7 +44,6 @@ from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
 from validation_recipes import Recipe, configs, load_recipes, recipe_envelope  # noqa: E402
 
-RANGE = 0.9            # InferenceX draws each request's lengths from [0.8 L, L]: mean 0.9 L
 SAME_SPEED = 0.995     # a search point this close in interactivity counts as as fast (estimates differ in rounding)
 FRONT_POINTS = 2000    # the whole envelope: thinned to simulate's few points, a wider search could read lower
 
@@ -56,22 +55,6 @@ class Coverage:
     group: tuple
     ratio: float
     interactivity: float
-
-
-def _precision(model: str, precision: str, hardware: str) -> str | None:
-    """The ``--precision`` of a recipe's checkpoint: gpt-oss's native MXFP4, the vendor's FP4, or FP8 itself."""
-    if model == "gpt-oss-120b":
-        return None
-    if precision == "fp4":
-        return "mxfp4" if load_hardware(hardware).vendor == "amd" else "nvfp4"
-    return precision
-
-
-def _gpus(recipe: Recipe) -> int:
-    if recipe.unified is not None:
-        return recipe.unified.tp
-    assert recipe.prefill is not None and recipe.decode is not None
-    return recipe.prefill.workers * recipe.prefill.tp + recipe.decode.workers * recipe.decode.tp
 
 
 def _best_recipe_deployment(recipes: list[Recipe], precision: str | None, isl: float, osl: float,
@@ -103,7 +86,7 @@ def coverage(model: str, hw: str, prec: str, fw: str, isl: int, osl: int, disagg
     base = SimConfig(hardware=hw, model=model, precision=precision, kv_dtype=resolve_kv_dtype(None, hw, model, fw),
                      framework=fw, attention_dp_balance=default_attention_dp_balance(fw))
     space = SearchSpace(max_concurrency=max(max(r.concurrency) for r in recipes), disaggregation=disaggregated,
-                        unified=not disaggregated, max_accelerators=max(_gpus(r) for r in recipes))
+                        unified=not disaggregated, max_accelerators=max(r.gpus for r in recipes))
     front = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=FRONT_POINTS, space=space).frontier
     fx = np.array([f.interactivity for f in front])
     fy = np.array([f.total_tput_per_accelerator for f in front])
