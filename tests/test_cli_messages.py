@@ -38,3 +38,18 @@ def test_sweep_help_fits_an_80_column_terminal_without_cutting_an_option_name(ca
     assert "--url" in names and "--no-ignore-eos" in names and not any(n.endswith("…") for n in names)
     assert {"Target", "Workload", "Load", "Power and cost", "Output", "Execution"} <= {
         line.strip("╭─╮ ").strip() for line in lines if line.startswith("╭─")}
+
+
+def test_simulate_deployment_table_on_an_80_column_terminal_keeps_every_band_whole(tmp_path, capsys, monkeypatch):
+    """The deployment label wraps; the point, GPU count and the bands never collapse to an ellipsis."""
+    monkeypatch.setenv("COLUMNS", "80")
+    main(["simulate", "--hardware", "h200", "--model", "llama-3.1-8b", "--scenario", "1k1k", "--runs", str(tmp_path)])
+    out = capsys.readouterr().out        # the tables (the notes below them go to stderr)
+    table = out[out.index("deployment of each point"):]
+    rows = [line for line in table.splitlines() if line.startswith("│ c=")]
+    assert rows and max(len(line) for line in table.splitlines() if line[:1] in "┏┃┡│└") <= 80
+    assert "…" not in table
+    for row in rows:     # point, GPUs and three "low-high" bands, each whole
+        cells = [c.strip() for c in row.strip("│").split("│")]
+        assert cells[0].startswith("c=") and cells[2].isdigit(), row
+        assert all("-" in c for c in cells[3:]), row

@@ -170,8 +170,9 @@ def _summary(run_dir: Path, json_out: bool) -> None:
     preds = manifest.target.predictions or []
     if plan and len({json.dumps(p.config, sort_keys=True) for p in plan}) > 1 or preds:
         table = Table(title="deployment of each point (80% band of the estimate)", header_style="bold")
+        # the deployment label is the one column that may wrap: on a narrow terminal the figures stay whole
         for header in ("point", "deployment", "GPUs", "tok/s/user", "tok/s/GPU", "TTFT ms"):
-            table.add_column(header, no_wrap=True)
+            table.add_column(header, no_wrap=header != "deployment", overflow="fold")
         for i, p in enumerate(plan):
             cfg = SimConfig.model_validate(p.config)
             pr = preds[i] if i < len(preds) else None
