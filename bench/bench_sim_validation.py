@@ -817,8 +817,26 @@ def public_points() -> list[MeasuredPoint]:
     return out
 
 
+# The draft depth of InferenceX's MTP script where a public point says only that MTP ran ("enabled"): SGLang on
+# MI355X, dsr1_fp4_mi355x_mtp.sh, EAGLE with --speculative-num-steps 3 (--speculative-num-draft-tokens 4) in every
+# version from its first (2a0475fb1, 2026-05-19; the points ran its recipe that week).
+PUBLIC_MTP_DEPTH = {("deepseek-r1", "mi355x", "sglang"): 3}
+
+
+def _public_mtp(p: dict, model: str, framework: str) -> SpeculativeConfig | None:
+    """The drafts a pinned public point ran: its stated depth, or its script's where it says only "enabled", at the
+    search's acceptance rate for that depth; None for a plain run. A speculative run of unknown depth is an error
+    here: pinned without its drafts it would read as the model being 1.5-2x slow."""
+    mtp = (p.get("deployment") or {}).get("mtp")
+    if not mtp:
+        return None
+    depth = mtp if isinstance(mtp, int) else PUBLIC_MTP_DEPTH[(model, p["hardware"], framework)]
+    return SpeculativeConfig(num_draft_tokens=depth, acceptance_rate=MTP_ACCEPTANCE[depth])
+
+
 def pinned_public() -> dict[str, list[Cmp]]:
-    """Public points measured on one stated deployment (InferenceX PR tables, dstack, AMD runs): pinned."""
+    """Public points measured on one stated deployment (InferenceX PR tables, dstack, AMD runs): pinned, with the
+    MTP drafts they ran."""
     out: dict[str, list[Cmp]] = {"tpot": [], "tput": []}
     for p in _public():
         model = MODEL_REF.get(p["model"])
@@ -836,12 +854,15 @@ def pinned_public() -> dict[str, list[Cmp]]:
                                             "kv_dtype": resolve_kv_dtype(None, p["hardware"], model, fw),
                                             "framework": fw,
                                             "parallel": {"tp": tp, "dp": dp if dp > 1 and ep > 1 else 1,
-                                                         "ep": ep}, "max_num_seqs": 4096})
+                                                         "ep": ep}, "max_num_seqs": 4096,
+                                            "speculative": _public_mtp(p, model, fw)})
             est = estimate(cfg, p["isl"] * f, p["osl"] * f, np.array([float(p["concurrency"])]),
                            osl_spread=1.0 if fixed else 1 / RANGE)
         except (UserError, ValueError):
             continue
-        name = f"{_short(model)} {p['hardware']} {fw} {p.get('precision')} {p['isl']}/{p['osl']}"
+        drafts = cfg.speculative
+        name = (f"{_short(model)} {p['hardware']} {fw} {p.get('precision')} {p['isl']}/{p['osl']}"
+                + (f" mtp{drafts.num_draft_tokens}" if drafts else ""))
         scope = (load_model(model).name, p["hardware"], fw)
         out["tpot"].append(Cmp(name, "public", p["tpot_ms"], est.tpot[0] * 1e3, scope=scope))
         if p.get("tput_per_gpu_total"):
