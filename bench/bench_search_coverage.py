@@ -17,11 +17,13 @@ where. Ratios up to ~1.15 are the step of the search's grids (concurrency, pool 
 How it was used (2026-12-07): before the search tried TensorRT-LLM's load balancer and prefill pools up to 95%
 busy, 35 of 61 groups (57%) were within 1.15, InferenceX's GB200/GB300 DeepSeek-R1 FP4 and Kimi K2.5 recipes
 beating the search by up to 1.23-1.35 at 20-60 tok/s/user; after, 46 (75%): those 1.01-1.11 (Kimi K2.5 B200
-1.23, a prefill pool run past full). What is left above is mostly SGLang's disaggregated MTP recipes, 1.7-3.1×
-at 117-221 tok/s/user: they run SGLang's overlap scheduler under drafts (``SGLANG_ENABLE_SPEC_V2``), which
-SGLang leaves off by default and the search does too; tried in the search, it over-predicted the groups
-measured without it (view 2, B200 FP8 SGLang 1k/8k +40% -> +75%) and was left out. The rest are a decode pool
-of five or six instances at one or two users each, between the search's pool counts (1, 2, 4, 8, 16).
+1.23, a prefill pool run past full). What was left above was mostly SGLang's disaggregated MTP recipes, 1.7-3.1×
+at 117-221 tok/s/user: they run SGLang's overlap scheduler under drafts, which the search left off as SGLang up
+to 0.5.9 did by default. On 2026-12-08 the search took today's SGLang default, drafts under the overlap
+(``SimConfig.schedules_ahead``), and confirmed plain and drafted disaggregated pools' screened envelopes apart:
+those groups 1.2-1.7× at 100-260 tok/s/user, where one step of the search's concurrency grid moves a steep curve
+that much, and 45 of 61 groups (74%) within 1.15. The rest are a decode pool of five to nine instances at one or
+two users each, between the search's pool counts (1, 2, 4, 8, 16).
 """
 
 from __future__ import annotations

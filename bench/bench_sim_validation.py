@@ -308,8 +308,14 @@ AUTO_KV_UNTIL = {("openai/gpt-oss-120b", "b200", "nvfp4", "vllm"): "2025-12-05",
                  ("moonshotai/Kimi-K2.5", "h200", "int4", "vllm"): "9999"}
 
 # InferenceX's SGLang MTP scripts that export SGLANG_ENABLE_SPEC_V2=1 (dsr1_fp4_b200_mtp.sh, dsr1_fp8_h200_mtp.sh),
-# keeping the overlap scheduler on under drafts; the FP8 B200/B300 ones set it without export (mtp_recipe)
+# keeping the overlap scheduler on under drafts; the FP8 B200/B300 ones set it without export (mtp_recipe), and the
+# SGLang 0.5.8/0.5.9 their rows ran turned the overlap off under drafts by default (SimConfig.schedules_ahead)
 SGLANG_SPEC_V2_EXPORTED = {("b200", "nvfp4"), ("h200", "fp8")}
+
+
+def sglang_drafts_overlap(hardware: str, precision: str | None) -> bool:
+    """Whether the SGLang MTP runs of a group ran their drafts under the overlap scheduler (``mtp_recipe``)."""
+    return (hardware, precision) in SGLANG_SPEC_V2_EXPORTED
 
 # Until InferenceX's configs named ep (17d5e204f, 2025-11-03), its TensorRT-LLM DeepSeek-R1 and gpt-oss scripts
 # (read at e06929c, 2025-11-02) chose expert parallelism, attention DP and the token budget themselves, and its
@@ -498,8 +504,8 @@ def mtp_recipe(row: SiliconRow) -> Recipe:
         return Recipe(max_num_batched_tokens=budget, adp_balance=balance, mtp_depth=depth)
     if row.framework == "sglang":
         poll = sglang_recv_interval(row.concurrency) if row.hardware in ("b200", "b300") else 1
-        overlap = True if (row.hardware, row.precision) in SGLANG_SPEC_V2_EXPORTED else None
-        return Recipe(scheduler_recv_interval=poll, mtp_depth=2, async_scheduling=overlap)
+        return Recipe(scheduler_recv_interval=poll, mtp_depth=2,
+                      async_scheduling=sglang_drafts_overlap(row.hardware, row.precision))
     return Recipe()
 
 
@@ -950,8 +956,8 @@ def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[Measur
     the MTP search each over their own measured range, merged. The GB200 disaggregated totals are InferenceX's
     Dynamo frontiers: disaggregated pools. Public points are InferenceX's frontiers over everything it ran: the
     default search (``frontier`` merges it over the frameworks where the page names none)."""
-    def frontier_of(space: SearchSpace) -> list[FrontierPoint]:
-        return search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48, space=space).frontier
+    def frontier_of(space: SearchSpace, config: SimConfig = base) -> list[FrontierPoint]:
+        return search(config, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48, space=space).frontier
 
     gpus = max((p.max_gpus or 0) for p in pts)
     if not gpus:
@@ -960,10 +966,15 @@ def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[Measur
         return frontier_of(SearchSpace(max_concurrency=users, unified=not pools_only))
     users = max((p.max_concurrency or 0) for p in pts)
     spec_users = max((p.max_speculative_concurrency or 0) for p in pts)
-    spaces = [SearchSpace(max_concurrency=users, disaggregation=False, mtp="off", max_accelerators=gpus)]
+    front = frontier_of(SearchSpace(max_concurrency=users, disaggregation=False, mtp="off", max_accelerators=gpus))
     if spec_users:
-        spaces.append(SearchSpace(max_concurrency=spec_users, disaggregation=False, mtp="auto", max_accelerators=gpus))
-    return _pareto_points([f for space in spaces for f in frontier_of(space)])
+        # the MTP runs' scheduling as they ran it: SGLang 0.5.8/0.5.9 drafted without its overlap scheduler unless
+        # the script exported SGLANG_ENABLE_SPEC_V2 (``sglang_drafts_overlap``), where `simulate` assumes today's
+        drafted = base if base.framework != "sglang" else base.model_copy(
+            update={"async_scheduling": sglang_drafts_overlap(base.hardware, pts[0].group[2])})
+        front += frontier_of(SearchSpace(max_concurrency=spec_users, disaggregation=False, mtp="auto",
+                                         max_accelerators=gpus), drafted)
+    return _pareto_points(front)
 
 
 def within_recipe_users(points: list[MeasuredPoint]) -> list[MeasuredPoint]:

@@ -122,8 +122,8 @@ def configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
     tries where it is unified (module docstring); a disaggregated one with its decode ranks' batch limit where the
     recipe names it, and, for SGLang with MTP, its overlap scheduler on: InferenceX's Dynamo SGLang MTP recipes
     set ``SGLANG_ENABLE_SPEC_V2`` (NVIDIA/srt-slurm ``recipes/{h100,h200,b200-fp8,gb200-fp8,gb300-fp8}/*mtp*``),
-    where its single-node MTP script leaves the variable unexported (``dsr1_fp8_b200_mtp.sh``) and SGLang's
-    default, no overlap under drafts, holds (``SimConfig.schedules_ahead``)."""
+    where its single-node MTP script leaves the variable unexported (``dsr1_fp8_b200_mtp.sh``) and the default of
+    SGLang 0.5.8/0.5.9, no overlap under drafts, held (``SimConfig.schedules_ahead``)."""
     fw = recipe.framework
     base = {"hardware": recipe.hardware, "model": recipe.model, "precision": precision, "framework": fw,
             "kv_dtype": resolve_kv_dtype(None, recipe.hardware, recipe.model, fw),

@@ -169,15 +169,15 @@ def test_steps_are_formed_ahead_as_the_framework_runs_on_that_hardware(framework
 
 
 @pytest.mark.parametrize("framework, setting, ahead", [
-    ("sglang", None, False),     # SGLang's EAGLE/MTP worker turns the overlap scheduler off by default
-    ("sglang", True, True),      # SGLANG_ENABLE_SPEC_V2: a config that says so keeps it
+    ("sglang", None, True),      # SGLang's drafts run under its overlap scheduler by default (spec v2, 2026)
+    ("sglang", False, False),    # SGLang up to 0.5.9 without SGLANG_ENABLE_SPEC_V2: a config that says so
     ("trtllm", None, True),      # TensorRT-LLM's overlap scheduler runs with MTP
 ])
-def test_sglang_drafts_run_without_the_overlap_scheduler_and_pay_its_host_work(framework, setting, ahead):
+def test_drafts_without_the_overlap_scheduler_pay_its_host_work(framework, setting, ahead):
     spec = SpeculativeConfig(num_draft_tokens=2, acceptance_rate=0.75)
     cfg = SimConfig(hardware="b200", model="deepseek-r1", framework=framework, parallel={"tp": 8, "ep": 8},
                     speculative=spec, async_scheduling=setting)
-    plain = cfg.model_copy(update={"speculative": None})
+    plain = cfg.model_copy(update={"speculative": None, "async_scheduling": None})   # plain, the default scheduling
     assert cfg.schedules_ahead() is ahead and plain.schedules_ahead()
     cost, plain_cost = step_cost(cfg, cfg.parallel), step_cost(plain, plain.parallel)
     serial_us = cost.framework.serial_host_us if not ahead else 0.0

@@ -250,16 +250,17 @@ class SimConfig(_Strict):
     def schedules_ahead(self) -> bool:
         """Whether a unified instance forms each step while the last one runs: ``async_scheduling`` where set,
         else on, except for vLLM on a CPU entry (family ``cpu``), whose platform turns async scheduling off
-        (vLLM 0.32 ``platforms/cpu.py``: "async scheduling is not required on CPU"), and for SGLang with draft
-        tokens, whose EAGLE/MTP worker turns its overlap scheduler off unless ``SGLANG_ENABLE_SPEC_V2`` is set
-        (``ServerArgs._handle_speculative_decoding``). Why it matters: on the real vLLM CPU server, a
-        calibration that assumed it put one decode step too many before every prompt at high load (TTFT +16 %
-        at 16 users on the fit point itself, +18 % held out at 1024/64 with 8 users); and a step formed after
-        the last one ends pays the host work the overlap would hide (``FrameworkCosts.serial_host_us``)."""
+        (vLLM 0.32 ``platforms/cpu.py``: "async scheduling is not required on CPU"). SGLang runs EAGLE/MTP drafts
+        under its overlap scheduler too, as it has by default since spring 2026 ("spec v2 by default, which is the
+        current standard behavior", sgl-project/sglang PR #24642, 2026-05; PR #27964, merged 2026-06-11, retired the
+        synchronous spec v1 worker: ``--disable-overlap-schedule`` is now the only way off). Releases up to 0.5.9
+        turned it off under drafts unless ``SGLANG_ENABLE_SPEC_V2`` was set: ``async_scheduling: false`` says so.
+        Why it matters: on the real vLLM CPU server, a calibration that assumed it put one decode step too many
+        before every prompt at high load (TTFT +16 % at 16 users on the fit point itself, +18 % held out at
+        1024/64 with 8 users); and a step formed after the last one ends pays the host work the overlap would hide
+        (``FrameworkCosts.serial_host_us``)."""
         if self.async_scheduling is not None:
             return self.async_scheduling
-        if self.framework == "sglang" and self.speculative is not None:
-            return False
         from scoville.catalog.hardware import load_hardware
 
         return not (self.framework == "vllm" and load_hardware(self.hardware).family == "cpu")
