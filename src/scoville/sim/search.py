@@ -320,8 +320,9 @@ def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: li
     For each promising decode layout × drafts × decode pool size, the decode pool's completion rate at
     every per-instance batch fixes the prefill pool (integer instances at most as busy as each of
     ``PREFILL_UTILISATION``, for each of the two most efficient prefill layouts); throughput per accelerator and
-    interactivity follow directly. Only the screened points on the envelope of their group, one group per sizing
-    and kind of decode pool (plain or drafted), are re-estimated exactly (queueing, KV copy, the opening burst).
+    interactivity follow directly. Only screened points on an envelope are re-estimated exactly (queueing, KV
+    copy, the opening burst): each prefill sizing's, and each kind of decode pool's (plain or drafted) where it
+    still beats the first.
     """
     hw = load_hardware(base.hardware)
     limit = space.max_accelerators or default_max_accelerators(hw, load_model(base.model), base)
@@ -341,27 +342,48 @@ def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: li
                 screened[(utilisation, d is None)] += [
                     (1.0 / tpot[j], tput[j], (pre, int(n_p[j]), dec, n_d, d, n[j], int(gpus[j])))
                     for j in np.flatnonzero(ok)]
-    out = []
-    confirmed: set[tuple] = set()
+    confirmed: dict[tuple, _Curve] = {}
+
+    def confirm(key: tuple) -> None:
+        if key in confirmed:                    # both sizings, or both passes, reach the same pools
+            return
+        pre, n_p, dec, n_d, d, users, gpus = key
+        cfg = _disagg_config(base, pre, n_p, dec, n_d, d, max(int(math.ceil(users)), 1), space, hw, gpus)
+        c_total = np.array([max(1.0, round(users * n_d * 1.05))])   # decoding users plus those in prefill
+        confirmed[key] = _Curve(cfg, estimate(cfg, isl, osl, c_total, protocol, osl_spread))
+
     # each sizing's own envelope is confirmed: the busier pool always screens richer, but where its queueing
-    # breaks the bound on the wait for a first token the roomier one must still be there. So is each kind of decode
-    # pool's, plain and drafted: a drafted pool's screened lead can vanish once its prefill queue is priced (GB200
-    # FP8 SGLang 1k/1k: MTP1 pools screened above the plain DEP16/DEP32 ones from 35 to 60 tok/s/user and came
-    # out over the wait bound, leaving that stretch of the frontier to points 25% poorer)
+    # breaks the bound on the wait for a first token the roomier one must still be there
+    for utilisation in PREFILL_UTILISATION:
+        points = screened[(utilisation, True)] + screened[(utilisation, False)]
+        for k in _screened_front(points):
+            confirm(points[k][2])
+    # then each kind of decode pool's, plain and drafted, where its screen still beats what the first pass
+    # confirmed: a drafted pool's screened lead can vanish once its prefill queue is priced (GB200 FP8 SGLang 1k/1k:
+    # MTP1 pools screened above the plain DEP16/DEP32 ones from 35 to 60 tok/s/user and came out over the wait
+    # bound, leaving that stretch of the frontier to points 25% poorer); a screen is the most its pools can
+    # reach, so one below the confirmed envelope is not worth an estimate
+    reach = _confirmed_reach(list(confirmed.values()))
     for points in screened.values():
-        if not points:
-            continue
-        xs = np.array([x for x, _, _ in points])
-        ys = np.array([y for _, y, _ in points])
-        for k in pareto(xs, ys):
-            if points[k][2] in confirmed:       # both sizings round to the same pools
-                continue
-            confirmed.add(points[k][2])
-            pre, n_p, dec, n_d, d, users, gpus = points[k][2]
-            cfg = _disagg_config(base, pre, n_p, dec, n_d, d, max(int(math.ceil(users)), 1), space, hw, gpus)
-            c_total = np.array([max(1.0, round(users * n_d * 1.05))])   # decoding users plus those in prefill
-            out.append(_Curve(cfg, estimate(cfg, isl, osl, c_total, protocol, osl_spread)))
-    return out
+        for k in _screened_front(points):
+            x, y, key = points[k]
+            if y > reach(x):
+                confirm(key)
+    return list(confirmed.values())
+
+
+def _screened_front(points: list[tuple[float, float, tuple]]) -> np.ndarray:
+    """Indices of the screened points (interactivity, throughput per accelerator, pools) on their envelope."""
+    if not points:
+        return np.array([], dtype=int)
+    return pareto(np.array([x for x, _, _ in points]), np.array([y for _, y, _ in points]))
+
+
+def _confirmed_reach(curves: list[_Curve]) -> Callable[[float], float]:
+    """The most throughput per accelerator any of ``curves``' reportable points reaches at least this fast."""
+    xs = np.concatenate([c.est.interactivity[c.valid()] for c in curves]) if curves else np.array([])
+    ys = np.concatenate([c.est.total_tput_per_accelerator[c.valid()] for c in curves]) if curves else np.array([])
+    return lambda x: float(ys[xs >= x].max(initial=0.0))
 
 
 def _decode_curve(config: SimConfig, isl: float, osl: float, conc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
