@@ -72,6 +72,16 @@ MTP_ACCEPTANCE = {1: 0.85, 2: 0.75, 3: 0.67}
 # (``test_the_search_is_never_far_below_a_deployment_inferencex_ran``); at 95% alone, of gpt-oss's GB200 1k/1k
 # recipe, whose busier pools broke that bound (``bench/bench_search_coverage.py``).
 PREFILL_UTILISATION = (0.8, 0.95)
+# The loads, as shares of the users it was sized for, a confirmed disaggregated deployment is estimated at, as a
+# benchmark sweeps a fixed deployment: its pools are sized for a whole number of users per decode instance, and at
+# one to three users an instance the step to the next doubles throughput per accelerator while interactivity falls
+# 5-15% (H200 DeepSeek-R1: 8 instances of one user 214 tok/s/user, of two 187), the stretch where InferenceX's
+# recipes run 16 users over 9 instances (bench_search_coverage.py: 74% of recipe groups covered with the design
+# load alone, 82% with these; an estimate of three loads costs about what one of one does)
+CONFIRM_LOADS = (0.6, 0.8, 1.0)
+# A kind's screened point below the confirmed envelope by less than this share is still confirmed: its deployment
+# is also estimated at lighter loads (``CONFIRM_LOADS``), which reach interactivities its screened point does not
+SCREEN_MARGIN = 0.9
 CONC_GRID = np.unique(np.round(np.geomspace(1, 8192, 36)))
 MAX_TP = 16                        # no framework's recipes split attention heads wider
 MIN_KV_REQUESTS = 4                # an instance must hold at least this many full requests' KV to count as fitting
@@ -349,7 +359,8 @@ def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: li
             return
         pre, n_p, dec, n_d, d, users, gpus = key
         cfg = _disagg_config(base, pre, n_p, dec, n_d, d, max(int(math.ceil(users)), 1), space, hw, gpus)
-        c_total = np.array([max(1.0, round(users * n_d * 1.05))])   # decoding users plus those in prefill
+        # decoding users plus those in prefill, and fewer (``CONFIRM_LOADS``)
+        c_total = np.unique(np.maximum(1.0, np.round(users * n_d * 1.05 * np.array(CONFIRM_LOADS))))
         confirmed[key] = _Curve(cfg, estimate(cfg, isl, osl, c_total, protocol, osl_spread))
 
     # each sizing's own envelope is confirmed: the busier pool always screens richer, but where its queueing
@@ -358,16 +369,16 @@ def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: li
         points = screened[(utilisation, True)] + screened[(utilisation, False)]
         for k in _screened_front(points):
             confirm(points[k][2])
-    # then each kind of decode pool's, plain and drafted, where its screen still beats what the first pass
-    # confirmed: a drafted pool's screened lead can vanish once its prefill queue is priced (GB200 FP8 SGLang 1k/1k:
-    # MTP1 pools screened above the plain DEP16/DEP32 ones from 35 to 60 tok/s/user and came out over the wait
-    # bound, leaving that stretch of the frontier to points 25% poorer); a screen is the most its pools can
-    # reach, so one below the confirmed envelope is not worth an estimate
+    # then each kind of decode pool's, plain and drafted, where its screen comes within SCREEN_MARGIN of what the
+    # first pass confirmed: a drafted pool's screened lead can vanish once its prefill queue is priced (GB200 FP8
+    # SGLang 1k/1k: MTP1 pools screened above the plain DEP16/DEP32 ones from 35 to 60 tok/s/user and came out over
+    # the wait bound, leaving that stretch of the frontier to points 25% poorer); a screen is about the most its
+    # pools reach at their design load, so one well below the confirmed envelope is not worth an estimate
     reach = _confirmed_reach(list(confirmed.values()))
     for points in screened.values():
         for k in _screened_front(points):
             x, y, key = points[k]
-            if y > reach(x):
+            if y > SCREEN_MARGIN * reach(x):
                 confirm(key)
     return list(confirmed.values())
 
