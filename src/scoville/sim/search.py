@@ -331,8 +331,8 @@ def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: li
     every per-instance batch fixes the prefill pool (integer instances at most as busy as each of
     ``PREFILL_UTILISATION``, for each of the two most efficient prefill layouts); throughput per accelerator and
     interactivity follow directly. Only screened points on an envelope are re-estimated exactly (queueing, KV
-    copy, the opening burst): each prefill sizing's, and each kind of decode pool's (plain or drafted) where it
-    still beats the first.
+    copy, the opening burst), each at its design load and lighter ones (``CONFIRM_LOADS``): each prefill sizing's
+    envelope, then each kind of decode pool's (plain or drafted) where it comes near what the first confirmed.
     """
     hw = load_hardware(base.hardware)
     limit = space.max_accelerators or default_max_accelerators(hw, load_model(base.model), base)
