@@ -317,6 +317,7 @@ def sglang_drafts_overlap(hardware: str, precision: str | None) -> bool:
     """Whether the SGLang MTP runs of a group ran their drafts under the overlap scheduler (``mtp_recipe``)."""
     return (hardware, precision) in SGLANG_SPEC_V2_EXPORTED
 
+
 # Until InferenceX's configs named ep (17d5e204f, 2025-11-03), its TensorRT-LLM DeepSeek-R1 and gpt-oss scripts
 # (read at e06929c, 2025-11-02) chose expert parallelism, attention DP and the token budget themselves, and its
 # SGLang DeepSeek-R1 NVFP4 B200 script passed --enable-ep-moe; the rows of those runs record tp only

@@ -372,7 +372,7 @@ def _disaggregated(base: SimConfig, layouts: list[ParallelConfig], promising: li
     # then each kind of decode pool's, plain and drafted, where its screen comes within SCREEN_MARGIN of what the
     # first pass confirmed: a drafted pool's screened lead can vanish once its prefill queue is priced (GB200 FP8
     # SGLang 1k/1k: MTP1 pools screened above the plain DEP16/DEP32 ones from 35 to 60 tok/s/user and came out over
-    # the wait bound, leaving that stretch of the frontier to points 25% poorer); a screen is about the most its
+    # the wait bound, leaving 40 tok/s/user to a point 12% poorer than the plain pool's); a screen is about the most its
     # pools reach at their design load, so one well below the confirmed envelope is not worth an estimate
     reach = _confirmed_reach(list(confirmed.values()))
     for points in screened.values():
