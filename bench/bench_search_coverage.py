@@ -40,12 +40,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sim_validation import RANGE, _precision  # noqa: E402
+from bench_sim_validation import RANGE, _precision, simulate_base  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
-from scoville.sim.config import SimConfig  # noqa: E402
 from scoville.sim.search import SearchSpace, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
-from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
 from validation_recipes import Recipe, configs, load_recipes, recipe_envelope  # noqa: E402
 
 SAME_SPEED = 0.995     # a search point this close in interactivity counts as as fast (estimates differ in rounding)
@@ -87,8 +85,7 @@ def coverage(model: str, hw: str, prec: str, fw: str, isl: int, osl: int, disagg
     xs, ys = recipe_envelope(recipes, precision, RANGE)
     if not xs.size:
         return None
-    base = SimConfig(hardware=hw, model=model, precision=precision, kv_dtype=resolve_kv_dtype(None, hw, model, fw),
-                     framework=fw, attention_dp_balance=default_attention_dp_balance(fw))
+    base = simulate_base(hw, model, precision, fw)
     space = SearchSpace(max_concurrency=max(max(r.concurrency) for r in recipes), disaggregation=disaggregated,
                         unified=not disaggregated, max_accelerators=max(r.gpus for r in recipes))
     front = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=FRONT_POINTS, space=space).frontier

@@ -75,7 +75,7 @@ from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SpeculativeConfig  # noqa: E402
 from scoville.sim.search import MTP_ACCEPTANCE, FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
-from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype  # noqa: E402
+from scoville.simulation import SimulateSpec, base_config, resolve_kv_dtype  # noqa: E402
 from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, deployment, load_silicon  # noqa: E402
 from validation_recipes import configs as recipe_configs  # noqa: E402
 from validation_recipes import load_recipes, recipe_envelope, validation_public  # noqa: E402
@@ -894,6 +894,13 @@ def report_pinned_public(res: dict[str, list[Cmp]]) -> None:
               f"{np.mean(amd <= TOL) if amd.size else float('nan'):.0%})")
 
 
+def simulate_base(hw: str, model: str, precision: str | None, framework: str, kv_dtype: str | None = None) -> SimConfig:
+    """The config ``scoville simulate`` searches from with these options (``simulation.base_config``: its KV cache
+    format, TensorRT-LLM's attention-DP balance), ``kv_dtype`` None for its auto."""
+    return base_config(SimulateSpec(hardware=hw, model=model, precision=precision, framework=framework,
+                                    kv_dtype=kv_dtype or "auto"), None)
+
+
 def _precision(model: str, prec: str | None, hw: str) -> str | None:
     """The ``--precision`` a group's checkpoint needs: gpt-oss ships in MXFP4 (its native format); a 4-bit
     float group is the vendor's FP4 (NVFP4 on NVIDIA, MXFP4 on AMD); FP8 and INT4 are themselves."""
@@ -918,9 +925,7 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
         try:
             front = []
             for framework in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
-                base = SimConfig(hardware=hw, model=model, precision=_precision(model, prec, hw),
-                                 kv_dtype=pts[0].kv_dtype or resolve_kv_dtype(None, hw, model, framework),
-                                 framework=framework, attention_dp_balance=default_attention_dp_balance(framework))
+                base = simulate_base(hw, model, _precision(model, prec, hw), framework, pts[0].kv_dtype)
                 front += _search_measured_space(base, isl, osl, pts)
         except UserError as e:
             print(f"   {g}: {e}")
@@ -1303,11 +1308,8 @@ def report_ratios(res: list[Cmp], title: str = "3) GPU-vs-GPU throughput ratios 
 # -- 4. trends ----------------------------------------------------------------------------------------------
 def _curve(hw: str, model: str, precision: str | None, framework: str, isl: int = 8192, osl: int = 1024,
            disagg: bool = True, unified: bool = True, mtp: str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    base = SimConfig(hardware=hw, model=model, precision=precision,
-                     kv_dtype=resolve_kv_dtype(None, hw, model, framework), framework=framework,
-                     attention_dp_balance=default_attention_dp_balance(framework))     # as `simulate` searches
-    r = search(base, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=64,
-               space=SearchSpace(max_concurrency=4096, disaggregation=disagg, unified=unified, mtp=mtp))
+    r = search(simulate_base(hw, model, precision, framework), isl * RANGE, osl * RANGE, osl_spread=1 / RANGE,
+               points=64, space=SearchSpace(max_concurrency=4096, disaggregation=disagg, unified=unified, mtp=mtp))
     return (np.array([p.interactivity for p in r.frontier])[::-1],
             np.array([p.total_tput_per_accelerator for p in r.frontier])[::-1])
 
