@@ -726,8 +726,9 @@ def calibrate(run_dirs: list[Path], hardware: str, model: str | None = None, fra
                           "their standard errors, and of their front-end times (client TTFT minus the server's queue "
                           "and prefill time), weighed by theirs; linear start, Gauss-Newton from the best starts, "
                           "bounded Nelder-Mead polish in log space; log-normal priors at the framework priors: "
-                          "the kernel factors' (decoding and prompt tokens) as wide as the kernel data are unsure "
-                          "(kernel_prior_sd), the host costs' a decade wide of weight 1e-5",
+                          "the decoding tokens' kernel factor as wide as the kernel data are unsure "
+                          f"(kernel_prior_sd), the prompt tokens' ±{RATIO_PRIOR_SD:.0%} on its ratio to it "
+                          "(RATIO_PRIOR_SD), the host costs' a decade wide of weight 1e-5",
                    metrics=[name for name, _ in METRICS], evaluations=objective.evaluations,
                    loss_before=float(loss_before), loss_after=float(loss), observations=observed,
                    kernel_prior_sd=kernel_sd,
