@@ -743,6 +743,9 @@ class MeasuredPoint:
     # to it; None where the group has none
     max_speculative_concurrency: int | None = None
     kv_dtype: str | None = None   # the KV cache every run of the group ran, where the scripts say (script_kv_cache)
+    # whether SGLang ran the group's drafts under its overlap scheduler (sglang_drafts_overlap), None where the
+    # framework's default today (``simulate``'s) is what ran
+    drafts_overlap: bool | None = None
 
 
 def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
@@ -764,19 +767,9 @@ def silicon_frontier_points(rows: list[SiliconRow]) -> list[MeasuredPoint]:
         users = max(r.concurrency for r in rs) if mode == "agg" else None
         caches = {script_kv_cache(r) for r in rs}
         kv = caches.pop() if len(caches) == 1 else None
-        out += [MeasuredPoint(g, r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_sample", gpus, users, spec_users,
-                              kv) for r in _on_envelope(rs)]
-    return out
-
-
-def _on_envelope(rows: list[SiliconRow]) -> list[SiliconRow]:
-    """The rows on their upper envelope (the published curve), fastest first: each with more throughput per GPU than
-    every faster one."""
-    out, best = [], -1.0
-    for r in sorted(rows, key=lambda r: r.tpot_ms):
-        if measured_tput(r) > best:
-            out.append(r)
-            best = measured_tput(r)
+        overlap = sglang_drafts_overlap(g[1], g[2]) if g[3] == "sglang" else None
+        out += _upper_envelope([MeasuredPoint(g, r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_sample", gpus,
+                                              users, spec_users, kv, overlap) for r in rs])
     return out
 
 
@@ -823,6 +816,43 @@ def public_points() -> list[MeasuredPoint]:
                                  "public", x, y, p["source"]))
     return out
 
+
+
+PUBLISHED = "InferenceX published point"   # a PR table's note for a point frozen from InferenceX's public API
+
+
+def published_points() -> list[MeasuredPoint]:
+    """View 2d: the newest published runs, InferenceX's "[Klaud Cold]" PR tables (its dashboard's latest runs of
+    May-September 2026, each of one stated single-node deployment, pinned in view 1b), on each group's upper
+    envelope as the dashboard plots it, MTP runs and plain ones together. The group's search space is what it ran:
+    its largest deployment and concurrency, MTP up to the concurrency its speculative runs reached, SGLang's
+    drafts under the overlap scheduler as its images of that period (0.5.12+, spec v2) run them. The silicon
+    groups of the same deployments ran older images (B300 SGLang 0.5.10.post1 of April against 0.5.12 of May;
+    B200 TensorRT-LLM 1.1/1.2 against 1.3.0rc14): the dashboard no longer plots those runs."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for p in _public():
+        model = MODEL_REF.get(p["model"])
+        if (model and _pinned_public(p) and p.get("tpot_ms") and p.get("tput_per_gpu_total")
+                and PUBLISHED in (p.get("note") or "")):
+            groups[(model, p["hardware"], p["precision"], _public_framework(p), int(p["isl"]), int(p["osl"]))].append(p)
+    out: list[MeasuredPoint] = []
+    for g, ps in groups.items():
+        spec = [int(p["concurrency"]) for p in ps if _public_mtp(p, g[0], g[3]) is not None]
+        gpus, users = max(int(p["gpus"]) for p in ps), max(int(p["concurrency"]) for p in ps)
+        points = [MeasuredPoint(g, "published", 1e3 / p["tpot_ms"], p["tput_per_gpu_total"], p["source"], gpus, users,
+                                max(spec) if spec else None) for p in ps]
+        out += _upper_envelope(points)
+    return out
+
+
+def _upper_envelope(points: list[MeasuredPoint]) -> list[MeasuredPoint]:
+    """The points on their upper envelope, fastest first: each with more throughput per GPU than every faster one."""
+    out, best = [], -1.0
+    for p in sorted(points, key=lambda p: -p.interactivity):
+        if p.tput > best:
+            out.append(p)
+            best = p.tput
+    return out
 
 # The draft depth of InferenceX's MTP script where a public point says only that MTP ran ("enabled"): SGLang on
 # MI355X, dsr1_fp4_mi355x_mtp.sh, EAGLE with --speculative-num-steps 3 (--speculative-num-draft-tokens 4) in every
@@ -976,8 +1006,8 @@ def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[Measur
     if spec_users:
         # the MTP runs' scheduling as they ran it: SGLang 0.5.8/0.5.9 drafted without its overlap scheduler unless
         # the script exported SGLANG_ENABLE_SPEC_V2 (``sglang_drafts_overlap``), where `simulate` assumes today's
-        drafted = base if base.framework != "sglang" else base.model_copy(
-            update={"async_scheduling": sglang_drafts_overlap(base.hardware, pts[0].group[2])})
+        overlap = pts[0].drafts_overlap
+        drafted = base if overlap is None else base.model_copy(update={"async_scheduling": overlap})
         front += frontier_of(SearchSpace(max_concurrency=spec_users, disaggregation=False, mtp="auto",
                                          max_accelerators=gpus), drafted)
     return _pareto_points(front)
@@ -1053,27 +1083,37 @@ def report_interpolated(cmps: list[Cmp], label: str) -> None:
               f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}")
 
 
-def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
-    print("\n2) predicted frontier vs measured frontier points: throughput per GPU at the same interactivity\n"
-          "   (silicon groups: the search over their deployment space - unified, up to the largest GPU count and\n"
-          "   concurrency measured, MTP only in groups with plain/speculative pairs and only up to the concurrency\n"
-          "   their speculative runs reached; GB200 disaggregated totals: disaggregated pools; public InferenceX\n"
-          "   points: the default search, as `scoville simulate` runs it; a compare page that names no framework\n"
-          "   plots the envelope of every framework run on that GPU, so its group ('any') is the envelope of the\n"
-          "   default search under each)")
+FRONTIER_TITLE = (
+    "2) predicted frontier vs measured frontier points: throughput per GPU at the same interactivity\n"
+    "   (silicon groups: the search over their deployment space - unified, up to the largest GPU count and\n"
+    "   concurrency measured, MTP only in groups with plain/speculative pairs and only up to the concurrency\n"
+    "   their speculative runs reached; GB200 disaggregated totals: disaggregated pools; public InferenceX\n"
+    "   points: the default search, as `scoville simulate` runs it; a compare page that names no framework\n"
+    "   plots the envelope of every framework run on that GPU, so its group ('any') is the envelope of the\n"
+    "   default search under each)")
+PUBLISHED_TITLE = (
+    "2d) the newest published runs (published_points: InferenceX's PR tables of its dashboard's runs of\n"
+    "   May-September 2026, each pinned in view 1b) on each group's envelope, against the search over what\n"
+    "   the group ran (as view 2 searches a silicon group); the silicon groups of the same deployments ran\n"
+    "   older images")
+
+
+def report_frontier(res: list[Cmp], seconds: float, searches: int, title: str = FRONTIER_TITLE,
+                    splits: tuple[str, ...] = ("dev", "holdout", "public")) -> None:
+    print("\n" + title)
     print(f"   {'group':52s} {'n':>3s} {'med err':>8s} {'|err| med':>9s} {'within35':>8s}")
     for name in sorted({c.group for c in res}):
         errs = np.array([c.err for c in res if c.group == name])
         print(f"   {name:52s} {len(errs):3d} {np.median(errs):+8.0%} {np.median(np.abs(errs)):9.0%} "
               f"{np.mean(np.abs(errs) <= TOL):8.0%}")
-    for split in ("dev", "holdout", "public"):
+    for split in splits:
         errs = np.array([c.err for c in res if c.split == split])
         if errs.size:
             print(f"   ALL {split:8s} n={errs.size:4d}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  "
                   f"|err| median {np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}  "
                   f"inside the 80% band: {coverage([c for c in res if c.split == split])}")
     print("   the same points read at their measured throughput: the predicted frontier's tok/s/user there")
-    for split in ("dev", "holdout", "public"):
+    for split in splits:
         speed = np.array([c.speed[1] / c.speed[0] - 1 for c in res if c.split == split and c.speed])
         if speed.size:
             print(f"   ALL {split:8s} n={speed.size:4d}  within 35%: {np.mean(np.abs(speed) <= TOL):.0%}  "
@@ -1082,7 +1122,7 @@ def report_frontier(res: list[Cmp], seconds: float, searches: int) -> None:
     print("   the same points read on the predicted frontier interpolated log-log between its points, as the compare\n"
           "   pages interpolate (a prediction a few percent slow or fast moves it alike; the read above drops a slow\n"
           "   one to the next swept concurrency)")
-    for split in ("dev", "holdout", "public"):
+    for split in splits:
         report_interpolated([c for c in res if c.split == split], split)
     print(f"   ({searches} default searches, {seconds:.1f} s in all)")
 
@@ -1113,8 +1153,8 @@ def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> RecipeS
         if r.total_source == "recipes":
             versions[(r.model, r.hardware, r.precision, r.framework, r.isl, r.osl, r.framework_version)].append(r)
     for key, rs in versions.items():
-        by_group[key] += [MeasuredPoint(key[:6], r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_recipe")
-                          for r in _on_envelope(rs)]
+        by_group[key] += _upper_envelope([MeasuredPoint(key[:6], r.split, 1e3 / r.tpot_ms, measured_tput(r),
+                                                        "silicon_recipe") for r in rs])
     out, without = [], 0
     curves: dict[tuple, tuple[list[MeasuredPoint], tuple[np.ndarray, np.ndarray]]] = {}
     for g, pts in sorted(by_group.items(), key=lambda kv: str(kv[0])):
@@ -1419,6 +1459,11 @@ def main(argv: list[str] | None = None) -> int:
                   "measured deployments (view 2b's envelopes, no search)")
     report_ratios(recipe_ratios(space), "3c) GPU-vs-GPU ratios of the Dynamo (disaggregated) frontiers, both sides on "
                   "InferenceX's recipes (view 2c's envelopes)")
+    published = published_points()
+    pres, pcurves, psecs = frontier(published)
+    report_frontier(pres, psecs, len(pcurves), PUBLISHED_TITLE, ("published",))
+    report_ratios(ratios(published, pcurves), "3d) GPU-vs-GPU ratios of the newest published runs (view 2d's groups, "
+                  "as view 3)")
     print("\n4) published trends (InferenceX blog; sources in data/reference/validation_public.yaml)")
     for statement, want, got, holds in trends(pts, rows):
         print(f"   {'holds' if holds else 'MISSES':6s} {statement}: published {want}, predicted {got}")
