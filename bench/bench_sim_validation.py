@@ -817,7 +817,6 @@ def public_points() -> list[MeasuredPoint]:
     return out
 
 
-
 PUBLISHED = "InferenceX published point"   # a PR table's note for a point frozen from InferenceX's public API
 
 
@@ -853,6 +852,7 @@ def _upper_envelope(points: list[MeasuredPoint]) -> list[MeasuredPoint]:
             out.append(p)
             best = p.tput
     return out
+
 
 # The draft depth of InferenceX's MTP script where a public point says only that MTP ran ("enabled"): SGLang on
 # MI355X, dsr1_fp4_mi355x_mtp.sh, EAGLE with --speculative-num-steps 3 (--speculative-num-draft-tokens 4) in every
