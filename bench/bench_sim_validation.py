@@ -4,7 +4,7 @@
     python bench/bench_sim_validation.py --quick      # pinned deployments only
 
 Fitting may use kernel tables, the three seed points (bench_sim_calibration.py) and runs we measure
-ourselves; every figure here is validation. Four views:
+ourselves; every figure here is validation. Five views:
 
 1. **Pinned deployments** — every aggregated measurement of ``silicon_sample.csv`` (aiconfigurator-core,
    InferenceX-derived, read in place; see ``validation_data.py``): the row's exact layout, framework,
@@ -42,7 +42,12 @@ ourselves; every figure here is validation. Four views:
    2c (GB200 against GB300, B200, H100...), both sides read off their recipes. **3b** takes the predicted side
    from the envelopes of view 2b instead of the search (each group's own measured deployments, pinned): how
    well the cost model alone ranks two systems on the deployments that were run.
+   **2d** and **3d** do views 2 and 3 over InferenceX's newest published runs (its PR tables of May-September
+   2026), where the silicon groups of the same deployments ran older images.
 4. **Published trends** (InferenceX blog statements, with their sources).
+5. **Max throughput** — TensorRT-LLM's own tables (v0.13.0): one tensor-parallel instance at fixed input/output
+   lengths fed at an infinite rate, on H200, H100 (FP8 and FP16), A100 and L40S, the last two of families no
+   other view has.
 
 Views 1 and 2 also print how often the measured figure lies inside the prediction's 80% band (the band
 ``simulate`` writes beside every point): about 80% when the stated uncertainty is honest.
@@ -1407,6 +1412,48 @@ def trends(points: list[MeasuredPoint], rows: list[SiliconRow]) -> list[tuple[st
     return out
 
 
+
+# -- 5. max-throughput tables -------------------------------------------------------------------------------
+# the concurrencies a max-throughput run is read at: requests fed at an infinite rate fill the instance up to its
+# KV cache or its batch limit, whichever binds first, and the estimator holds the running batch to what fits
+SATURATION = np.array([256.0, 1024.0, 4096.0])
+
+
+def max_throughput() -> tuple[list[Cmp], int]:
+    """View 5: TensorRT-LLM's own max-throughput tables (``TRTLLM_PERF_0_13``): each cell's instance of ``tp`` GPUs
+    at its fixed input/output lengths, fed at an infinite rate, predicted as the most output tokens per second it
+    reaches over a saturating concurrency grid (FP8 engines with an FP8 KV cache, as the tables' note says; FP16 ones
+    as 16-bit). Returns the comparisons (grouped by system, precision and model) and the cells that do not fit."""
+    out, unfit = [], 0
+    for r in validation_public().get("max_throughput", []):
+        try:
+            cfg = SimConfig.model_validate({
+                "hardware": r["hardware"], "model": r["model"], "precision": r["precision"],
+                "kv_dtype": "fp8" if r["precision"] == "fp8" else "bf16", "framework": "trtllm",
+                "parallel": {"tp": r["tp"]}, "max_num_seqs": 4096})
+            est = estimate(cfg, r["isl"], r["osl"], SATURATION, osl_spread=1.0)
+        except (UserError, ValueError):
+            unfit += 1
+            continue
+        family = load_hardware(r["hardware"]).family
+        name = f"{r['hardware']} ({family}) {r['precision']} {r['model']}"
+        out.append(Cmp(name, "public", r["output_tok_s"], float(np.max(est.output_tput_per_accelerator)) * r["tp"]))
+    return out, unfit
+
+
+def report_max_throughput(res: list[Cmp], unfit: int) -> None:
+    print("\n5) max throughput, TensorRT-LLM's own tables (v0.13.0, TRTLLM_PERF_0_13): one tensor-parallel instance\n"
+          "   at fixed input/output lengths fed at an infinite rate, output tok/s (TP 1-8, 128/128 to 20000/2000)")
+    print(f"   {'system, precision, model':40s} {'n':>3s} {'med err':>8s} {'|err| med':>9s} {'within35':>8s}")
+    for name in sorted({c.group for c in res}):
+        errs = np.array([c.err for c in res if c.group == name])
+        print(f"   {name:40s} {errs.size:3d} {np.median(errs):+8.0%} {np.median(np.abs(errs)):9.0%} "
+              f"{np.mean(np.abs(errs) <= TOL):8.0%}")
+    errs = np.array([c.err for c in res])
+    unfit_note = f"  ({unfit} cells do not fit)" if unfit else ""
+    print(f"   ALL n={errs.size}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  |err| median "
+          f"{np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}{unfit_note}")
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     ap.add_argument("--quick", action="store_true", help="pinned deployments only")
@@ -1467,6 +1514,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n4) published trends (InferenceX blog; sources in data/reference/validation_public.yaml)")
     for statement, want, got, holds in trends(pts, rows):
         print(f"   {'holds' if holds else 'MISSES':6s} {statement}: published {want}, predicted {got}")
+    report_max_throughput(*max_throughput())
     return 0
 
 
