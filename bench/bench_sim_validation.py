@@ -946,7 +946,8 @@ def _precision(model: str, prec: str | None, hw: str) -> str | None:
     return prec
 
 
-def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[np.ndarray, np.ndarray]], float]:
+def frontier(points: list[MeasuredPoint],
+             mtp: str = "auto") -> tuple[list[Cmp], dict[tuple, tuple[np.ndarray, np.ndarray]], float]:
     by_group: dict[tuple, list[MeasuredPoint]] = defaultdict(list)
     for p in points:
         by_group[(*p.group, p.max_gpus is not None)].append(p)
@@ -961,7 +962,7 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
             front = []
             for framework in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
                 base = simulate_base(hw, model, _precision(model, prec, hw), framework, pts[0].kv_dtype)
-                front += _search_measured_space(base, isl, osl, pts)
+                front += _search_measured_space(base, isl, osl, pts, mtp)
         except UserError as e:
             print(f"   {g}: {e}")
             continue
@@ -989,14 +990,16 @@ def frontier(points: list[MeasuredPoint]) -> tuple[list[Cmp], dict[tuple, tuple[
     return out, curves, t_total
 
 
-def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[MeasuredPoint]) -> list[FrontierPoint]:
+def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[MeasuredPoint],
+                           mtp: str = "auto") -> list[FrontierPoint]:
     """The predicted frontier over the deployment space a group's points were measured in. Silicon groups are
     unified deployments of a few sizes up to the concurrency they were run at (a frontier of runs that stopped
     at 64 users says nothing of 300), with MTP only as far as the group's speculative runs went (InferenceX ran
     DeepSeek-R1 with MTP up to 16-256 users, depending on the group, and plain beyond): the plain search and
     the MTP search each over their own measured range, merged. The GB200 disaggregated totals are InferenceX's
     Dynamo frontiers: disaggregated pools. Public points are InferenceX's frontiers over everything it ran: the
-    default search (``frontier`` merges it over the frameworks where the page names none)."""
+    default search (``frontier`` merges it over the frameworks where the page names none), its MTP drafts
+    (``mtp``) off for view 2c's 'no drafts' read."""
     def frontier_of(space: SearchSpace, config: SimConfig = base) -> list[FrontierPoint]:
         return search(config, isl * RANGE, osl * RANGE, osl_spread=1 / RANGE, points=48, space=space).frontier
 
@@ -1004,7 +1007,7 @@ def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[Measur
     if not gpus:
         pools_only = all(p.source == "silicon_sample" for p in pts)
         users = max((p.max_concurrency or 0) for p in pts) or 1024   # public points capped by their recipes
-        return frontier_of(SearchSpace(max_concurrency=users, unified=not pools_only))
+        return frontier_of(SearchSpace(max_concurrency=users, unified=not pools_only, mtp=mtp))
     users = max((p.max_concurrency or 0) for p in pts)
     spec_users = max((p.max_speculative_concurrency or 0) for p in pts)
     front = frontier_of(SearchSpace(max_concurrency=users, disaggregation=False, mtp="off", max_accelerators=gpus))
@@ -1198,12 +1201,14 @@ def recipe_ratios(space: RecipeSpace) -> list[Cmp]:
     return out
 
 
-def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp], capped: list[Cmp]) -> None:
+def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp], capped: list[Cmp],
+                        plain: list[Cmp]) -> None:
     print("\n2c) measured frontier points against InferenceX's own recipes (validation_public.yaml recipes:, from\n"
           "   its master configs): each recipe's deployments predicted at the concurrencies it swept, the point read\n"
           "   off their envelope. Public compare-page points (beside the default search of view 2, which may run\n"
           "   deployments InferenceX never did, and that search capped at the most users a recipe of the group\n"
-          "   swept: 'recipes' users'), and the disaggregated rows whose GPU totals the recipes give")
+          "   swept: 'recipes' users', and that search without MTP drafts: 'no drafts'), and the disaggregated rows\n"
+          "   whose GPU totals the recipes give")
     names = sorted({c.group for c in res})
     width = max([52] + [len(n) for n in names])
     print(f"   {'group':{width}s} {'n':>3s} {'med err':>8s} {'within35':>8s}")
@@ -1214,6 +1219,7 @@ def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp], capped
     for label, cmps in (("public, recipe space", [c for c in res if c.split == "public"]),
                         ("public, default search", default_public),
                         ("public, recipes' users", capped),
+                        ("public, no drafts", plain),
                         ("disagg dev", [c for c in res if c.split == "dev"]),
                         ("disagg holdout", [c for c in res if c.split == "holdout"])):
         errs = np.array([c.err for c in cmps])
@@ -1498,7 +1504,8 @@ def main(argv: list[str] | None = None) -> int:
     res, curves, secs = frontier(pts)
     report_frontier(res, secs, len(curves))
     space = recipe_space(pts, rows)
-    report_recipe_space(space.cmps, space.without, res, frontier(within_recipe_users(pts))[0])
+    report_recipe_space(space.cmps, space.without, res, frontier(within_recipe_users(pts))[0],
+                        frontier([p for p in pts if p.split == "public"], mtp="off")[0])
     report_measured_deployments(*measured_deployments(pts, envelopes))
     report_search_layouts(res, measured_layouts(rows))
     report_ratios(ratios(pts, curves))
