@@ -1418,7 +1418,6 @@ def trends(points: list[MeasuredPoint], rows: list[SiliconRow]) -> list[tuple[st
     return out
 
 
-
 # -- 5. max-throughput tables -------------------------------------------------------------------------------
 # the concurrencies a max-throughput run is read at: requests fed at an infinite rate fill the instance up to its
 # KV cache or its batch limit, whichever binds first, and the estimator holds the running batch to what fits
@@ -1459,6 +1458,7 @@ def report_max_throughput(res: list[Cmp], unfit: int) -> None:
     unfit_note = f"  ({unfit} cells do not fit)" if unfit else ""
     print(f"   ALL n={errs.size}  within 35%: {np.mean(np.abs(errs) <= TOL):.0%}  |err| median "
           f"{np.median(np.abs(errs)):.0%}  bias {np.median(errs):+.0%}{unfit_note}")
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
