@@ -392,8 +392,9 @@ def _screened_front(points: list[tuple[float, float, tuple]]) -> np.ndarray:
 
 def _confirmed_reach(curves: list[_Curve]) -> Callable[[float], float]:
     """The most throughput per accelerator any of ``curves``' reportable points reaches at least this fast."""
-    xs = np.concatenate([c.est.interactivity[c.valid()] for c in curves]) if curves else np.array([])
-    ys = np.concatenate([c.est.total_tput_per_accelerator[c.valid()] for c in curves]) if curves else np.array([])
+    reportable = [(c.est, c.valid()) for c in curves]
+    xs = np.concatenate([e.interactivity[ok] for e, ok in reportable]) if curves else np.array([])
+    ys = np.concatenate([e.total_tput_per_accelerator[ok] for e, ok in reportable]) if curves else np.array([])
     return lambda x: float(ys[xs >= x].max(initial=0.0))
 
 
