@@ -447,6 +447,24 @@ def test_a_family_measured_below_nvidia_efficiency_runs_its_roofline_times_slowe
     assert 1.8 < slow["compute"] <= 2.07 + 1e-9 and 1.0 < slow["memory"] <= 1.11 + 1e-9, slow
 
 
+def test_a_kernel_class_s_own_time_factors_reach_that_class_alone(tmp_path, tiny):
+    """A hardware file's ``kernel_time_factors`` for BF16 GEMMs (what AITER's tuned tables give a CDNA part) slow the
+    attention projections (BF16 GEMMs of the tiny model) by about their compute factor where they are compute-bound
+    and not at all where memory-bound (memory factor 1), and the provenance says whose factors priced them."""
+    raw = yaml.safe_load(DATASHEET.format(bw=8))
+    plain, fitted = tmp_path / "plain.yaml", tmp_path / "fitted.yaml"
+    plain.write_text(yaml.safe_dump(raw))
+    fitted.write_text(yaml.safe_dump(dict(raw, kernel_time_factors={"gemm.bfloat16": {"compute": 3.0, "memory": 1.0}})))
+    ops = {name: StepCost(tiny, load_hardware(str(p)), backend="transfer").ops for name, p in (("plain", plain),
+                                                                                          ("fitted", fitted))}
+    compute_bound, memory_bound = np.array([65536.0]), np.array([1.0])
+    slow = float(ops["fitted"].attn_proj(compute_bound)[0] / ops["plain"].attn_proj(compute_bound)[0])
+    same = float(ops["fitted"].attn_proj(memory_bound)[0] / ops["plain"].attn_proj(memory_bound)[0])
+    assert 2.5 < slow <= 3.0 + 1e-9 and same == pytest.approx(1.0, rel=0.02), (slow, same)
+    assert "own gemm.bfloat16 kernels x3 compute" in ops["fitted"].provenance["attn_proj"]
+    assert "own" not in ops["plain"].provenance["attn_proj"]
+
+
 @needs_tables
 def test_elementwise_kernels_run_at_the_floor_and_rate_the_quantize_tables_measured():
     """Norms and activations are priced on the launch floor and streaming rate measured for an elementwise kernel

@@ -87,6 +87,8 @@ def test_user_yaml_needs_no_code(tmp_path):
         (GOOD.replace("rated_watts: 1800", ""), "rated_watts"),
         (GOOD.replace("scaleup_domain: 72", "scaleup_domain: 72\nhbm_speed: 3"), "hbm_speed"),
         (GOOD + "efficiency: {memroy: 0.9}\n", "memroy"),
+        (GOOD + "kernel_time_factors: {gemm.fp9: {compute: 2, memory: 1}}\n", "gemm.fp9"),
+        (GOOD + "kernel_time_factors: {gemm.fp8: {compute: 0, memory: 1}}\n", "gemm.fp8.compute"),
         (GOOD.replace("hbm_capacity_gb: 300", "hbm_capacity_gb: -3"), "hbm_capacity_gb"),
         ("flops_tflops: [1, 2\n", "YAML"),
     ],
@@ -97,6 +99,20 @@ def test_bad_user_yaml_is_one_line_user_error_naming_file_and_field(tmp_path, te
         load_hardware(str(path))
     msg = str(exc.value)
     assert "\n" not in msg and str(path) in msg and field in msg
+
+
+def test_a_kernel_class_fitted_for_a_family_or_a_file_replaces_the_generic_factors_for_that_class_only(tmp_path):
+    """cdna3's block-scaled FP8 GEMMs carry their own factors (fitted on AMD's tuned tables), its MoE the family's
+    generic ones; a user's file may set a class of its own, and the rest of its family's stay in force."""
+    mi300x = load_hardware("mi300x")
+    generic = (mi300x.eff("compute_time_factor"), mi300x.eff("memory_time_factor"))
+    assert mi300x.time_factors("moe.fp8_block") == generic
+    assert mi300x.time_factors("gemm.fp8_block") != generic
+    assert "gemm.fp8_block" in mi300x.to_dict()["kernel_time_factors_in_force"]
+    own = load_hardware(str(_write(tmp_path, GOOD.replace("family: blackwell", "family: cdna3")
+                                   + "kernel_time_factors: {moe.fp8_block: {compute: 3, memory: 1.5}}\n")))
+    assert own.time_factors("moe.fp8_block") == (3, 1.5)
+    assert own.time_factors("gemm.fp8_block") == mi300x.time_factors("gemm.fp8_block")
 
 
 def test_unknown_name_lists_choices():

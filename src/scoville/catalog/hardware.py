@@ -49,6 +49,34 @@ EFFICIENCY_KEYS = {
 }
 
 
+# Kernel classes a family's ``kernel_time_factors`` may name: a transfer-model operator kind and a kernel format
+# (``scoville.sim.kernels.work.KERNEL_WEIGHT_BYTES``), e.g. ``gemm.fp8_block``.
+KERNEL_KINDS = ("gemm", "moe", "bmm", "gqa_decode", "gqa_prefill", "mla_decode", "mla_prefill")
+KERNEL_FORMATS = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a8_mxfp4_mxfp8", "w4a16_mxfp4", "int4_wo", "w4a16_int4",
+                  "float32")
+
+
+class TimeFactors(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Multipliers on one kernel class's transfer-model compute and memory roofline times, where this platform's own
+    kernels were timed per shape (a vendor's tuned-kernel tables) and fitted against the transfer: they replace
+    ``compute_time_factor`` / ``memory_time_factor`` for that class, which a generic microbenchmark set."""
+
+    compute: float
+    memory: float
+    source: str = ""
+
+
+def _check_time_factors(where: str, factors: dict[str, TimeFactors]) -> None:
+    for cls, f in factors.items():
+        kind, _, fmt = cls.partition(".")
+        if kind not in KERNEL_KINDS or fmt not in KERNEL_FORMATS:
+            raise ValueError(f"{where}.{cls} is not a kernel class: write KIND.FORMAT with KIND one of "
+                             f"{', '.join(KERNEL_KINDS)} and FORMAT one of {', '.join(KERNEL_FORMATS)}")
+        for name, value in (("compute", f.compute), ("memory", f.memory)):
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{where}.{cls}.{name} must be a finite number > 0, got {value}")
+
+
 class MissingRate(UserError):
     """The entry lacks a rate the deployment needs (an FP32 model on an entry without ``flops_tflops.fp32``): no
     layout of it would have one, so a search stops with this instead of trying the next layout."""
@@ -76,6 +104,8 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     runtime_reserve_gb: float = 3.9
     cost_per_hour: dict[str, float] = {}
     efficiency: dict[str, float] = {}
+    # per kernel class (``gemm.fp8_block``): this file's own fitted time factors, over its family's
+    kernel_time_factors: dict[str, TimeFactors] = {}
     # Measured kernel tables, if any: an aiconfigurator-core or scoville system (b200_sxm, epyc_zen4_2vcpu ...),
     # or a folder of a user's own (bench/measure_cpu_kernels.py --out), absolute once parsed
     kernel_tables: str | None = None
@@ -116,6 +146,7 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 raise ValueError(f"efficiency.{key} is not a known factor (known: {', '.join(EFFICIENCY_KEYS)})")
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"efficiency.{key} must be a positive number, got {value!r}")
+        _check_time_factors("kernel_time_factors", self.kernel_time_factors)
         if self.family not in _families():
             known = ", ".join(sorted(k for k in _families() if k != "default"))
             raise ValueError(f"family {self.family!r} is unknown (known: {known}); "
@@ -158,6 +189,16 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             return fam[key]
         return _families()["default"][key]
 
+    def time_factors(self, kernel_class: str) -> tuple[float, float]:
+        """(compute, memory) multipliers on a kernel class's transfer-model roofline times: the class's own fitted
+        factors (this file's, else its family's) where its kernels were timed, else the platform's
+        ``compute_time_factor`` / ``memory_time_factor``."""
+        own = self.kernel_time_factors.get(kernel_class) or _family_time_factors().get(self.family, {}).get(
+            kernel_class)
+        if own is not None:
+            return own.compute, own.memory
+        return self.eff("compute_time_factor"), self.eff("memory_time_factor")
+
     def platform_factor(self) -> float:
         """Multiplier on transfer-model kernel times for this platform (``kernel_factor``)."""
         return self.eff("kernel_factor")
@@ -185,6 +226,8 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         """Plain dict for manifests, with the efficiency factors actually in force spelled out."""
         d = msgspec.to_builtins(self)
         d["efficiency_in_force"] = {k: self.eff(k) for k in EFFICIENCY_KEYS}
+        classes = {**_family_time_factors().get(self.family, {}), **self.kernel_time_factors}
+        d["kernel_time_factors_in_force"] = {c: msgspec.to_builtins(f) for c, f in sorted(classes.items())}
         return d
 
 
@@ -206,6 +249,19 @@ def _families() -> dict[str, dict[str, float]]:
     if missing:  # a packaging bug, not a user error
         raise RuntimeError(f"families.yaml default lacks {sorted(missing)}")
     return fams
+
+
+@lru_cache(maxsize=1)
+def _family_time_factors() -> dict[str, dict[str, TimeFactors]]:
+    """Each family's per-kernel-class time factors (``kernel_time_factors:`` in families.yaml)."""
+    raw = yaml.safe_load((_data_dir() / "families.yaml").read_text())
+    out = {}
+    for name, fam in raw.items():
+        if isinstance(fam, dict) and fam.get("kernel_time_factors"):
+            factors = msgspec.convert(fam["kernel_time_factors"], dict[str, TimeFactors])
+            _check_time_factors(f"families.yaml {name}.kernel_time_factors", factors)
+            out[name] = factors
+    return out
 
 
 def list_hardware() -> list[str]:

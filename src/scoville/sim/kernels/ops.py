@@ -188,10 +188,12 @@ class _Builder:
 
     def _transfer(self, op: str, cls: str, flops: Any, nbytes: Any, rate: float) -> np.ndarray:
         c = self.transfer.op(cls)
-        self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency)",
+        compute, memory = self.hw.time_factors(cls)
+        fitted = "" if (compute, memory) == (self.compute_time_factor, self.memory_time_factor) else (
+            f", {self.hw.family}'s own {cls} kernels x{compute:g} compute, x{memory:g} memory")
+        self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency{fitted})",
                    math.hypot(c.sigma, self.hw.platform_sigma()))
-        return np.asarray(c.time(flops / rate * self.compute_time_factor,
-                                 nbytes / self.hw.hbm_bytes_per_s * self.memory_time_factor)) * self.platform
+        return np.asarray(c.time(flops / rate * compute, nbytes / self.hw.hbm_bytes_per_s * memory)) * self.platform
 
     def _source(self, table: str) -> str:
         """The measured table that answered ``table``'s last query; asked only after one did, so tables exist."""

@@ -1,0 +1,72 @@
+"""AMD's own kernels against the transfer model: fit CDNA3/CDNA4 GEMM time factors on AITER's tuned tables.
+
+    git clone --depth 1 https://github.com/ROCm/aiter /tmp/aiter
+    python bench/bench_amd_kernels.py --aiter /tmp/aiter
+
+For MI300X/MI325X (CDNA3, gfx942 with 304 CUs) and MI355X (CDNA4, gfx950 with 256 CUs), every GEMM shape AITER
+tuned is set against the transfer model's time for that shape on the catalog's datasheet: first with the family's
+generic factors (``compute_time_factor`` / ``memory_time_factor``, the 'before' column), then with the per-class
+factors fitted here. It prints the fitted factors as the ``kernel_time_factors:`` block of
+``data/hardware/families.yaml`` (the shipped values came from this script; rerun it on a newer checkout to refresh
+them), and, unfitted, AITER's FP8 fused-MoE times beside the transfer (``aiter_fit``'s docstring says why).
+Needs ``pip install 'scoville[silicon]'`` (SciPy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from scoville.catalog.hardware import load_hardware
+from scoville.sim.kernels import aiter_fit
+from scoville.sim.kernels.transfer import load_transfer
+
+
+def _commit(root: Path) -> str:
+    """The checkout's commit and date, for the factors' source line ("unknown" outside a git checkout)."""
+    got = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%H %cs"], capture_output=True, text=True)
+    return got.stdout.strip() or "unknown"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
+    ap.add_argument("--aiter", type=Path, required=True, help="root of a checkout of https://github.com/ROCm/aiter")
+    args = ap.parse_args()
+    transfer = load_transfer()
+    commit = _commit(args.aiter)
+    print(f"AITER tuned tables at {args.aiter} ({commit}); ratio = transfer's time / AITER's measured time")
+    blocks = []
+    for family, device in aiter_fit.DEVICES.items():
+        source = f"AITER {commit[:8]} tuned GEMMs, {device.gfx} {device.cu_num} CUs"
+        fits = aiter_fit.fit_family(args.aiter, family, transfer, source)
+        print(f"\n{family} ({device.hardware}: {device.gfx}, {device.cu_num} CUs)")
+        print(f"  {'class':16s} {'shapes':>7s} {'compute-bound':>13s} {'before':>7s} {'fitted':>7s} "
+              f"{'p10-p90':>11s} {'x compute':>9s} {'x memory':>8s}")
+        for f in fits:
+            print(f"  {f.cls:16s} {f.n:7d} {f.compute_bound:13d} {f.before_median:7.2f} {f.ratio_median:7.2f} "
+                  f"{f.ratio_p10:5.2f}-{f.ratio_p90:<5.2f} {f.factors.compute:9.3f} {f.factors.memory:8.3f}")
+        hw = load_hardware(device.hardware)
+        moe = aiter_fit.moe_samples(args.aiter, device, hw)
+        if moe is not None:
+            factors = hw.time_factors("moe.fp8_block")
+            ratio = aiter_fit.predicted(transfer.op("moe.fp8_block"), moe, *factors) / moe.t
+            memory_bound = moe.tm > moe.tc
+            print(f"  unfitted: FP8 fused MoE, {len(moe.t)} shapes ({len(moe.files)} tables), transfer x{factors[0]:g} "
+                  f"compute x{factors[1]:g} memory: ratio median {np.median(ratio):.2f}; memory-bound shapes "
+                  f"({int(memory_bound.sum())}) {np.median(ratio[memory_bound]):.2f}, compute-bound "
+                  f"{np.median(ratio[~memory_bound]) if (~memory_bound).any() else float('nan'):.2f}")
+        blocks.append((family, fits))
+    print("\nfamilies.yaml:")
+    for family, fits in blocks:
+        print(f"{family}:\n  kernel_time_factors:")
+        for f in fits:
+            source = f"{f.factors.source}: {f.n} shapes, fitted ratio p10-p90 {f.ratio_p10:.2f}-{f.ratio_p90:.2f}"
+            print(f"    {f.cls}: {{compute: {f.factors.compute}, memory: {f.factors.memory}, source: \"{source}\"}}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,199 @@
+"""Fit an AMD family's kernel time factors on AMD's own tuned-kernel tables (ROCm/aiter).
+
+No aiconfigurator-core table covers an AMD GPU, so CDNA parts are priced by the transfer model (NVIDIA-fitted
+efficiency on the datasheet roofline) times per-family factors. AITER, the kernel library SGLang and vLLM run on
+ROCm, ships the result of tuning its GEMMs for each shape it serves: ``aiter/configs/**/*tuned_gemm*.csv``, one row
+per (GPU, M, N, K) with the winning kernel's measured time in microseconds (``us``). Those rows are kernel-level
+measurements of exactly the kernels a served model runs, so they may set the factors (``families.yaml``
+``kernel_time_factors``): for each kernel class, the compute and memory multipliers that bring the transfer's time
+for each row's shape to the time AITER measured, fitted by least squares on log time (soft-L1, as ``fit.py``).
+
+Only GEMMs are fitted. AITER's fused-MoE tables are tuned over uniformly random routing, where aiconfigurator's
+NVIDIA tables that the MoE class was fitted on route by a power law, so the two MoE times differ by the routing as
+well as by the kernels; ``moe_check`` reports them beside the model without fitting them.
+
+The tables are not shipped (the package carries only the fitted factors and their source): point
+``collect`` at a checkout of https://github.com/ROCm/aiter (``bench/bench_amd_kernels.py --aiter DIR``).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from scoville.catalog.hardware import Hardware, TimeFactors, load_hardware
+from scoville.errors import UserError
+from scoville.sim.kernels import work
+from scoville.sim.kernels.transfer import OpCoeffs, TransferModel
+
+
+@dataclass(frozen=True)
+class Device:
+    """A GPU as AITER's tables name it (``gfx`` target, compute-unit count) and the catalog entry of its family."""
+
+    family: str
+    gfx: str
+    cu_num: int
+    hardware: str
+
+
+DEVICES = {
+    "cdna3": Device("cdna3", "gfx942", 304, "mi300x"),    # MI300X and MI325X: one CDNA3 die, 304 CUs
+    "cdna4": Device("cdna4", "gfx950", 256, "mi355x"),    # MI355X (MI350X shares the die at lower clocks)
+}
+
+# The GEMM tables by file name -> the transfer-model class their kernels are (weights x activations):
+# a8w8 block-scaled FP8 (DeepSeek-style 128x128 scales), a8w8 per-token FP8, BF16, and a4w4 MXFP4 (CDNA4's FP4
+# tensor cores, W4A4 as the transfer's nvfp4 class). Batched GEMMs (bmm), MXFP8 and mixed-width variants are left out.
+GEMM_TABLES = (
+    (re.compile(r"a8w8_blockscale.*tuned_gemm"), "gemm.fp8_block"),
+    (re.compile(r"(?:^|_)a8w8_(?:bpreshuffle_)?(?:cktile_)?tuned_gemm"), "gemm.fp8"),
+    (re.compile(r"(?:^|_)bf16_tuned_gemm"), "gemm.bfloat16"),
+    (re.compile(r"a4w4_blockscale_tuned_gemm"), "gemm.nvfp4"),
+)
+_RATE = {"gemm.fp8_block": "fp8", "gemm.fp8": "fp8", "gemm.bfloat16": "bf16", "gemm.nvfp4": "fp4"}
+_MOE_FP8_BLOCK = re.compile(r"fmoe")
+
+
+@dataclass(frozen=True)
+class Samples:
+    """One class's shapes on one device: datasheet roofline times (compute, memory) and AITER's measured time,
+    all in seconds, one entry per distinct shape (the fastest time where several tables tuned it)."""
+
+    tc: np.ndarray
+    tm: np.ndarray
+    t: np.ndarray
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClassFit:
+    """A class's fitted factors and how the transfer then reads AITER's times (ratio = predicted / measured)."""
+
+    cls: str
+    factors: TimeFactors
+    n: int
+    compute_bound: int           # rows whose compute roofline exceeds their memory roofline
+    ratio_median: float
+    ratio_p10: float
+    ratio_p90: float
+    before_median: float         # the same read with the family's factors before this fit
+
+
+def _tables(root: Path) -> list[Path]:
+    configs = root / "aiter" / "configs"
+    found = sorted(p for p in configs.rglob("*.csv") if "untuned" not in p.name) if configs.is_dir() else []
+    if not found:
+        raise UserError(f"no AITER tuned tables under {configs}: pass the root of a checkout of "
+                        "https://github.com/ROCm/aiter (git clone --depth 1 https://github.com/ROCm/aiter)")
+    return found
+
+
+def _rows(path: Path) -> Iterator[dict[str, str]]:
+    with path.open(newline="") as f:
+        yield from csv.DictReader(f)
+
+
+def _number(row: dict[str, str], key: str) -> float | None:
+    try:
+        value = float(row.get(key) or "nan")
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def gemm_samples(root: Path, device: Device, hw: Hardware) -> dict[str, Samples]:
+    """Every tuned GEMM shape of ``device`` in the AITER checkout at ``root``, per transfer class. Rows whose tune
+    failed (time zero, missing or not a number) are skipped."""
+    best: dict[str, dict[tuple[int, int, int], float]] = {}
+    files: dict[str, set[str]] = {}
+    for path in _tables(root):
+        cls = next((c for pattern, c in GEMM_TABLES if pattern.search(path.name)), None)
+        if cls is None:
+            continue
+        for row in _rows(path):
+            if (row.get("gfx") != device.gfx or row.get("cu_num") != str(device.cu_num)
+                    or "bfloat16" not in row.get("dtype", "bfloat16")):
+                continue
+            us, m, n, k = (_number(row, key) for key in ("us", "M", "N", "K"))
+            if us is None or us <= 0 or not m or not n or not k:
+                continue
+            shape = (int(m), int(n), int(k))
+            shapes = best.setdefault(cls, {})
+            shapes[shape] = min(us, shapes.get(shape, math.inf))
+            files.setdefault(cls, set()).add(path.name)
+    out = {}
+    for cls, shapes in best.items():
+        m, n, k = np.array(list(shapes), dtype=float).T
+        flops, nbytes = work.gemm(m, n, k, cls.partition(".")[2])
+        out[cls] = Samples(tc=flops / hw.peak_flops(_RATE[cls]), tm=nbytes / hw.hbm_bytes_per_s,
+                           t=np.array(list(shapes.values())) * 1e-6, files=tuple(sorted(files[cls])))
+    return out
+
+
+def moe_samples(root: Path, device: Device, hw: Hardware) -> Samples | None:
+    """AITER's tuned FP8 block-scaled fused-MoE shapes of ``device`` (routed over ``expert`` experts, ``topk`` a
+    token, intermediate ``inter_dim`` as the rank holds it), as the transfer's ``moe.fp8_block`` class sees them."""
+    best: dict[tuple[int, ...], float] = {}
+    names: set[str] = set()
+    for path in _tables(root):
+        if not _MOE_FP8_BLOCK.search(path.name):
+            continue
+        for row in _rows(path):
+            if (row.get("cu_num") != str(device.cu_num) or "per_1x128" not in (row.get("q_type") or "")
+                    or "float8" not in (row.get("q_dtype_w") or "")):
+                continue
+            values = [_number(row, key) for key in ("us", "token", "model_dim", "inter_dim", "expert", "topk")]
+            if any(v is None or v <= 0 for v in values):
+                continue
+            us, *shape = (float(v) for v in values if v is not None)
+            key = tuple(int(v) for v in shape)
+            best[key] = min(us, best.get(key, math.inf))
+            names.add(path.name)
+    if not best:
+        return None
+    tokens, hidden, inter, experts, topk = np.array(list(best), dtype=float).T
+    flops, nbytes = work.moe(tokens, hidden, inter, topk, experts, 1.0, 1.0, "fp8_block")
+    return Samples(tc=flops / hw.peak_flops("fp8"), tm=nbytes / hw.hbm_bytes_per_s,
+                   t=np.array(list(best.values())) * 1e-6, files=tuple(sorted(names)))
+
+
+def predicted(coeffs: OpCoeffs, s: Samples, compute: float, memory: float) -> np.ndarray:
+    """The transfer's time for each sample with the given factors (seconds)."""
+    return np.asarray(coeffs.time(s.tc * compute, s.tm * memory))
+
+
+def fit_class(cls: str, s: Samples, transfer: TransferModel, before: tuple[float, float],
+              source: str) -> ClassFit:
+    """The (compute, memory) factors that make the transfer read ``s`` best, in log time."""
+    from scipy.optimize import least_squares
+
+    coeffs = transfer.op(cls)
+
+    def residual(q: np.ndarray) -> np.ndarray:
+        return np.log(predicted(coeffs, s, math.exp(q[0]), math.exp(q[1])) / s.t)
+
+    q = least_squares(residual, np.zeros(2), loss="soft_l1", f_scale=0.1, bounds=(np.log(0.05), np.log(20.0))).x
+    compute, memory = round(math.exp(q[0]), 3), round(math.exp(q[1]), 3)
+    ratio = predicted(coeffs, s, compute, memory) / s.t
+    return ClassFit(cls=cls, factors=TimeFactors(compute=compute, memory=memory, source=source), n=len(s.t),
+                    compute_bound=int(np.sum(s.tc > s.tm)), ratio_median=float(np.median(ratio)),
+                    ratio_p10=float(np.quantile(ratio, 0.1)), ratio_p90=float(np.quantile(ratio, 0.9)),
+                    before_median=float(np.median(predicted(coeffs, s, *before) / s.t)))
+
+
+def fit_family(root: Path, family: str, transfer: TransferModel, source: str) -> list[ClassFit]:
+    """Fit every GEMM class AITER tuned on ``family``'s GPU; ``source`` is written into each factor's record."""
+    if family not in DEVICES:
+        raise UserError(f"no AITER device for family {family!r}; known: {', '.join(DEVICES)}")
+    device = DEVICES[family]
+    hw = load_hardware(device.hardware)
+    before = (hw.eff("compute_time_factor"), hw.eff("memory_time_factor"))
+    return [fit_class(cls, s, transfer, before, source)
+            for cls, s in sorted(gemm_samples(root, device, hw).items())]
