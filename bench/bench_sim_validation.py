@@ -878,11 +878,13 @@ def _public_mtp(p: dict, model: str, framework: str) -> SpeculativeConfig | None
 
 def pinned_public() -> dict[str, list[Cmp]]:
     """Public points measured on one stated deployment (InferenceX PR tables, dstack, AMD runs): pinned, with the
-    MTP drafts they ran."""
+    MTP drafts they ran. A point that states only its throughput (the 'current InferenceX numbers' AMD's ATOM PRs
+    quote) is read on throughput alone."""
     out: dict[str, list[Cmp]] = {"tpot": [], "tput": []}
     for p in _public():
         model = MODEL_REF.get(p["model"])
-        if not model or not _pinned_public(p) or not p.get("isl") or not p.get("tpot_ms"):
+        if (not model or not _pinned_public(p) or not p.get("isl")
+                or not (p.get("tpot_ms") or p.get("tput_per_gpu_total"))):
             continue
         dep = p["deployment"]
         tp, ep = int(dep["tp"]), int(dep.get("ep") or 1)
@@ -906,7 +908,8 @@ def pinned_public() -> dict[str, list[Cmp]]:
         name = (f"{_short(model)} {p['hardware']} {fw} {p.get('precision')} {p['isl']}/{p['osl']}"
                 + (f" mtp{drafts.num_draft_tokens}" if drafts else ""))
         scope = (load_model(model).name, p["hardware"], fw)
-        out["tpot"].append(Cmp(name, "public", p["tpot_ms"], est.tpot[0] * 1e3, scope=scope))
+        if p.get("tpot_ms"):
+            out["tpot"].append(Cmp(name, "public", p["tpot_ms"], est.tpot[0] * 1e3, scope=scope))
         if p.get("tput_per_gpu_total"):
             out["tput"].append(Cmp(name, "public", p["tput_per_gpu_total"], float(est.total_tput_per_accelerator[0]),
                                    scope=scope))
@@ -915,12 +918,12 @@ def pinned_public() -> dict[str, list[Cmp]]:
 
 def report_pinned_public(res: dict[str, list[Cmp]]) -> None:
     print("\n1b) public points on a stated deployment (InferenceX PR tables, dstack, AMD runs): pinned, as 1)")
-    for name in sorted({c.group for c in res["tpot"]}):
+    for name in sorted({c.group for m in ("tpot", "tput") for c in res[m]}):
         cells = []
         for m in ("tpot", "tput"):
             errs = np.array([c.err for c in res[m] if c.group == name])
             cells.append(f"{np.median(errs):+5.0%} {np.mean(np.abs(errs) <= TOL):5.0%}" if errs.size else "-")
-        n = sum(1 for c in res["tpot"] if c.group == name)
+        n = max(sum(1 for c in res[m] if c.group == name) for m in ("tpot", "tput"))
         print(f"   {name:48s} {n:3d}  TPOT {cells[0]:>12s}  tok/s/GPU {cells[1]:>12s}")
     for m in ("tpot", "tput"):
         errs = np.array([abs(c.err) for c in res[m]])
