@@ -8,7 +8,7 @@ tuned is set against the transfer model's time for that shape on the catalog's d
 generic factors (``compute_time_factor`` / ``memory_time_factor``, the 'before' column), then with the per-class
 factors fitted here. It prints the fitted factors as the ``kernel_time_factors:`` block of
 ``data/hardware/families.yaml`` (the shipped values came from this script; rerun it on a newer checkout to refresh
-them), and, unfitted, AITER's FP8 fused-MoE times beside the transfer (``aiter_fit``'s docstring says why).
+them), and, unfitted, AITER's FP8 and MXFP4 fused-MoE times beside the transfer (``aiter_fit``'s docstring says why).
 Needs ``pip install 'scoville[silicon]'`` (SciPy).
 """
 
@@ -49,15 +49,17 @@ def main() -> int:
             print(f"  {f.cls:16s} {f.n:7d} {f.compute_bound:13d} {f.before_median:7.2f} {f.ratio_median:7.2f} "
                   f"{f.ratio_p10:5.2f}-{f.ratio_p90:<5.2f} {f.factors.compute:9.3f} {f.factors.memory:8.3f}")
         hw = load_hardware(device.hardware)
-        moe = aiter_fit.moe_samples(args.aiter, device, hw)
-        if moe is not None:
-            factors = hw.time_factors("moe.fp8_block")
-            ratio = aiter_fit.predicted(transfer.op("moe.fp8_block"), moe, *factors) / moe.t
-            memory_bound = moe.tm > moe.tc
-            print(f"  unfitted: FP8 fused MoE, {len(moe.t)} shapes ({len(moe.files)} tables), transfer x{factors[0]:g} "
-                  f"compute x{factors[1]:g} memory: ratio median {np.median(ratio):.2f}; memory-bound shapes "
-                  f"({int(memory_bound.sum())}) {np.median(ratio[memory_bound]):.2f}, compute-bound "
-                  f"{np.median(ratio[~memory_bound]) if (~memory_bound).any() else float('nan'):.2f}")
+        for fmt, (_, _, cls) in aiter_fit.MOE_FORMATS.items():
+            moe = aiter_fit.moe_samples(args.aiter, device, hw, fmt)
+            if moe is None:
+                continue
+            factors = hw.time_factors(cls)
+            ratio = aiter_fit.predicted(transfer.op(cls), moe, *factors) / moe.t
+            decode = moe.tm > moe.tc
+            compute_bound = f"{np.median(ratio[~decode]):.2f}" if (~decode).any() else "-"
+            print(f"  unfitted: {fmt} fused MoE as {cls}, {len(moe.t)} shapes ({len(moe.files)} tables), "
+                  f"x{factors[0]:g} compute x{factors[1]:g} memory: ratio median {np.median(ratio):.2f}; "
+                  f"memory-bound ({int(decode.sum())}) {np.median(ratio[decode]):.2f}, compute-bound {compute_bound}")
         blocks.append((family, fits))
     print("\nfamilies.yaml:")
     for family, fits in blocks:

@@ -80,7 +80,7 @@ def test_the_tables_name_their_kernel_class_by_file(tmp_path: Path):
     assert found["gemm.bfloat16"].files == ("dsv3_bf16_tuned_gemm.csv",)
 
 
-def test_fused_moe_rows_of_the_device_in_fp8_block_scales_are_read(tmp_path: Path):
+def test_fused_moe_rows_of_the_device_are_read_per_weight_format(tmp_path: Path):
     path = tmp_path / "aiter" / "configs" / "model_configs" / "a8w8_blockscale_tuned_fmoe_ds_v3.csv"
     path.parent.mkdir(parents=True)
     base = {"model_dim": 7168, "inter_dim": 2048, "expert": 33, "topk": 9, "q_type": "QuantType.per_1x128",
@@ -92,10 +92,16 @@ def test_fused_moe_rows_of_the_device_in_fp8_block_scales_are_read(tmp_path: Pat
                        {**base, "cu_num": 304, "token": 128, "us": 407.8},
                        {**base, "cu_num": 80, "token": 64, "us": 500.0},
                        {**base, "cu_num": 304, "token": 256, "us": 0.0},
-                       {**base, "cu_num": 304, "token": 512, "us": 600.0, "q_type": "QuantType.per_Token"}])
-    s = aiter_fit.moe_samples(tmp_path, aiter_fit.DEVICES["cdna3"], load_hardware("mi300x"))
+                       {**base, "cu_num": 304, "token": 512, "us": 600.0, "q_type": "QuantType.per_Token"},
+                       {**base, "cu_num": 304, "token": 64, "us": 150.0, "q_type": "QuantType.per_1x32",
+                        "q_dtype_w": "torch.float4_e2m1fn_x2"}])
+    mi300x = load_hardware("mi300x")
+    s = aiter_fit.moe_samples(tmp_path, aiter_fit.DEVICES["cdna3"], mi300x)
     assert s is not None and list(s.t * 1e6) == pytest.approx([363.5, 407.8])
     assert np.all(s.tm > s.tc)      # a few dozen tokens over 33 experts: weight reads dominate
+    fp4 = aiter_fit.moe_samples(tmp_path, aiter_fit.DEVICES["cdna3"], mi300x, "mxfp4")
+    assert fp4 is not None and list(fp4.t * 1e6) == pytest.approx([150.0])
+    assert fp4.tm[0] < s.tm[0]      # the same shape's FP4 weights are about half the FP8 bytes
 
 
 def test_a_folder_that_is_not_an_aiter_checkout_is_one_line(tmp_path: Path):

@@ -10,7 +10,7 @@ for each row's shape to the time AITER measured, fitted by least squares on log 
 
 Only GEMMs are fitted. AITER's fused-MoE tables are tuned over uniformly random routing, where aiconfigurator's
 NVIDIA tables that the MoE class was fitted on route by a power law, so the two MoE times differ by the routing as
-well as by the kernels; ``moe_check`` reports them beside the model without fitting them.
+well as by the kernels; ``moe_samples`` gives them to the bench, which reports them beside the model unfitted.
 
 The tables are not shipped (the package carries only the fitted factors and their source): point
 ``collect`` at a checkout of https://github.com/ROCm/aiter (``bench/bench_amd_kernels.py --aiter DIR``).
@@ -58,7 +58,13 @@ GEMM_TABLES = (
     (re.compile(r"a4w4_blockscale_tuned_gemm"), "gemm.nvfp4"),
 )
 _RATE = {"gemm.fp8_block": "fp8", "gemm.fp8": "fp8", "gemm.bfloat16": "bf16", "gemm.nvfp4": "fp4"}
-_MOE_FP8_BLOCK = re.compile(r"fmoe")
+# The fused-MoE tables' weight formats -> (the rows' q_type and weight dtype, the transfer class that format runs as):
+# DeepSeek's block-scaled FP8, and MXFP4 (weights and activations in FP4 with 1x32 scales, CDNA4 only), which the
+# transfer prices as the W4A8 MXFP4 class (same weight bytes; a decode step's experts are weight-bound either way).
+MOE_FORMATS = {
+    "fp8_block": ("per_1x128", "float8", "moe.fp8_block"),
+    "mxfp4": ("per_1x32", "float4", "moe.w4a8_mxfp4_mxfp8"),
+}
 
 
 @dataclass(frozen=True)
@@ -137,17 +143,19 @@ def gemm_samples(root: Path, device: Device, hw: Hardware) -> dict[str, Samples]
     return out
 
 
-def moe_samples(root: Path, device: Device, hw: Hardware) -> Samples | None:
-    """AITER's tuned FP8 block-scaled fused-MoE shapes of ``device`` (routed over ``expert`` experts, ``topk`` a
-    token, intermediate ``inter_dim`` as the rank holds it), as the transfer's ``moe.fp8_block`` class sees them."""
+def moe_samples(root: Path, device: Device, hw: Hardware, fmt: str = "fp8_block") -> Samples | None:
+    """AITER's tuned fused-MoE shapes of ``device`` in weight format ``fmt`` (``MOE_FORMATS``; routed over ``expert``
+    experts, ``topk`` a token, intermediate ``inter_dim`` as the rank holds it), as the transfer's class for that
+    format sees them; None where AITER tuned none."""
+    q_type, weights, cls = MOE_FORMATS[fmt]
     best: dict[tuple[int, ...], float] = {}
     names: set[str] = set()
     for path in _tables(root):
-        if not _MOE_FP8_BLOCK.search(path.name):
+        if "fmoe" not in path.name:
             continue
         for row in _rows(path):
-            if (row.get("cu_num") != str(device.cu_num) or "per_1x128" not in (row.get("q_type") or "")
-                    or "float8" not in (row.get("q_dtype_w") or "")):
+            if (row.get("cu_num") != str(device.cu_num) or q_type not in (row.get("q_type") or "")
+                    or weights not in (row.get("q_dtype_w") or "")):
                 continue
             values = [_number(row, key) for key in ("us", "token", "model_dim", "inter_dim", "expert", "topk")]
             if any(v is None or v <= 0 for v in values):
@@ -159,8 +167,9 @@ def moe_samples(root: Path, device: Device, hw: Hardware) -> Samples | None:
     if not best:
         return None
     tokens, hidden, inter, experts, topk = np.array(list(best), dtype=float).T
-    flops, nbytes = work.moe(tokens, hidden, inter, topk, experts, 1.0, 1.0, "fp8_block")
-    return Samples(tc=flops / hw.peak_flops("fp8"), tm=nbytes / hw.hbm_bytes_per_s,
+    kernel = cls.partition(".")[2]
+    flops, nbytes = work.moe(tokens, hidden, inter, topk, experts, 1.0, 1.0, kernel)
+    return Samples(tc=flops / hw.peak_flops(work.rate_key(kernel)), tm=nbytes / hw.hbm_bytes_per_s,
                    t=np.array(list(best.values())) * 1e-6, files=tuple(sorted(names)))
 
 
