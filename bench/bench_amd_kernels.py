@@ -44,10 +44,11 @@ def main() -> int:
         fits = aiter_fit.fit_family(args.aiter, family, transfer, source)
         print(f"\n{family} ({device.hardware}: {device.gfx}, {device.cu_num} CUs)")
         print(f"  {'class':16s} {'shapes':>7s} {'compute-bound':>13s} {'before':>7s} {'fitted':>7s} "
-              f"{'p10-p90':>11s} {'x compute':>9s} {'x memory':>8s}")
+              f"{'p10-p90':>11s} {'x compute':>9s} {'x memory':>8s} {'sigma':>6s}")
         for f in fits:
             print(f"  {f.cls:16s} {f.n:7d} {f.compute_bound:13d} {f.before_median:7.2f} {f.ratio_median:7.2f} "
-                  f"{f.ratio_p10:5.2f}-{f.ratio_p90:<5.2f} {f.factors.compute:9.3f} {f.factors.memory:8.3f}")
+                  f"{f.ratio_p10:5.2f}-{f.ratio_p90:<5.2f} {f.factors.compute:9.3f} {f.factors.memory:8.3f} "
+                  f"{f.factors.sigma:6.3f}")
         hw = load_hardware(device.hardware)
         for fmt, (_, _, cls) in aiter_fit.MOE_FORMATS.items():
             moe = aiter_fit.moe_samples(args.aiter, device, hw, fmt)
@@ -66,7 +67,8 @@ def main() -> int:
         print(f"{family}:\n  kernel_time_factors:")
         for f in fits:
             source = f"{f.factors.source}: {f.n} shapes, fitted ratio p10-p90 {f.ratio_p10:.2f}-{f.ratio_p90:.2f}"
-            print(f"    {f.cls}: {{compute: {f.factors.compute}, memory: {f.factors.memory}, source: \"{source}\"}}")
+            print(f"    {f.cls}: {{compute: {f.factors.compute}, memory: {f.factors.memory}, sigma: {f.factors.sigma}, "
+                  f"source: \"{source}\"}}")
     return 0
 
 

@@ -450,11 +450,13 @@ def test_a_family_measured_below_nvidia_efficiency_runs_its_roofline_times_slowe
 def test_a_kernel_class_s_own_time_factors_reach_that_class_alone(tmp_path, tiny):
     """A hardware file's ``kernel_time_factors`` for BF16 GEMMs (what AITER's tuned tables give a CDNA part) slow the
     attention projections (BF16 GEMMs of the tiny model) by about their compute factor where they are compute-bound
-    and not at all where memory-bound (memory factor 1), and the provenance says whose factors priced them."""
+    and not at all where memory-bound (memory factor 1); the provenance says whose factors priced them, and the
+    class's uncertainty is the spread of that fit."""
     raw = yaml.safe_load(DATASHEET.format(bw=8))
     plain, fitted = tmp_path / "plain.yaml", tmp_path / "fitted.yaml"
     plain.write_text(yaml.safe_dump(raw))
-    fitted.write_text(yaml.safe_dump(dict(raw, kernel_time_factors={"gemm.bfloat16": {"compute": 3.0, "memory": 1.0}})))
+    fitted.write_text(yaml.safe_dump(dict(raw, kernel_time_factors={"gemm.bfloat16": {"compute": 3.0, "memory": 1.0,
+                                                                                      "sigma": 0.2}})))
     ops = {name: StepCost(tiny, load_hardware(str(p)), backend="transfer").ops for name, p in (("plain", plain),
                                                                                           ("fitted", fitted))}
     compute_bound, memory_bound = np.array([65536.0]), np.array([1.0])
@@ -463,6 +465,7 @@ def test_a_kernel_class_s_own_time_factors_reach_that_class_alone(tmp_path, tiny
     assert 2.5 < slow <= 3.0 + 1e-9 and same == pytest.approx(1.0, rel=0.02), (slow, same)
     assert "own gemm.bfloat16 kernels x3 compute" in ops["fitted"].provenance["attn_proj"]
     assert "own" not in ops["plain"].provenance["attn_proj"]
+    assert ops["fitted"].sigma["attn_proj"] == pytest.approx(0.2)      # the fit's spread, not the transfer's
 
 
 @needs_tables

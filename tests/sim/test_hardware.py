@@ -87,8 +87,9 @@ def test_user_yaml_needs_no_code(tmp_path):
         (GOOD.replace("rated_watts: 1800", ""), "rated_watts"),
         (GOOD.replace("scaleup_domain: 72", "scaleup_domain: 72\nhbm_speed: 3"), "hbm_speed"),
         (GOOD + "efficiency: {memroy: 0.9}\n", "memroy"),
-        (GOOD + "kernel_time_factors: {gemm.fp9: {compute: 2, memory: 1}}\n", "gemm.fp9"),
-        (GOOD + "kernel_time_factors: {gemm.fp8: {compute: 0, memory: 1}}\n", "gemm.fp8.compute"),
+        (GOOD + "kernel_time_factors: {gemm.fp9: {compute: 2, memory: 1, sigma: 0.1}}\n", "gemm.fp9"),
+        (GOOD + "kernel_time_factors: {gemm.fp8: {compute: 0, memory: 1, sigma: 0.1}}\n", "gemm.fp8.compute"),
+        (GOOD + "kernel_time_factors: {gemm.fp8: {compute: 2, memory: 1}}\n", "sigma"),
         (GOOD.replace("hbm_capacity_gb: 300", "hbm_capacity_gb: -3"), "hbm_capacity_gb"),
         ("flops_tflops: [1, 2\n", "YAML"),
     ],
@@ -110,7 +111,7 @@ def test_a_kernel_class_fitted_for_a_family_or_a_file_replaces_the_generic_facto
     assert mi300x.time_factors("gemm.fp8_block") != generic
     assert "gemm.fp8_block" in mi300x.to_dict()["kernel_time_factors_in_force"]
     own = load_hardware(str(_write(tmp_path, GOOD.replace("family: blackwell", "family: cdna3")
-                                   + "kernel_time_factors: {moe.fp8_block: {compute: 3, memory: 1.5}}\n")))
+                                   + "kernel_time_factors: {moe.fp8_block: {compute: 3, memory: 1.5, sigma: 0.2}}\n")))
     assert own.time_factors("moe.fp8_block") == (3, 1.5)
     assert own.time_factors("gemm.fp8_block") == mi300x.time_factors("gemm.fp8_block")
 

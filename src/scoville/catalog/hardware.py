@@ -63,6 +63,7 @@ class TimeFactors(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
     compute: float
     memory: float
+    sigma: float            # log-space spread of the fit's residuals: the class's uncertainty on this platform
     source: str = ""
 
 
@@ -75,6 +76,8 @@ def _check_time_factors(where: str, factors: dict[str, TimeFactors]) -> None:
         for name, value in (("compute", f.compute), ("memory", f.memory)):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{where}.{cls}.{name} must be a finite number > 0, got {value}")
+        if not (math.isfinite(f.sigma) and f.sigma >= 0):
+            raise ValueError(f"{where}.{cls}.sigma must be a finite number >= 0, got {f.sigma}")
 
 
 class MissingRate(UserError):
@@ -189,12 +192,15 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             return fam[key]
         return _families()["default"][key]
 
+    def own_time_factors(self, kernel_class: str) -> TimeFactors | None:
+        """The factors fitted on this platform's own kernels of a class (this file's, else its family's), if any."""
+        return self.kernel_time_factors.get(kernel_class) or _family_time_factors().get(self.family, {}).get(
+            kernel_class)
+
     def time_factors(self, kernel_class: str) -> tuple[float, float]:
         """(compute, memory) multipliers on a kernel class's transfer-model roofline times: the class's own fitted
-        factors (this file's, else its family's) where its kernels were timed, else the platform's
-        ``compute_time_factor`` / ``memory_time_factor``."""
-        own = self.kernel_time_factors.get(kernel_class) or _family_time_factors().get(self.family, {}).get(
-            kernel_class)
+        factors where its kernels were timed, else the platform's ``compute_time_factor`` / ``memory_time_factor``."""
+        own = self.own_time_factors(kernel_class)
         if own is not None:
             return own.compute, own.memory
         return self.eff("compute_time_factor"), self.eff("memory_time_factor")

@@ -30,6 +30,7 @@ import numpy as np
 from scoville.catalog.hardware import Hardware, TimeFactors, load_hardware
 from scoville.errors import UserError
 from scoville.sim.kernels import work
+from scoville.sim.kernels.fit import robust_sigma
 from scoville.sim.kernels.transfer import OpCoeffs, TransferModel
 
 
@@ -180,7 +181,8 @@ def predicted(coeffs: OpCoeffs, s: Samples, compute: float, memory: float) -> np
 
 def fit_class(cls: str, s: Samples, transfer: TransferModel, before: tuple[float, float],
               source: str) -> ClassFit:
-    """The (compute, memory) factors that make the transfer read ``s`` best, in log time."""
+    """The (compute, memory) factors that make the transfer read ``s`` best, in log time, and the spread of what
+    is left (``fit.robust_sigma``), which becomes the class's uncertainty on that platform."""
     from scipy.optimize import least_squares
 
     coeffs = transfer.op(cls)
@@ -191,9 +193,11 @@ def fit_class(cls: str, s: Samples, transfer: TransferModel, before: tuple[float
     q = least_squares(residual, np.zeros(2), loss="soft_l1", f_scale=0.1, bounds=(np.log(0.05), np.log(20.0))).x
     compute, memory = round(math.exp(q[0]), 3), round(math.exp(q[1]), 3)
     ratio = predicted(coeffs, s, compute, memory) / s.t
-    return ClassFit(cls=cls, factors=TimeFactors(compute=compute, memory=memory, source=source), n=len(s.t),
-                    compute_bound=int(np.sum(s.tc > s.tm)), ratio_median=float(np.median(ratio)),
-                    ratio_p10=float(np.quantile(ratio, 0.1)), ratio_p90=float(np.quantile(ratio, 0.9)),
+    sigma = round(robust_sigma(np.log(ratio)), 3)
+    factors = TimeFactors(compute=compute, memory=memory, sigma=sigma, source=source)
+    return ClassFit(cls=cls, factors=factors, n=len(s.t), compute_bound=int(np.sum(s.tc > s.tm)),
+                    ratio_median=float(np.median(ratio)), ratio_p10=float(np.quantile(ratio, 0.1)),
+                    ratio_p90=float(np.quantile(ratio, 0.9)),
                     before_median=float(np.median(predicted(coeffs, s, *before) / s.t)))
 
 

@@ -221,7 +221,7 @@ def _errors(pred: np.ndarray, meas: np.ndarray) -> tuple[float, float, float, np
     return float(np.median(err)), float(np.quantile(err, 0.9)), float(np.median(ratio) - 1.0), np.log(ratio)
 
 
-def _robust_sigma(log_err: np.ndarray) -> float:
+def robust_sigma(log_err: np.ndarray) -> float:
     """Typical size of a log error: its median (the bias a held-out generation sees) and its spread
     (1.4826 x median absolute deviation, the normal-equivalent standard deviation), combined. Robust to
     the few pathological kernels a table holds, which an RMS would let set everyone's band."""
@@ -257,10 +257,10 @@ def fit_all(seed: int = 0, progress: Callable[[str], None] | None = None) -> tup
         tc, tm, t = smp.pooled(smp.t)
         params = _fit_op(tc, tm, t)
         if logs:
-            sigma = _robust_sigma(np.concatenate(logs))
+            sigma = robust_sigma(np.concatenate(logs))
         else:   # one generation only (Blackwell-only formats): the in-sample spread, widened
             lr = np.log(_coeffs(params, 0.0, 0).time(tc, tm) / t)
-            sigma = 1.5 * _robust_sigma(lr)
+            sigma = 1.5 * robust_sigma(lr)
             report.append(HeldOut(cls, "in-sample only", int(t.size), *_errors(np.exp(lr) * t, t)[:3]))
         ops[cls] = _coeffs(params, sigma, int(t.size))
     comm: dict[str, CommCoeffs] = {}

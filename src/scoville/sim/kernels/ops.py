@@ -188,11 +188,15 @@ class _Builder:
 
     def _transfer(self, op: str, cls: str, flops: Any, nbytes: Any, rate: float) -> np.ndarray:
         c = self.transfer.op(cls)
-        compute, memory = self.hw.time_factors(cls)
-        fitted = "" if (compute, memory) == (self.compute_time_factor, self.memory_time_factor) else (
-            f", {self.hw.family}'s own {cls} kernels x{compute:g} compute, x{memory:g} memory")
-        self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency{fitted})",
-                   math.hypot(c.sigma, self.hw.platform_sigma()))
+        own = self.hw.own_time_factors(cls)
+        if own is None:
+            compute, memory = self.compute_time_factor, self.memory_time_factor
+            self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency)",
+                       math.hypot(c.sigma, self.hw.platform_sigma()))
+        else:   # fitted on this platform's own kernels of the class: their spread is its uncertainty, never less
+            compute, memory = own.compute, own.memory     # than a measured table's
+            self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency, {self.hw.family}'s own {cls} "
+                           f"kernels x{compute:g} compute, x{memory:g} memory)", max(own.sigma, self.measured_sigma))
         return np.asarray(c.time(flops / rate * compute, nbytes / self.hw.hbm_bytes_per_s * memory)) * self.platform
 
     def _source(self, table: str) -> str:
