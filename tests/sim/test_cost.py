@@ -451,14 +451,16 @@ def test_a_kernel_class_s_own_time_factors_reach_that_class_alone(tmp_path, tiny
     """A hardware file's ``kernel_time_factors`` for BF16 GEMMs (what AITER's tuned tables give a CDNA part) slow the
     attention projections (BF16 GEMMs of the tiny model) by about their compute factor where they are compute-bound
     and not at all where memory-bound (memory factor 1); the provenance says whose factors priced them, and the
-    class's uncertainty is the spread of that fit."""
+    class's uncertainty is the spread of that fit, which the platform's kernel_factor does not scale."""
     raw = yaml.safe_load(DATASHEET.format(bw=8))
-    plain, fitted = tmp_path / "plain.yaml", tmp_path / "fitted.yaml"
-    plain.write_text(yaml.safe_dump(raw))
-    fitted.write_text(yaml.safe_dump(dict(raw, kernel_time_factors={"gemm.bfloat16": {"compute": 3.0, "memory": 1.0,
-                                                                                      "sigma": 0.2}})))
-    ops = {name: StepCost(tiny, load_hardware(str(p)), backend="transfer").ops for name, p in (("plain", plain),
-                                                                                          ("fitted", fitted))}
+    own = {"gemm.bfloat16": {"compute": 3.0, "memory": 1.0, "sigma": 0.2}}
+    files = {"plain": raw, "fitted": dict(raw, kernel_time_factors=own),
+             "fitted, platform x2": dict(raw, kernel_time_factors=own, efficiency={"kernel_factor": 2.0})}
+    ops = {}
+    for name, content in files.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(content))
+        ops[name] = StepCost(tiny, load_hardware(str(path)), backend="transfer").ops
     compute_bound, memory_bound = np.array([65536.0]), np.array([1.0])
     slow = float(ops["fitted"].attn_proj(compute_bound)[0] / ops["plain"].attn_proj(compute_bound)[0])
     same = float(ops["fitted"].attn_proj(memory_bound)[0] / ops["plain"].attn_proj(memory_bound)[0])
@@ -466,6 +468,8 @@ def test_a_kernel_class_s_own_time_factors_reach_that_class_alone(tmp_path, tiny
     assert "own gemm.bfloat16 kernels x3 compute" in ops["fitted"].provenance["attn_proj"]
     assert "own" not in ops["plain"].provenance["attn_proj"]
     assert ops["fitted"].sigma["attn_proj"] == pytest.approx(0.2)      # the fit's spread, not the transfer's
+    # the platform's kernel_factor stands for kernels nobody timed on it; these were
+    assert ops["fitted, platform x2"].attn_proj(compute_bound)[0] == ops["fitted"].attn_proj(compute_bound)[0]
 
 
 @needs_tables

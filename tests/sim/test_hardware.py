@@ -116,6 +116,17 @@ def test_a_kernel_class_fitted_for_a_family_or_a_file_replaces_the_generic_facto
     assert own.time_factors("gemm.fp8_block") == mi300x.time_factors("gemm.fp8_block")
 
 
+def test_the_kernel_classes_a_file_may_name_are_the_transfer_model_s():
+    """The catalog names the kernel kinds and formats itself (it may not import the simulator); they must stay those
+    the transfer model prices, or a fitted factor would never be read."""
+    from scoville.catalog.hardware import KERNEL_FORMATS, KERNEL_KINDS
+    from scoville.sim.kernels.transfer import load_transfer
+    from scoville.sim.kernels.work import KERNEL_WEIGHT_BYTES
+
+    assert set(KERNEL_FORMATS) == set(KERNEL_WEIGHT_BYTES)
+    assert {cls.partition(".")[0] for cls in load_transfer().ops} == set(KERNEL_KINDS)
+
+
 def test_unknown_name_lists_choices():
     with pytest.raises(UserError, match="h200"):
         load_hardware("h900")

@@ -190,14 +190,15 @@ class _Builder:
         c = self.transfer.op(cls)
         own = self.hw.own_time_factors(cls)
         if own is None:
-            compute, memory = self.compute_time_factor, self.memory_time_factor
             self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency)",
                        math.hypot(c.sigma, self.hw.platform_sigma()))
-        else:   # fitted on this platform's own kernels of the class: their spread is its uncertainty, never less
-            compute, memory = own.compute, own.memory     # than a measured table's
-            self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency, {self.hw.family}'s own {cls} "
-                           f"kernels x{compute:g} compute, x{memory:g} memory)", max(own.sigma, self.measured_sigma))
-        return np.asarray(c.time(flops / rate * compute, nbytes / self.hw.hbm_bytes_per_s * memory)) * self.platform
+            return np.asarray(c.time(flops / rate * self.compute_time_factor,
+                                     nbytes / self.hw.hbm_bytes_per_s * self.memory_time_factor)) * self.platform
+        # fitted on this platform's own kernels of the class: that fit, not the platform's kernel_factor, says how
+        # they compare with NVIDIA's, and its spread is their uncertainty (never less than a measured table's)
+        self._note(op, f"transfer ({cls}, datasheet roofline x fitted efficiency, {self.hw.family}'s own {cls} kernels "
+                       f"x{own.compute:g} compute, x{own.memory:g} memory)", max(own.sigma, self.measured_sigma))
+        return np.asarray(c.time(flops / rate * own.compute, nbytes / self.hw.hbm_bytes_per_s * own.memory))
 
     def _source(self, table: str) -> str:
         """The measured table that answered ``table``'s last query; asked only after one did, so tables exist."""
