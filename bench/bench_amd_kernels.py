@@ -1,7 +1,7 @@
 """AMD's own kernels against the transfer model: fit CDNA3/CDNA4 GEMM time factors on AITER's tuned tables.
 
     git clone --depth 1 https://github.com/ROCm/aiter /tmp/aiter
-    python bench/bench_amd_kernels.py --aiter /tmp/aiter
+    python bench/bench_amd_kernels.py --aiter /tmp/aiter       # (without --aiter: the all-reduce check alone)
 
 For MI300X/MI325X (CDNA3, gfx942 with 304 CUs) and MI355X (CDNA4, gfx950 with 256 CUs), every GEMM shape AITER
 tuned is set against the transfer model's time for that shape on the catalog's datasheet: first with the family's
@@ -9,7 +9,9 @@ generic factors (``compute_time_factor`` / ``memory_time_factor``, the 'before' 
 factors fitted here. It prints the fitted factors as the ``kernel_time_factors:`` block of
 ``data/hardware/families.yaml`` (the shipped values came from this script; rerun it on a newer checkout to refresh
 them), and, unfitted, AITER's FP8 and MXFP4 fused-MoE times beside the transfer (``aiter_fit``'s docstring says why).
-Needs ``pip install 'scoville[silicon]'`` (SciPy).
+First it sets the transfer's all-reduce on MI300X beside AMD's own timings of its custom all-reduce (TP2 and TP4,
+from AMD's quick-reduce PRs): on Infinity Fabric's mesh a GPU reaches a peer over one link, not the sum of its
+seven (``Hardware.scaleup_topology``). Needs ``pip install 'scoville[silicon]'`` (SciPy).
 """
 
 from __future__ import annotations
@@ -18,11 +20,39 @@ import argparse
 import subprocess
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from scoville.catalog.hardware import load_hardware
+from scoville.sim.cost import Parallel, StepCost
 from scoville.sim.kernels import aiter_fit
 from scoville.sim.kernels.transfer import load_transfer
+
+KIB, MIB = 1024.0, 1024.0**2
+# AMD's custom all-reduce on MI300X as AMD's engineers timed it (microseconds by message size), the baseline column
+# of their quick-reduce PRs: TP2 from ROCm/aiter PR #801 ('vllm cr', float16), TP4 from vllm-project/vllm PR #19744
+# ('baseline'). Kernel-level figures, read here only to check the mesh topology the catalog gives AMD parts.
+MI300X_ALLREDUCE_US = {
+    2: {4 * KIB: 7.07, 32 * KIB: 7.30, 256 * KIB: 11.45, 1 * MIB: 28.15, 2 * MIB: 49.67, 4 * MIB: 93.79,
+        8 * MIB: 181.43, 16 * MIB: 355.91},
+    4: {2 * KIB: 7.18, 32 * KIB: 7.58, 256 * KIB: 14.39, 1 * MIB: 22.91, 2 * MIB: 36.64, 4 * MIB: 63.86,
+        8 * MIB: 118.31, 16 * MIB: 230.48},
+}
+
+
+def report_allreduce() -> None:
+    """The transfer's all-reduce on MI300X beside AMD's timings, on its mesh and as if behind a switch."""
+    print("MI300X custom all-reduce, AMD's timings beside the transfer (microseconds; 'switch': the whole "
+          "scale-up figure for any group, as before the catalog said mesh)")
+    mesh = load_hardware("mi300x")
+    switch = msgspec.structs.replace(mesh, scaleup_topology="switch")
+    for tp, timed in MI300X_ALLREDUCE_US.items():
+        sizes = np.array(list(timed))
+        got = {name: StepCost("llama-3.1-70b", hw, Parallel(tp=tp)).ops.allreduce(sizes) * 1e6
+               for name, hw in (("mesh", mesh), ("switch", switch))}
+        for i, (size, us) in enumerate(timed.items()):
+            print(f"  tp{tp} {size / KIB:8.0f} KiB  AMD {us:7.1f}  mesh {got['mesh'][i]:7.1f}  "
+                  f"switch {got['switch'][i]:7.1f}")
 
 
 def _commit(root: Path) -> str:
@@ -33,8 +63,12 @@ def _commit(root: Path) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
-    ap.add_argument("--aiter", type=Path, required=True, help="root of a checkout of https://github.com/ROCm/aiter")
+    ap.add_argument("--aiter", type=Path, help="root of a checkout of https://github.com/ROCm/aiter (without it, only "
+                                               "the all-reduce check runs)")
     args = ap.parse_args()
+    report_allreduce()
+    if args.aiter is None:
+        return 0
     transfer = load_transfer()
     commit = _commit(args.aiter)
     print(f"AITER tuned tables at {args.aiter} ({commit}); ratio = transfer's time / AITER's measured time")

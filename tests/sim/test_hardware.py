@@ -7,11 +7,14 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
+import numpy as np
 import pytest
 
 from scoville.catalog.hardware import hardware_file, list_hardware, load_hardware
 from scoville.errors import UserError
 from scoville.sim.config import SimConfig
+from scoville.sim.cost import Parallel, StepCost
 from scoville.sim.engine import step_cost
 from scoville.sim.kernels import tables
 
@@ -90,6 +93,7 @@ def test_user_yaml_needs_no_code(tmp_path):
         (GOOD + "kernel_time_factors: {gemm.fp9: {compute: 2, memory: 1, sigma: 0.1}}\n", "gemm.fp9"),
         (GOOD + "kernel_time_factors: {gemm.fp8: {compute: 0, memory: 1, sigma: 0.1}}\n", "gemm.fp8.compute"),
         (GOOD + "kernel_time_factors: {gemm.fp8: {compute: 2, memory: 1}}\n", "sigma"),
+        (GOOD + "scaleup_topology: ring\n", "scaleup_topology"),
         (GOOD.replace("hbm_capacity_gb: 300", "hbm_capacity_gb: -3"), "hbm_capacity_gb"),
         ("flops_tflops: [1, 2\n", "YAML"),
     ],
@@ -125,6 +129,24 @@ def test_the_kernel_classes_a_file_may_name_are_the_transfer_model_s():
 
     assert set(KERNEL_FORMATS) == set(KERNEL_WEIGHT_BYTES)
     assert {cls.partition(".")[0] for cls in load_transfer().ops} == set(KERNEL_KINDS)
+
+
+def test_a_mesh_gives_a_group_only_the_links_to_its_peers():
+    """Infinity Fabric joins each MI300X to each of its 7 peers by one 64 GB/s link: a TP2 pair has one of them, a
+    TP4 group three, the whole domain all seven; behind NVSwitch any group has the whole figure. AMD's timings of
+    its own all-reduce show it (bench/bench_amd_kernels.py: TP2 at 8 MiB 181 us, the mesh 215, a switch 36)."""
+    mi300x, h100 = load_hardware("mi300x"), load_hardware("h100")
+    full = mi300x.scaleup_bandwidth_gbps * 1e9
+    assert mi300x.scaleup_topology == "mesh" and h100.scaleup_topology == "switch"
+    assert [mi300x.scaleup_bytes_per_s(n) for n in (2, 4, 8)] == pytest.approx([full / 7, full * 3 / 7, full])
+    assert h100.scaleup_bytes_per_s(2) == h100.scaleup_bandwidth_gbps * 1e9
+    switched = msgspec.structs.replace(mi300x, scaleup_topology="switch")
+    big = np.array([8 * 2.0**20])
+    mesh_tp2 = StepCost("llama-3.1-70b", mi300x, Parallel(tp=2)).ops.allreduce(big)[0]
+    switch_tp2 = StepCost("llama-3.1-70b", switched, Parallel(tp=2)).ops.allreduce(big)[0]
+    mesh_tp8 = StepCost("llama-3.1-70b", mi300x, Parallel(tp=8)).ops.allreduce(big)[0]
+    switch_tp8 = StepCost("llama-3.1-70b", switched, Parallel(tp=8)).ops.allreduce(big)[0]
+    assert mesh_tp2 > 4 * switch_tp2 and mesh_tp8 == pytest.approx(switch_tp8)
 
 
 def test_unknown_name_lists_choices():

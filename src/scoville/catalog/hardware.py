@@ -14,7 +14,9 @@ Units (fixed, so a YAML never has to say them twice):
 * ``hbm_capacity_gb``: usable capacity in decimal GB (10^9 bytes) as the driver reports it
   (nvidia-smi MiB x 1.048576 / 1000), not the marketing figure; ``hbm_bandwidth_tbps`` in TB/s (10^12 B/s).
 * ``scaleup_bandwidth_gbps`` / ``scaleout_bandwidth_gbps``: GB/s (10^9 *bytes*/s), *unidirectional*, per
-  accelerator (NVLink 5 = 900; a 400 Gbit/s NIC = 50).
+  accelerator (NVLink 5 = 900; a 400 Gbit/s NIC = 50). ``scaleup_topology`` says how a group of the domain's GPUs
+  reaches it: ``switch`` (NVSwitch: any group, even two GPUs, at the full figure) or ``mesh`` (AMD's Infinity Fabric:
+  one link to each peer, the figure being their sum, so n of the domain's d GPUs use (n-1)/(d-1) of it).
 * latencies in microseconds; powers in watts per accelerator; cost in $ per accelerator-hour.
 """
 
@@ -24,7 +26,7 @@ import math
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import yaml
@@ -107,6 +109,7 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     runtime_reserve_gb: float = 3.9
     cost_per_hour: dict[str, float] = {}
     efficiency: dict[str, float] = {}
+    scaleup_topology: Literal["switch", "mesh"] = "switch"
     # per kernel class (``gemm.fp8_block``): this file's own fitted time factors, over its family's
     kernel_time_factors: dict[str, TimeFactors] = {}
     # Measured kernel tables, if any: an aiconfigurator-core or scoville system (b200_sxm, epyc_zen4_2vcpu ...),
@@ -163,6 +166,16 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     @property
     def hbm_bytes_per_s(self) -> float:
         return self.hbm_bandwidth_tbps * 1e12
+
+    def scaleup_bytes_per_s(self, ranks: int) -> float:
+        """The scale-up bandwidth (bytes/s, each way) a GPU has towards the others of a group of ``ranks`` GPUs in
+        its domain: all of it behind a switch; on a mesh, only the links to those peers (a pair of MI300X shares
+        one 64 GB/s link, a TP4 group three), which AMD's own all-reduce timings on MI300X show
+        (``data/hardware/mi300x.yaml``)."""
+        if self.scaleup_topology == "switch" or self.scaleup_domain < 2:
+            return self.scaleup_bandwidth_gbps * 1e9
+        peers = min(max(ranks, 2), self.scaleup_domain) - 1
+        return self.scaleup_bandwidth_gbps * 1e9 * peers / (self.scaleup_domain - 1)
 
     def peak_flops(self, precision: str) -> float:
         """Dense peak FLOP/s for a precision; falls back to the nearest wider format the chip has.

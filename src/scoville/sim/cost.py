@@ -484,12 +484,13 @@ class StepCost:
 
     def kv_transfer_time(self, tokens: int, scaleout: bool) -> float:
         """Prefill-to-decode KV copy for disaggregation: the unique KV bytes, sent in parallel by the
-        instance's ranks over the scale-up links (same NVL domain) or their NICs."""
+        instance's ranks over the scale-up links (same NVL domain) or their NICs; each rank to its peer in the
+        decode instance, which on a mesh is one link (``Hardware.scaleup_bytes_per_s``)."""
         hw = self.hw
         if scaleout:
             bw = hw.scaleout_bandwidth_gbps * hw.eff("scaleout") * 1e9
         else:
-            bw = hw.scaleup_bandwidth_gbps * hw.eff("scaleup") * 1e9
+            bw = hw.scaleup_bytes_per_s(2) * hw.eff("scaleup")
         lat = (hw.scaleout_latency_us if scaleout else hw.scaleup_latency_us) * 1e-6
         nbytes = tokens * self._unique_kv_per_token
         return lat * self.model.num_layers + nbytes / (bw * self.accelerators)

@@ -165,9 +165,9 @@ def _comm_samples(rng: np.random.Generator) -> dict[str, dict[str, tuple[np.ndar
     out: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {"allreduce": {}, "alltoall": {}}
     for system in FIT_SYSTEMS:
         hw = _hw(system)
-        link = hw.scaleup_bandwidth_gbps * 1e9
         kt = tables.KernelTables(system, "vllm")
         for gpus in (2, 4, 8):
+            link = hw.scaleup_bytes_per_s(gpus)
             for cls, got in (("allreduce", kt.allreduce(gpus) or kt.nccl("all_reduce", gpus)),
                              ("alltoall", kt.nccl("alltoall", gpus))):
                 if got is None:

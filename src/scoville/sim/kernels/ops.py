@@ -625,7 +625,7 @@ class _Builder:
         """Transfer collective: within the scale-up domain at link speed, beyond it over the NICs."""
         c = self.transfer.comm[op]
         hw = self.hw
-        near = hw.scaleup_bandwidth_gbps * 1e9
+        near = hw.scaleup_bytes_per_s(ranks)
         far_share = max(0.0, (ranks - hw.scaleup_domain) / ranks)
         t = c.time(wire * (1 - far_share), min(ranks, hw.scaleup_domain), near)
         if far_share:
