@@ -138,7 +138,7 @@ def test_same_seed_same_run_different_seed_different_run(tmp_path: Path):
 def _with_bandwidth(tmp_path: Path, tbps: float) -> str:
     """H200 with another HBM bandwidth: a chip nobody measured, so no kernel tables (the transfer prices it)."""
     hw = load_hardware("h200").to_dict()
-    data = {k: v for k, v in hw.items() if k not in ("efficiency_in_force", "kernel_tables")}
+    data = {k: v for k, v in hw.items() if not k.endswith("_in_force") and k != "kernel_tables"}
     data.update(name=f"h200-bw{tbps:g}", hbm_bandwidth_tbps=tbps)
     path = tmp_path / f"h200_bw{tbps:g}.yaml"
     path.write_text(yaml.safe_dump(data))

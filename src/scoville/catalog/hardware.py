@@ -242,7 +242,8 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         raise UserError(f"unknown power mode {mode!r}; use rated, all-in or measured")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for manifests, with the efficiency factors actually in force spelled out."""
+        """Plain dict for manifests, with the efficiency factors and kernel-class factors actually in force spelled
+        out (the ``*_in_force`` entries: derived from the family, not fields of a hardware file)."""
         d = msgspec.to_builtins(self)
         d["efficiency_in_force"] = {k: self.eff(k) for k in EFFICIENCY_KEYS}
         classes = {**_family_time_factors().get(self.family, {}), **self.kernel_time_factors}
