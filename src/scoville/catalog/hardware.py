@@ -60,8 +60,9 @@ KERNEL_FORMATS = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a8_mxfp4_mxfp8", "
 
 class TimeFactors(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Multipliers on one kernel class's transfer-model compute and memory roofline times, where this platform's own
-    kernels were timed per shape (a vendor's tuned-kernel tables) and fitted against the transfer: they replace
-    ``compute_time_factor`` / ``memory_time_factor`` for that class, which a generic microbenchmark set."""
+    kernels were timed per shape (a vendor's tuned-kernel tables) and fitted against the transfer: for that class
+    they replace ``compute_time_factor`` / ``memory_time_factor`` (a generic microbenchmark's) and ``kernel_factor``,
+    and ``sigma``, the fit's spread, replaces the transfer's held-out error and ``kernel_sigma``."""
 
     compute: float
     memory: float

@@ -12,8 +12,8 @@ Only GEMMs are fitted. AITER's fused-MoE tables are tuned over uniformly random 
 NVIDIA tables that the MoE class was fitted on route by a power law, so the two MoE times differ by the routing as
 well as by the kernels; ``moe_samples`` gives them to the bench, which reports them beside the model unfitted.
 
-The tables are not shipped (the package carries only the fitted factors and their source): point
-``collect`` at a checkout of https://github.com/ROCm/aiter (``bench/bench_amd_kernels.py --aiter DIR``).
+The tables are not shipped (the package carries only the fitted factors and their source): point ``fit_family``
+at a checkout of https://github.com/ROCm/aiter (``bench/bench_amd_kernels.py --aiter DIR``).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class ClassFit:
     ratio_median: float
     ratio_p10: float
     ratio_p90: float
-    before_median: float         # the same read with the family's factors before this fit
+    before_median: float         # the same read with the family's generic compute/memory_time_factor
 
 
 def _tables(root: Path) -> list[Path]:
@@ -125,6 +125,7 @@ def gemm_samples(root: Path, device: Device, hw: Hardware) -> dict[str, Samples]
         if cls is None:
             continue
         for row in _rows(path):
+            # the BF16 tables also hold FP16 rows (a ``dtype`` column the quantized tables do not have)
             if (row.get("gfx") != device.gfx or row.get("cu_num") != str(device.cu_num)
                     or "bfloat16" not in row.get("dtype", "bfloat16")):
                 continue
