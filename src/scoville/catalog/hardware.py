@@ -262,9 +262,15 @@ def _data_dir() -> Path:
 
 
 @lru_cache(maxsize=1)
+def _families_file() -> dict[str, Any]:
+    """``families.yaml`` as parsed, once a process: its efficiencies and kernel-class factors are read from it."""
+    raw: dict[str, Any] = yaml.safe_load((_data_dir() / "families.yaml").read_text())
+    return raw
+
+
+@lru_cache(maxsize=1)
 def _families() -> dict[str, dict[str, float]]:
-    path = _data_dir() / "families.yaml"
-    raw = yaml.safe_load(path.read_text())
+    raw = _families_file()
     fams = {k: v["efficiency"] for k, v in raw.items() if isinstance(v, dict) and "efficiency" in v}
     missing = set(EFFICIENCY_KEYS) - set(fams["default"])
     if missing:  # a packaging bug, not a user error
@@ -275,9 +281,8 @@ def _families() -> dict[str, dict[str, float]]:
 @lru_cache(maxsize=1)
 def _family_time_factors() -> dict[str, dict[str, TimeFactors]]:
     """Each family's per-kernel-class time factors (``kernel_time_factors:`` in families.yaml)."""
-    raw = yaml.safe_load((_data_dir() / "families.yaml").read_text())
     out = {}
-    for name, fam in raw.items():
+    for name, fam in _families_file().items():
         if isinstance(fam, dict) and fam.get("kernel_time_factors"):
             factors = msgspec.convert(fam["kernel_time_factors"], dict[str, TimeFactors])
             _check_time_factors(f"families.yaml {name}.kernel_time_factors", factors)
