@@ -18,35 +18,37 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+from importlib import resources
 from pathlib import Path
 
 import msgspec
 import numpy as np
+import yaml
 
 from scoville.catalog.hardware import load_hardware
 from scoville.sim.cost import Parallel, StepCost
 from scoville.sim.kernels import aiter_fit
 from scoville.sim.kernels.transfer import load_transfer
 
-KIB, MIB = 1024.0, 1024.0**2
-# AMD's custom all-reduce on MI300X as AMD's engineers timed it (microseconds by message size), the baseline column
-# of their quick-reduce PRs: TP2 from ROCm/aiter PR #801 ('vllm cr', float16), TP4 from vllm-project/vllm PR #19744
-# ('baseline'). Kernel-level figures, read here only to check the mesh topology the catalog gives AMD parts.
-MI300X_ALLREDUCE_US = {
-    2: {4 * KIB: 7.07, 32 * KIB: 7.30, 256 * KIB: 11.45, 1 * MIB: 28.15, 2 * MIB: 49.67, 4 * MIB: 93.79,
-        8 * MIB: 181.43, 16 * MIB: 355.91},
-    4: {2 * KIB: 7.18, 32 * KIB: 7.58, 256 * KIB: 14.39, 1 * MIB: 22.91, 2 * MIB: 36.64, 4 * MIB: 63.86,
-        8 * MIB: 118.31, 16 * MIB: 230.48},
-}
+KIB = 1024.0
+
+
+def amd_allreduce() -> tuple[str, dict[int, dict[float, float]]]:
+    """AMD's timings of its custom all-reduce (``data/reference/amd_allreduce.yaml``): the system and, per TP size,
+    microseconds by message size in bytes."""
+    raw = yaml.safe_load((resources.files("scoville") / "data" / "reference" / "amd_allreduce.yaml").read_text())
+    return raw["hardware"], {int(tp): {float(size): float(us) for size, us in sizes.items()}
+                             for tp, sizes in raw["latency_us"].items()}
 
 
 def report_allreduce() -> None:
     """The transfer's all-reduce on MI300X beside AMD's timings, on its mesh and as if behind a switch."""
-    print("MI300X custom all-reduce, AMD's timings beside the transfer (microseconds; 'switch': the whole "
+    name, timings = amd_allreduce()
+    print(f"{name} custom all-reduce, AMD's timings beside the transfer (microseconds; 'switch': the whole "
           "scale-up figure for any group, as before the catalog said mesh)")
-    mesh = load_hardware("mi300x")
+    mesh = load_hardware(name)
     switch = msgspec.structs.replace(mesh, scaleup_topology="switch")
-    for tp, timed in MI300X_ALLREDUCE_US.items():
+    for tp, timed in timings.items():
         sizes = np.array(list(timed))
         got = {}
         for name, hw in (("mesh", mesh), ("switch", switch)):

@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pytest
+import yaml
 
 from scoville.catalog.hardware import hardware_file, list_hardware, load_hardware
 from scoville.errors import UserError
@@ -147,6 +148,26 @@ def test_a_mesh_gives_a_group_only_the_links_to_its_peers():
     mesh_tp8 = StepCost("llama-3.1-70b", mi300x, Parallel(tp=8)).ops.allreduce(big)[0]
     switch_tp8 = StepCost("llama-3.1-70b", switched, Parallel(tp=8)).ops.allreduce(big)[0]
     assert mesh_tp2 > 4 * switch_tp2 and mesh_tp8 == pytest.approx(switch_tp8)
+
+
+def test_the_mesh_reads_amd_s_own_all_reduce_timings_and_a_switch_would_not():
+    """AMD's timings of its custom all-reduce on MI300X (``data/reference/amd_allreduce.yaml``, from its quick-reduce
+    PRs) are what the mesh topology is checked on: the transfer reads every size within 0.6-1.3x of them, where a
+    switch's full bandwidth for every pair would be 2x fast or more from 4 MiB up."""
+    from importlib import resources
+
+    raw = yaml.safe_load((resources.files("scoville") / "data" / "reference" / "amd_allreduce.yaml").read_text())
+    mesh = load_hardware(raw["hardware"])
+    switch = msgspec.structs.replace(mesh, scaleup_topology="switch")
+    for tp, timed in raw["latency_us"].items():
+        sizes, amd = np.array(list(timed), dtype=float), np.array(list(timed.values()))
+        ratios = {}
+        for name, hw in (("mesh", mesh), ("switch", switch)):
+            allreduce = StepCost("llama-3.1-70b", hw, Parallel(tp=int(tp))).ops.allreduce
+            assert allreduce is not None
+            ratios[name] = allreduce(sizes) * 1e6 / amd
+        assert np.all((ratios["mesh"] > 0.6) & (ratios["mesh"] < 1.3)), (tp, ratios["mesh"])
+        assert np.all(ratios["switch"][sizes >= 4 * 2**20] < 0.5), (tp, ratios["switch"])
 
 
 def test_unknown_name_lists_choices():
