@@ -148,6 +148,7 @@ def test_a_mesh_gives_a_group_only_the_links_to_its_peers():
     mesh_tp8 = StepCost("llama-3.1-70b", mi300x, Parallel(tp=8)).ops.allreduce(big)[0]
     switch_tp8 = StepCost("llama-3.1-70b", switched, Parallel(tp=8)).ops.allreduce(big)[0]
     assert mesh_tp2 > 4 * switch_tp2 and mesh_tp8 == pytest.approx(switch_tp8)
+    assert "mesh: 1 of 7 links" in StepCost("llama-3.1-70b", mi300x, Parallel(tp=2)).ops.provenance["allreduce"]
 
 
 def test_the_mesh_reads_amd_s_own_all_reduce_timings_and_a_switch_would_not():

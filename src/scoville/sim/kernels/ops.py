@@ -630,7 +630,9 @@ class _Builder:
         t = c.time(wire * (1 - far_share), min(ranks, hw.scaleup_domain), near)
         if far_share:
             t = t + c.beta * wire * far_share / (hw.scaleout_bandwidth_gbps * 1e9) + hw.scaleout_latency_us * 1e-6
-        self._note(op, f"transfer ({op}: latency + bytes / link bandwidth{' + scale-out' if far_share else ''})",
+        links = (f", mesh: {min(ranks, hw.scaleup_domain) - 1} of {hw.scaleup_domain - 1} links"
+                 if hw.scaleup_topology == "mesh" and hw.scaleup_domain > 1 else "")
+        self._note(op, f"transfer ({op}: latency + bytes / link bandwidth{links}{' + scale-out' if far_share else ''})",
                    math.hypot(c.sigma, hw.platform_sigma()))
         return np.asarray(t)
 
