@@ -53,6 +53,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                               "re-derive them under another tool's conventions (docs/conventions.md)."),
     "calibrate": ("calibrate_cmd", "Fit the kernel factors and the serving stack's host costs on measured runs; "
                                    "write a versioned profile."),
+    "hardware": ("hardware_cmd", "List the systems the simulator knows, or one system's figures, kernel pricing and "
+                                 "sources."),
 }
 
 
