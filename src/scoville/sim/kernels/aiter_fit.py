@@ -58,7 +58,6 @@ GEMM_TABLES = (
     (re.compile(r"(?:^|_)bf16_tuned_gemm"), "gemm.bfloat16"),
     (re.compile(r"a4w4_blockscale_tuned_gemm"), "gemm.nvfp4"),
 )
-_RATE = {"gemm.fp8_block": "fp8", "gemm.fp8": "fp8", "gemm.bfloat16": "bf16", "gemm.nvfp4": "fp4"}
 # The fused-MoE tables' weight formats -> (the rows' q_type and weight dtype, the transfer class that format runs as):
 # DeepSeek's block-scaled FP8, and MXFP4 (weights and activations in FP4 with 1x32 scales, CDNA4 only), which the
 # transfer prices as the W4A8 MXFP4 class (same weight bytes; a decode step's experts are weight-bound either way).
@@ -139,8 +138,9 @@ def gemm_samples(root: Path, device: Device, hw: Hardware) -> dict[str, Samples]
     out = {}
     for cls, shapes in best.items():
         m, n, k = np.array(list(shapes), dtype=float).T
-        flops, nbytes = work.gemm(m, n, k, cls.partition(".")[2])
-        out[cls] = Samples(tc=flops / hw.peak_flops(_RATE[cls]), tm=nbytes / hw.hbm_bytes_per_s,
+        kernel = cls.partition(".")[2]
+        flops, nbytes = work.gemm(m, n, k, kernel)
+        out[cls] = Samples(tc=flops / hw.peak_flops(work.rate_key(kernel)), tm=nbytes / hw.hbm_bytes_per_s,
                            t=np.array(list(shapes.values())) * 1e-6, files=tuple(sorted(files[cls])))
     return out
 
