@@ -206,10 +206,13 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             return fam[key]
         return _families()["default"][key]
 
+    def kernel_time_factors_in_force(self) -> dict[str, TimeFactors]:
+        """Every kernel class fitted on this platform's own kernels: its family's, with this file's over them."""
+        return {**_family_time_factors().get(self.family, {}), **self.kernel_time_factors}
+
     def own_time_factors(self, kernel_class: str) -> TimeFactors | None:
-        """The factors fitted on this platform's own kernels of a class (this file's, else its family's), if any."""
-        return self.kernel_time_factors.get(kernel_class) or _family_time_factors().get(self.family, {}).get(
-            kernel_class)
+        """The factors fitted on this platform's own kernels of a class, if any."""
+        return self.kernel_time_factors_in_force().get(kernel_class)
 
     def time_factors(self, kernel_class: str) -> tuple[float, float]:
         """(compute, memory) multipliers on a kernel class's transfer-model roofline times: the class's own fitted
@@ -247,8 +250,8 @@ class Hardware(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         out (the ``*_in_force`` entries: derived from the family, not fields of a hardware file)."""
         d = msgspec.to_builtins(self)
         d["efficiency_in_force"] = {k: self.eff(k) for k in EFFICIENCY_KEYS}
-        classes = {**_family_time_factors().get(self.family, {}), **self.kernel_time_factors}
-        d["kernel_time_factors_in_force"] = {c: msgspec.to_builtins(f) for c, f in sorted(classes.items())}
+        d["kernel_time_factors_in_force"] = {c: msgspec.to_builtins(f)
+                                             for c, f in sorted(self.kernel_time_factors_in_force().items())}
         return d
 
 

@@ -27,7 +27,7 @@ def pricing(hw: Hardware) -> str:
     transfer on its datasheet (with the kernel classes fitted on its own kernels' timings, if any)."""
     if hw.kernel_tables and root_for(hw.kernel_tables) is not None:
         return f"tables: {hw.kernel_tables}"
-    own = sorted(hw.to_dict()["kernel_time_factors_in_force"])
+    own = sorted(hw.kernel_time_factors_in_force())
     return "transfer" + (f" (own: {', '.join(own)})" if own else "")
 
 
