@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-from importlib import resources
 from pathlib import Path
 
 import msgspec
 import numpy as np
-import yaml
 
 from scoville.catalog.hardware import load_hardware
 from scoville.sim.cost import Parallel, StepCost
@@ -33,17 +31,9 @@ from scoville.sim.kernels.transfer import load_transfer
 KIB = 1024.0
 
 
-def amd_allreduce() -> tuple[str, dict[int, dict[float, float]]]:
-    """AMD's timings of its custom all-reduce (``data/reference/amd_allreduce.yaml``): the system and, per TP size,
-    microseconds by message size in bytes."""
-    raw = yaml.safe_load((resources.files("scoville") / "data" / "reference" / "amd_allreduce.yaml").read_text())
-    return raw["hardware"], {int(tp): {float(size): float(us) for size, us in sizes.items()}
-                             for tp, sizes in raw["latency_us"].items()}
-
-
 def report_allreduce() -> None:
     """The transfer's all-reduce on MI300X beside AMD's timings, on its mesh and as if behind a switch."""
-    name, timings = amd_allreduce()
+    name, timings = aiter_fit.amd_allreduce_timings()
     print(f"{name} custom all-reduce, AMD's timings beside the transfer (microseconds; 'switch': the whole "
           "scale-up figure for any group, as before the catalog said mesh)")
     mesh = load_hardware(name)

@@ -10,7 +10,6 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pytest
-import yaml
 
 from scoville.catalog.hardware import hardware_file, list_hardware, load_hardware
 from scoville.errors import UserError
@@ -18,6 +17,7 @@ from scoville.sim.config import SimConfig
 from scoville.sim.cost import Parallel, StepCost
 from scoville.sim.engine import step_cost
 from scoville.sim.kernels import tables
+from scoville.sim.kernels.aiter_fit import amd_allreduce_timings
 
 SHIPPED = ["b200", "b300", "gb200", "gb300", "h100", "h200", "jalapeno", "mi355x"]
 
@@ -155,12 +155,10 @@ def test_the_mesh_reads_amd_s_own_all_reduce_timings_and_a_switch_would_not():
     """AMD's timings of its custom all-reduce on MI300X (``data/reference/amd_allreduce.yaml``, from its quick-reduce
     PRs) are what the mesh topology is checked on: the transfer reads every size within 0.6-1.3x of them, where a
     switch's full bandwidth for every pair would be 2x fast or more from 4 MiB up."""
-    from importlib import resources
-
-    raw = yaml.safe_load((resources.files("scoville") / "data" / "reference" / "amd_allreduce.yaml").read_text())
-    mesh = load_hardware(raw["hardware"])
+    name, timings = amd_allreduce_timings()
+    mesh = load_hardware(name)
     switch = msgspec.structs.replace(mesh, scaleup_topology="switch")
-    for tp, timed in raw["latency_us"].items():
+    for tp, timed in timings.items():
         sizes, amd = np.array(list(timed), dtype=float), np.array(list(timed.values()))
         ratios = {}
         for name, hw in (("mesh", mesh), ("switch", switch)):

@@ -13,7 +13,9 @@ NVIDIA tables that the MoE class was fitted on route by a power law, so the two 
 well as by the kernels; ``moe_samples`` gives them to the bench, which reports them beside the model unfitted.
 
 The tables are not shipped (the package carries only the fitted factors and their source): point ``fit_family``
-at a checkout of https://github.com/ROCm/aiter (``bench/bench_amd_kernels.py --aiter DIR``).
+at a checkout of https://github.com/ROCm/aiter (``bench/bench_amd_kernels.py --aiter DIR``). What is shipped of
+AMD's own timings is its custom all-reduce's on MI300X (``amd_allreduce_timings``), which check the mesh topology
+of AMD entries (``Hardware.scaleup_topology``).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from scoville.catalog.hardware import Hardware, TimeFactors, load_hardware
 from scoville.errors import UserError
@@ -211,3 +215,11 @@ def fit_family(root: Path, family: str, transfer: TransferModel, source: str) ->
     before = (hw.eff("compute_time_factor"), hw.eff("memory_time_factor"))
     return [fit_class(cls, s, transfer, before, source)
             for cls, s in sorted(gemm_samples(root, device, hw).items())]
+
+
+def amd_allreduce_timings() -> tuple[str, dict[int, dict[float, float]]]:
+    """AMD's timings of its custom all-reduce (``data/reference/amd_allreduce.yaml``, from its quick-reduce PRs): the
+    system they were taken on and, per TP size, microseconds by message size in bytes."""
+    raw = yaml.safe_load((resources.files("scoville") / "data" / "reference" / "amd_allreduce.yaml").read_text())
+    return raw["hardware"], {int(tp): {float(size): float(us) for size, us in sizes.items()}
+                             for tp, sizes in raw["latency_us"].items()}
