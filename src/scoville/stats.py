@@ -35,6 +35,7 @@ SEED = 0x5C0_B007                 # fixed: the same records always give the same
 REQUESTS_BAND = "bootstrap 95% over requests"
 REPEATS_BAND = "bootstrap 95% over repeats"
 PREDICTION_BAND = "simulator 80% prediction band"   # the analytic simulator's band: not a confidence interval
+Z90 = 1.2816          # the 10th and 90th percentiles of a normal lie this many sigmas from the mean
 LATENCY_QUANTILES = {"median": 0.5, "p90": 0.9}
 
 Interval = tuple[float, float]

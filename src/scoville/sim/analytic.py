@@ -25,10 +25,8 @@ from scoville.results.store import RunWriter, write_point_metrics
 from scoville.sim.config import SimConfig, SimConfigError
 from scoville.sim.driver import simulated_manifest, system_and_power
 from scoville.sim.search import FrontierPoint
-from scoville.stats import PREDICTION_BAND
+from scoville.stats import PREDICTION_BAND, Z90
 from scoville.validity import simulated_validity
-
-Z90 = 1.2816          # the 10th and 90th percentiles of a normal lie this many sigmas from the mean
 
 
 def band(value: float, sigma: float) -> tuple[float, float]:
