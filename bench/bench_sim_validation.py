@@ -76,9 +76,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scoville.catalog.hardware import load_hardware  # noqa: E402
 from scoville.catalog.models import load_model  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
+from scoville.sim.acceptance import mtp_draft  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SpeculativeConfig  # noqa: E402
-from scoville.sim.search import MTP_ACCEPTANCE, FrontierPoint, SearchSpace, pareto, search  # noqa: E402
+from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import SimulateSpec, base_config, resolve_kv_dtype  # noqa: E402
 from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, deployment, load_silicon  # noqa: E402
@@ -292,7 +293,7 @@ class Recipe:
         """The MTP script's drafts at the search's acceptance rate for that depth; None for a plain run."""
         if not self.mtp_depth:
             return None
-        return SpeculativeConfig(num_draft_tokens=self.mtp_depth, acceptance_rate=MTP_ACCEPTANCE[self.mtp_depth])
+        return mtp_draft(self.mtp_depth)
 
 
 # InferenceX's scripts that leave the KV cache to the server's auto (vLLM: no --kv-cache-dtype; TensorRT-LLM:
@@ -873,7 +874,7 @@ def _public_mtp(p: dict, model: str, framework: str) -> SpeculativeConfig | None
     if not mtp:
         return None
     depth = mtp if isinstance(mtp, int) else PUBLIC_MTP_DEPTH[(model, p["hardware"], framework)]
-    return SpeculativeConfig(num_draft_tokens=depth, acceptance_rate=MTP_ACCEPTANCE[depth])
+    return mtp_draft(depth)
 
 
 def pinned_public() -> dict[str, list[Cmp]]:
@@ -1493,7 +1494,7 @@ def main(argv: list[str] | None = None) -> int:
     view1s = pinned(rows, speculative=True)
     report_pinned(view1s.cmps, "1s) the runs read as speculative (left out of view 1), pinned as view 1 at their "
                                "InferenceX MTP\n   script's draft depth and settings (mtp_recipe), at the search's "
-                               "acceptance rates (search.MTP_ACCEPTANCE)")
+                               "acceptance rates (acceptance.MTP_ACCEPTANCE)")
     report_speculative_gain(rows, by_row["tpot"], view1s.cmps["tpot"])
     report_ttft_gap_in_steps(rows, [view1, view1s])
     for key, points in view1s.envelopes.items():

@@ -30,9 +30,10 @@ import yaml
 
 from scoville.catalog.hardware import load_hardware
 from scoville.errors import UserError
+from scoville.sim.acceptance import MTP_ACCEPTANCE, mtp_draft
 from scoville.sim.config import SimConfig, SpeculativeConfig
 from scoville.sim.frameworks import token_budget_flag
-from scoville.sim.search import MTP_ACCEPTANCE, SearchSpace
+from scoville.sim.search import SearchSpace
 from scoville.sim.steady import estimate
 from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype
 
@@ -128,8 +129,7 @@ def configs(recipe: Recipe, precision: str | None) -> list[SimConfig]:
     base = {"hardware": recipe.hardware, "model": recipe.model, "precision": precision, "framework": fw,
             "kv_dtype": resolve_kv_dtype(None, recipe.hardware, recipe.model, fw),
             "attention_dp_balance": default_attention_dp_balance(fw), "max_num_seqs": max(recipe.concurrency)}
-    drafts: list[SpeculativeConfig | None] = [SpeculativeConfig(num_draft_tokens=k, acceptance_rate=MTP_ACCEPTANCE[k])
-                                              for k in recipe.mtp_depths] or [None]
+    drafts: list[SpeculativeConfig | None] = [mtp_draft(k) for k in recipe.mtp_depths] or [None]
     out = []
     for draft in drafts:
         spec = draft.model_dump() if draft else None

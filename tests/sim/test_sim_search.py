@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 
 from scoville.errors import UserError
 from scoville.results.store import read_point_metrics
+from scoville.sim.acceptance import MTP_ACCEPTANCE
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig
 from scoville.sim.kernels import tables
-from scoville.sim.search import MTP_ACCEPTANCE, SearchSpace, draft_options, instance_layouts, pareto, search
+from scoville.sim.search import SearchSpace, draft_options, instance_layouts, pareto, search
 from scoville.sim.steady import estimate
 from scoville.simulation import SimulateSpec, base_config, fp8_cache_is_slower, resolve_kv_dtype
 

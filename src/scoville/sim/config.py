@@ -109,6 +109,10 @@ class SpeculativeConfig(_Strict):
 
     num_draft_tokens: int = Field(1, ge=1, le=16)
     acceptance_rate: float = Field(0.7, ge=0.0, le=1.0)
+    # How sure that rate is, as the log-space spread of the mean acceptance length: the workload decides it (a
+    # reasoning trace accepts fewer drafts than plain text), so a prior carries the spread of published
+    # measurements (``acceptance.mtp_draft``); 0 for a rate the user measured and pins.
+    acceptance_sigma: float = Field(0.0, ge=0.0, le=2.0)
 
     @property
     def mean_acceptance_length(self) -> float:

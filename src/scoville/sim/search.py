@@ -41,6 +41,7 @@ import numpy as np
 from scoville.catalog.hardware import Hardware, MissingRate, load_hardware
 from scoville.catalog.models import ModelArch, load_model
 from scoville.errors import UserError
+from scoville.sim.acceptance import MTP_ACCEPTANCE, mtp_draft
 from scoville.sim.config import (
     DisaggregationConfig,
     ParallelConfig,
@@ -55,15 +56,6 @@ from scoville.sim.frameworks import token_budget_flag
 from scoville.sim.kernels.ops import serves_wide_ep
 from scoville.sim.steady import INFERENCEX, Protocol, SteadyEstimate, estimate
 
-# Per-draft acceptance of DeepSeek's MTP head used for k chained drafts (SpeculativeConfig's constant rate a
-# with mean acceptance length (1 - a^(k+1)) / (1 - a)): k=1 from the DeepSeek-V3 technical report §5.4.3 (the
-# second token is accepted 85-90% of the time: AL 1.85); k=2, 3 give AL 2.31 and 2.42 (chained drafts from one MTP
-# layer lose accuracy with depth, hence the falling rate). A cross-check, not a fit: TensorRT-LLM's tech blog 2
-# ("DeepSeek R1 MTP Implementation and Optimization") measured MTP nextn=3 at 2.16x the plain decode speed at one
-# user on 8 B200 (FP4, attention TP8, MoE EP2, 1k/2k), and this model gives 2.08x for that deployment. A second one:
-# InferenceX's golden acceptance lengths for DeepSeek-V4-Pro's MTP (SPEED-Bench coding, thinking on, vLLM on B300;
-# golden_al_distribution/dsv4_mtp.yaml in its repository) are 1.79, 2.27 and 2.49 at 1, 2 and 3 drafts.
-MTP_ACCEPTANCE = {1: 0.85, 2: 0.75, 3: 0.67}
 # how busy a disaggregated deployment's prefill pool may run: with queueing headroom, or nearly full, as
 # InferenceX's NVL72 recipes run theirs (DeepSeek-R1 FP4 8k/1k: 7 DEP4 prefill instances for 1229 users on one DEP16
 # decode instance, ~100% busy by this model). The estimator's queueing then sets TTFT, and the frontier keeps a
@@ -222,7 +214,7 @@ def draft_options(base: SimConfig, model: ModelArch, space: SearchSpace) -> list
         return [base.speculative]
     if space.mtp == "off" or not model.mtp_layers:
         return [None]
-    return [None] + [SpeculativeConfig(num_draft_tokens=k, acceptance_rate=a) for k, a in MTP_ACCEPTANCE.items()]
+    return [None] + [mtp_draft(k) for k in MTP_ACCEPTANCE]
 
 
 # -- the envelope ----------------------------------------------------------------------------------------

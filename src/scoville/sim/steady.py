@@ -123,6 +123,13 @@ def _acceptance_length(config: SimConfig) -> float:
     return config.speculative.mean_acceptance_length if config.speculative else 1.0
 
 
+def _decode_sigma(step_sigma: np.ndarray, config: SimConfig) -> np.ndarray:
+    """Log-space uncertainty of a TPOT (step time over acceptance length) and of the throughput it sets: the
+    step's kernels and the drafts' acceptance (``SpeculativeConfig.acceptance_sigma``) err independently, so
+    their spreads add in quadrature."""
+    return np.hypot(step_sigma, config.speculative.acceptance_sigma if config.speculative else 0.0)
+
+
 def _interp(grid: np.ndarray, values: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Log-log interpolation of a positive tabulated function (linear beyond the ends)."""
     lx = np.log(np.maximum(x, 1e-12))
@@ -423,7 +430,7 @@ def unified(config: SimConfig, isl: float, osl: float, concurrency: Any,
     ttft, stretch = _measured(c, ttft, e2e_ss, burst, protocol, osl_spread)
     rate = c / e2e_ss * config.replicas / stretch
     e2e = ttft + (O - 1.0) * tpot
-    sigma = np.interp(n, grid, sig_d)
+    sigma = _decode_sigma(np.interp(n, grid, sig_d), config)
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
                           decoding=n * config.replicas, sigma=sigma, sigma_ttft=sigma_ttft, kv_overflow=overflow,
                           accelerators=config.accelerators, isl=P, osl=float(osl))
@@ -528,7 +535,7 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     rate = c_all / e2e_ss / stretch
     e2e = ttft + (O - 1.0) * tpot
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
-                          decoding=N, sigma=np.interp(N / reps, grid, sig_d),
+                          decoding=N, sigma=_decode_sigma(np.interp(N / reps, grid, sig_d), config),
                           sigma_ttft=sigma_ttft, kv_overflow=overflow, accelerators=config.accelerators,
                           isl=P, osl=float(osl))
 
