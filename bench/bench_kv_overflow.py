@@ -29,10 +29,10 @@ from bench_sim_validation import _lengths, _precision, inferencex_recipe, served
 from scoville.errors import UserError  # noqa: E402
 from scoville.load import LoadPoint  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
+from scoville.sim.defaults import resolve_kv_dtype  # noqa: E402
 from scoville.sim.driver import point_rows  # noqa: E402
 from scoville.sim.engine import step_cost  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
-from scoville.simulation import resolve_kv_dtype  # noqa: E402
 from scoville.workload.synthetic import scenario  # noqa: E402
 from validation_data import SiliconRow, load_silicon  # noqa: E402
 

@@ -79,9 +79,10 @@ from scoville.errors import UserError  # noqa: E402
 from scoville.sim.acceptance import mtp_draft  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SpeculativeConfig  # noqa: E402
+from scoville.sim.defaults import resolve_kv_dtype  # noqa: E402
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
-from scoville.simulation import SimulateSpec, base_config, resolve_kv_dtype  # noqa: E402
+from scoville.simulation import SimulateSpec, base_config  # noqa: E402
 from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, deployment, load_silicon  # noqa: E402
 from validation_recipes import configs as recipe_configs  # noqa: E402
 from validation_recipes import load_recipes, recipe_envelope, validation_public  # noqa: E402

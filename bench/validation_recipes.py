@@ -32,10 +32,10 @@ from scoville.catalog.hardware import load_hardware
 from scoville.errors import UserError
 from scoville.sim.acceptance import MTP_ACCEPTANCE, mtp_draft
 from scoville.sim.config import SimConfig, SpeculativeConfig
+from scoville.sim.defaults import default_attention_dp_balance, resolve_kv_dtype
 from scoville.sim.frameworks import token_budget_flag
 from scoville.sim.search import SearchSpace
 from scoville.sim.steady import estimate
-from scoville.simulation import default_attention_dp_balance, resolve_kv_dtype
 
 Envelope = tuple[np.ndarray, np.ndarray]     # predicted (tok/s/user, tok/s/GPU) of every run of a group's recipes
 

@@ -15,10 +15,11 @@ from scoville.errors import UserError
 from scoville.results.store import read_point_metrics
 from scoville.sim.acceptance import MTP_ACCEPTANCE
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig
+from scoville.sim.defaults import fp8_cache_is_slower, resolve_kv_dtype
 from scoville.sim.kernels import tables
 from scoville.sim.search import SearchSpace, draft_options, instance_layouts, pareto, search
 from scoville.sim.steady import estimate
-from scoville.simulation import SimulateSpec, base_config, fp8_cache_is_slower, resolve_kv_dtype
+from scoville.simulation import SimulateSpec, base_config
 
 needs_tables = pytest.mark.skipif(tables.data_dir() is None, reason="needs aiconfigurator-core's kernel tables")
 BASE = SimConfig(hardware="h200", model="llama-3.1-8b", kv_dtype="fp8")
