@@ -2,7 +2,7 @@
 
     python bench/bench_search_coverage.py [--worst 1.15]   # ~15 s
 
-A recipe (``validation_recipes``: InferenceX's master configs, transcribed) names deployments people actually
+A recipe (``scoville.sim.recipes``: InferenceX's master configs, transcribed) names deployments people actually
 serve: layouts, pools, MTP, the expert load balancer, the users swept. Priced by the same estimator, none of
 them should beat the default search at its own interactivity, since the search is meant to find the best
 deployment the model knows; where one does, the search space lacks something real results use. (This says
@@ -42,9 +42,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sim_validation import RANGE, _precision, simulate_base  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
+from scoville.sim.recipes import Recipe, load_recipes, recipe_configs  # noqa: E402
 from scoville.sim.search import SearchSpace, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
-from validation_recipes import Recipe, configs, load_recipes, recipe_envelope  # noqa: E402
+from validation_recipes import recipe_envelope  # noqa: E402
 
 SAME_SPEED = 0.995     # a search point this close in interactivity counts as as fast (estimates differ in rounding)
 FRONT_POINTS = 2000    # the whole envelope: thinned to simulate's few points, a wider search could read lower
@@ -65,7 +66,7 @@ def _best_recipe_deployment(recipes: list[Recipe], precision: str | None, isl: f
     best, label = -1.0, ""
     for r in recipes:
         conc = np.asarray(r.concurrency, dtype=np.float64)
-        for cfg in configs(r, precision):
+        for cfg in recipe_configs(r, precision):
             try:
                 est = estimate(cfg, isl, osl, conc, osl_spread=1 / RANGE)
             except (UserError, ValueError):

@@ -36,7 +36,7 @@ ourselves; every figure here is validation. Five views:
    **1g** pins the file's Dynamo (disaggregated) rows the same way, on the deployment their InferenceX recipe
    names (``validation_data``: pools, worker counts, MTP depth, decode batch limit); rows of the seed points'
    curves are reported apart. **2c** reads measured frontier points off the envelope of InferenceX's own recipes
-   (``validation_recipes``): the public compare-page points, and the frontiers of the Dynamo rows whose GPU totals
+   (``scoville.sim.recipes``): the public compare-page points, and the frontiers of the Dynamo rows whose GPU totals
    the recipes give; what the default search of view 2 adds beyond it is deployments InferenceX never ran.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted; **3c** pairs the Dynamo frontiers of view
    2c (GB200 against GB300, B200, H100...), both sides read off their recipes. **3b** takes the predicted side
@@ -80,12 +80,12 @@ from scoville.sim.acceptance import mtp_draft  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SpeculativeConfig  # noqa: E402
 from scoville.sim.defaults import resolve_kv_dtype  # noqa: E402
+from scoville.sim.recipes import load_recipes, recipe_configs, recipe_frontier, recipes_for  # noqa: E402
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import SimulateSpec, base_config  # noqa: E402
 from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, deployment, load_silicon  # noqa: E402
-from validation_recipes import configs as recipe_configs  # noqa: E402
-from validation_recipes import load_recipes, recipe_envelope, validation_public  # noqa: E402
+from validation_recipes import recipe_envelope, validation_public  # noqa: E402
 
 TOL = 0.35
 RANGE = (1.0 + LENGTH_FLOOR) / 2.0   # lengths drawn uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
@@ -1159,7 +1159,7 @@ class RecipeSpace:
 def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> RecipeSpace:
     """View 2c: each public compare-page point, and each measured frontier point of the disaggregated rows whose
     deployment the recipes name (``validation_data``), against the envelope of InferenceX's own recipes for its
-    group (``validation_recipes``): every framework's where a compare page names none, the row's own image
+    group (``scoville.sim.recipes``): every framework's where a compare page names none, the row's own image
     version for silicon rows."""
     recipes = load_recipes()
     by_group: dict[tuple, list[MeasuredPoint]] = defaultdict(list)
@@ -1193,6 +1193,37 @@ def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> RecipeS
     return RecipeSpace(out, without, curves)
 
 
+def cli_recipe_frontiers(points: list[MeasuredPoint]) -> list[Cmp]:
+    """The public compare-page points read off what ``scoville simulate --deployments inferencex`` writes: per
+    framework with recipes for the group, the frontier of 16 points ``recipes.recipe_frontier`` keeps (queue-bound
+    points left out, as the search leaves them), their union being the compare page's envelope over frameworks.
+    View 2c reads every predicted run instead; this is the figure a user reproduces from the CLI."""
+    out = []
+    groups: dict[tuple, list[MeasuredPoint]] = defaultdict(list)
+    for p in points:
+        if p.split == "public":
+            groups[p.group].append(p)
+    for (model, hw, prec, fw, isl, osl), pts in sorted(groups.items(), key=str):
+        frameworks = _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,)
+        front = []
+        for f in frameworks:
+            try:
+                recipes = recipes_for(model, hw, prec, f, isl, osl)
+            except UserError:
+                continue
+            front += recipe_frontier(recipes, _precision(model, prec, hw), isl * RANGE, osl * RANGE,
+                                     osl_spread=1.0 / RANGE).frontier
+        if not front:
+            continue
+        xs = np.array([f.interactivity for f in front])
+        ys = np.array([f.total_tput_per_accelerator for f in front])
+        name = f"{_short(model)} {hw} {prec} {fw} {isl}/{osl} [public, simulate --deployments inferencex]"
+        out += [Cmp(name, p.split, p.tput, _achievable(xs, ys, p.interactivity),
+                    speed=(p.interactivity, _fastest_at(xs, ys, p.tput)),
+                    interpolated=_interpolated(xs, ys, p.interactivity)) for p in pts]
+    return out
+
+
 def recipe_ratios(space: RecipeSpace) -> list[Cmp]:
     """View 3c: GPU-vs-GPU throughput ratios of the Dynamo frontiers at matched interactivity (one model, precision,
     framework and lengths on both sides, each side at its own image version), measured against the ratio of
@@ -1212,13 +1243,14 @@ def recipe_ratios(space: RecipeSpace) -> list[Cmp]:
 
 
 def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp], capped: list[Cmp],
-                        plain: list[Cmp]) -> None:
+                        plain: list[Cmp], cli: list[Cmp]) -> None:
     print("\n2c) measured frontier points against InferenceX's own recipes (validation_public.yaml recipes:, from\n"
           "   its master configs): each recipe's deployments predicted at the concurrencies it swept, the point read\n"
           "   off their envelope. Public compare-page points (beside the default search of view 2, which may run\n"
           "   deployments InferenceX never did, and that search capped at the most users a recipe of the group\n"
-          "   swept: 'recipes' users', and that search without MTP drafts: 'no drafts'), and the disaggregated rows\n"
-          "   whose GPU totals the recipes give")
+          "   swept: 'recipes' users', and that search without MTP drafts: 'no drafts'; 'CLI recipes': off the\n"
+          "   frontier `simulate --deployments inferencex` writes per framework), and the disaggregated rows whose\n"
+          "   GPU totals the recipes give")
     names = sorted({c.group for c in res})
     width = max([52] + [len(n) for n in names])
     print(f"   {'group':{width}s} {'n':>3s} {'med err':>8s} {'within35':>8s}")
@@ -1230,6 +1262,7 @@ def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp], capped
                         ("public, default search", default_public),
                         ("public, recipes' users", capped),
                         ("public, no drafts", plain),
+                        ("public, CLI recipes", cli),
                         ("disagg dev", [c for c in res if c.split == "dev"]),
                         ("disagg holdout", [c for c in res if c.split == "holdout"])):
         errs = np.array([c.err for c in cmps])
@@ -1242,6 +1275,7 @@ def report_recipe_space(res: list[Cmp], without: int, default: list[Cmp], capped
     print("   the same points read on the recipes' envelope interpolated log-log between its points (as view 2)")
     for label, keep in (("public, recipe space", "public"), ("disagg dev", "dev"), ("disagg holdout", "holdout")):
         report_interpolated([c for c in res if c.split == keep], label)
+    report_interpolated(cli, "public, CLI recipes")
     if without:
         print(f"   ({without} points of groups with no recipe on file are left out here)")
 
@@ -1515,7 +1549,7 @@ def main(argv: list[str] | None = None) -> int:
     report_frontier(res, secs, len(curves))
     space = recipe_space(pts, rows)
     report_recipe_space(space.cmps, space.without, res, frontier(within_recipe_users(pts))[0],
-                        frontier([p for p in pts if p.split == "public"], mtp="off")[0])
+                        frontier([p for p in pts if p.split == "public"], mtp="off")[0], cli_recipe_frontiers(pts))
     report_measured_deployments(*measured_deployments(pts, envelopes))
     report_search_layouts(res, measured_layouts(rows))
     report_ratios(ratios(pts, curves))

@@ -53,7 +53,7 @@ view and lists them. It does not reach across versions: gpt-oss-120b on H100 wit
 
 The file's disaggregated rows give each pool's layout but, except in the database dump (``workers``: 271 runs),
 not how many instances ran, so their GPU total (and with it throughput per GPU) is unknown. InferenceX's recipes
-(``validation_recipes``) name the worker counts: a row takes the deployment of the recipe entry of its model,
+(``scoville.sim.recipes``) name the worker counts: a row takes the deployment of the recipe entry of its model,
 system, framework, image version, lengths and precision that swept its concurrency with its pools' sizes (GPUs
 per prefill and decode instance) and, where the dump gives them, its worker counts, when every such entry agrees
 on the GPU total (``gpus_total``) and, for ``recipe``, on the MTP depth and batch limit too. The dump's counts
@@ -83,7 +83,7 @@ from scoville.catalog.models import load_model
 from scoville.errors import UserError
 from scoville.sim.config import SimConfig
 from scoville.sim.engine import step_cost
-from validation_recipes import Pool, Recipe, load_recipes
+from scoville.sim.recipes import Pool, Recipe, load_recipes
 
 # HF ids in the validation set -> a model scoville knows (catalog name or an AIC config.json, read in place)
 MODELS = {
@@ -149,7 +149,7 @@ class SiliconRow:
     gpus_total: int | None = None         # a disaggregated deployment's GPU total, where known (total_source)
     measured: str = ""                    # the run's date (ISO) where the file gives it: which recipe version ran
     recipe: Recipe | None = None          # a disaggregated row's InferenceX deployment (module docstring)
-    # where gpus_total comes from: "csv" (a GB200 Dynamo total written as tp), "recipes" (validation_recipes), "dump"
+    # where gpus_total comes from: "csv" (a GB200 Dynamo total written as tp), "recipes" (scoville.sim.recipes), "dump"
     # (the database dump's worker counts, no recipe entry matching)
     total_source: TotalSource | None = None
     workers: tuple[int, int] | None = None   # (prefill, decode) instances of a disaggregated run, where the file says

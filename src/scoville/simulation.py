@@ -13,7 +13,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -22,6 +22,9 @@ from scoville.sim.config import SimConfig, SimConfigError, SpeculativeConfig
 from scoville.sim.defaults import default_attention_dp_balance, resolve_kv_dtype
 from scoville.spec import Spec
 from scoville.workload.options import WorkloadSpec
+
+if TYPE_CHECKING:
+    from scoville.sim.search import SearchResult
 
 DEFAULT_CONCURRENCY = "1-1024"
 DEFAULT_SCENARIO = "8k1k"
@@ -45,6 +48,9 @@ class SimulateSpec(Spec):
     max_accelerators: int | None = Field(None, ge=1)
     disaggregation: bool = True
     unified: bool = Field(True, description="search unified instances; off: disaggregated pools only")
+    deployments: Literal["search", "inferencex"] = Field(
+        "search", description="search: every layout, drafts and pool the simulator finds; inferencex: only the "
+                              "recipes InferenceX ran for this system, model, precision and framework")
     fidelity: Literal["analytic", "des"] | None = None
     cost_backend: Literal["auto", "measured", "transfer"] = "auto"
     profile: Path | None = None
@@ -149,12 +155,15 @@ def _simulate(spec: SimulateSpec, on_search: Progress | None, on_point: Progress
     from scoville.sim.search import SearchSpace, search
 
     levels = [p.concurrency or 1 for p in points]
-    space = SearchSpace(max_accelerators=spec.max_accelerators, mtp="off" if mtp_mode == "off" else "auto",
-                        disaggregation=spec.disaggregation, unified=spec.unified, min_concurrency=min(levels),
-                        max_concurrency=max(levels))
     mean_isl, mean_osl, spread = mean_lengths(workload)
-    result = search(base, mean_isl, mean_osl, space=space, osl_spread=spread, points=len(points),
-                    progress=on_search)
+    if spec.deployments == "inferencex":
+        result = _inferencex_frontier(spec, base, workload, mean_isl, mean_osl, spread, len(points), on_search)
+    else:
+        space = SearchSpace(max_accelerators=spec.max_accelerators, mtp="off" if mtp_mode == "off" else "auto",
+                            disaggregation=spec.disaggregation, unified=spec.unified, min_concurrency=min(levels),
+                            max_concurrency=max(levels))
+        result = search(base, mean_isl, mean_osl, space=space, osl_spread=spread, points=len(points),
+                        progress=on_search)
     if not result.frontier:
         raise SimConfigError(f"no deployment of {base.model} on {base.hardware} reached a steady state over "
                              f"concurrency {min(levels)}-{max(levels)}; widen --concurrency or --max-accelerators")
@@ -171,6 +180,30 @@ def _simulate(spec: SimulateSpec, on_search: Progress | None, on_point: Progress
     run_dir = _replay(spec, base, workload, replayed, [p.config for p in result.frontier], summary,
                       [prediction(p) for p in result.frontier], on_point)
     return Simulation(run_dir, summary)
+
+
+def _inferencex_frontier(spec: SimulateSpec, base: SimConfig, workload: Any, isl: float, osl: float, spread: float,
+                         points: int, progress: Progress | None) -> SearchResult:
+    """The frontier of the deployments InferenceX ran for the spec's system, model, weights and framework, each at
+    the concurrencies its recipe swept (``sim/recipes.py``): the prediction that stands beside a published
+    InferenceX curve like for like. The recipes carry their own layouts, drafts, pools and users, so the options
+    that shape a search are refused rather than ignored."""
+    from scoville.catalog.models import load_model
+    from scoville.sim.recipes import recipe_frontier, recipe_weights, recipes_for
+
+    shaping = [flag for flag, on in (("--mtp", spec.mtp != "auto"), ("--max-accelerators", spec.max_accelerators),
+                                     ("--no-disagg", not spec.disaggregation), ("--no-unified", not spec.unified),
+                                     ("--concurrency", spec.load.concurrency)) if on]
+    if shaping:
+        raise SimConfigError(f"--deployments inferencex runs each recipe's own layouts, drafts, pools and users; "
+                             f"drop {', '.join(shaping)}")
+    if getattr(workload, "kind", None) != "synthetic":
+        raise SimConfigError("--deployments inferencex prices InferenceX's single-turn recipes; give --scenario "
+                             "1k1k or 8k1k (or --isl/--osl)")
+    weights = spec.precision if spec.precision not in (None, "native") else load_model(base.model).default_precision
+    recipes = recipes_for(base.model, base.hardware, recipe_weights(weights), base.framework, workload.isl,
+                          workload.osl)
+    return recipe_frontier(recipes, base.precision, isl, osl, osl_spread=spread, points=points, progress=progress)
 
 
 def _replay(spec: SimulateSpec, base: SimConfig, workload: Any, points: list[LoadPoint],

@@ -84,6 +84,10 @@ def register(app: typer.Typer) -> None:
         unified: Annotated[bool, typer.Option(
             "--unified/--no-unified", help="Search unified instances too (--no-unified: disaggregated pools "
                                            "only, as InferenceX's NVL72 results ran).")] = True,
+        deployments: Annotated[str, typer.Option(
+            help="search (every layout, drafts and pool) | inferencex (only the recipes InferenceX ran for this "
+                 "system, model, precision and --framework, at their users: its published curve like for "
+                 "like).")] = "search",
         fidelity: Annotated[str | None, typer.Option(
             help="analytic (estimator, ~1 s) | des (replay every frontier request in the engine).")] = None,
         cost_backend: Annotated[str, typer.Option(
@@ -129,7 +133,7 @@ def register(app: typer.Typer) -> None:
         spec = SimulateSpec.of_flat(
             hardware=hardware, model=model, config=config, precision=precision, kv_dtype=kv_dtype,
             framework=framework, mtp=mtp, max_accelerators=max_accelerators, disaggregation=disaggregation,
-            unified=unified, fidelity=fidelity, cost_backend=cost_backend, profile=profile,
+            unified=unified, deployments=deployments, fidelity=fidelity, cost_backend=cost_backend, profile=profile,
             power=power, compat=compat, seed=seed, runs=runs, executor=executor, ray_address=ray_address,
             workers=workers, report=report, scenario=scenario, isl=isl, osl=osl, range_ratio=range_ratio,
             trace=trace, trace_format=trace_format, time_scale=time_scale, sample=sample, max_sessions=max_sessions,

@@ -282,6 +282,27 @@ def search(base: SimConfig, isl: float, osl: float, *, space: SearchSpace = Sear
                                  .split(" x")[0] for p in layouts])
 
 
+def frontier_of(candidates: list[tuple[SimConfig, np.ndarray]], isl: float, osl: float, *,
+                protocol: Protocol = INFERENCEX, osl_spread: float = 1.0, points: int = 16,
+                progress: Callable[[int, int], None] | None = None, layouts: list[str] | None = None) -> SearchResult:
+    """The frontier of given deployments, each at its own concurrencies, instead of a search's (InferenceX's
+    recipes: ``recipes.recipe_frontier``). A deployment that does not fit drops out, as a recipe that could
+    not start has no runs."""
+    t0 = time.perf_counter()
+    curves: list[_Curve] = []
+    for i, (cfg, conc) in enumerate(candidates):
+        try:
+            curves.append(_Curve(cfg, estimate(cfg, isl, osl, conc, protocol, osl_spread)))
+        except (MissingKernelTables, MissingRate):
+            raise                      # no deployment of this system would have them: say so
+        except UserError:
+            pass
+        if progress:
+            progress(i + 1, len(candidates))
+    return SearchResult(frontier=_envelope(curves, points), evaluated=len(curves),
+                        elapsed_s=time.perf_counter() - t0, layouts=layouts or [])
+
+
 _Layout = tuple[ParallelConfig, "SpeculativeConfig | None"]
 
 
