@@ -146,6 +146,9 @@ def _simulate(spec: SimulateSpec, on_search: Progress | None, on_point: Progress
     points = spec.load.plan(workload=workload if spec.config is not None else None,
                             default_concurrency=DEFAULT_CONCURRENCY)
     if spec.config is not None:
+        if spec.deployments == "inferencex":
+            raise SimConfigError("--deployments inferencex prices InferenceX's recipes; drop --config (or "
+                                 "--deployments) to run the pinned one")
         return Simulation(_replay(spec, base, workload, points, None, None, None, on_point), None)
 
     if spec.load.rate:
@@ -164,6 +167,9 @@ def _simulate(spec: SimulateSpec, on_search: Progress | None, on_point: Progress
                             max_concurrency=max(levels))
         result = search(base, mean_isl, mean_osl, space=space, osl_spread=spread, points=len(points),
                         progress=on_search)
+    if not result.frontier and spec.deployments == "inferencex":
+        raise SimConfigError(f"no InferenceX recipe of {base.model} on {base.hardware} fits or reaches a steady "
+                             f"state here; drop --deployments inferencex to search")
     if not result.frontier:
         raise SimConfigError(f"no deployment of {base.model} on {base.hardware} reached a steady state over "
                              f"concurrency {min(levels)}-{max(levels)}; widen --concurrency or --max-accelerators")

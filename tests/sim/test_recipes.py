@@ -54,6 +54,7 @@ def test_the_frontier_is_the_recipes_deployments_at_their_own_users(tmp_path: Pa
 @pytest.mark.parametrize(("flags", "named"), [
     (["--mtp", "off"], "--mtp"), (["--concurrency", "1-64"], "--concurrency"), (["--no-disagg"], "--no-disagg"),
     (["--scenario", "chat-multiturn"], "single-turn recipes"), (["--framework", "vllm"], "--framework sglang"),
+    (["--config", "pinned.yaml"], "drop --config"),
 ])
 def test_options_a_recipe_fixes_are_refused_in_one_line(tmp_path: Path, flags: list[str], named: str) -> None:
     from scoville.cli import simulate_cmd
@@ -61,10 +62,13 @@ def test_options_a_recipe_fixes_are_refused_in_one_line(tmp_path: Path, flags: l
     app = typer.Typer()
     simulate_cmd.register(app)
     app.command("noop")(lambda: None)
+    (tmp_path / "pinned.yaml").write_text("hardware: mi325x\nmodel: deepseek-r1\n")
+    runs = tmp_path / "runs"
     args = ["simulate", "--hardware", "mi325x", "--model", "deepseek-r1", "--framework", "sglang",
-            "--deployments", "inferencex", "--runs", str(tmp_path), *flags]
+            "--deployments", "inferencex", "--runs", str(runs),
+            *[str(tmp_path / f) if f.endswith(".yaml") else f for f in flags]]
     res = CliRunner().invoke(app, args)
     # a UserError, which the scoville CLI prints as its one red line (cli.main)
     assert res.exit_code != 0 and isinstance(res.exception, UserError)
     assert named in str(res.exception) and "\n" not in str(res.exception)
-    assert not list(tmp_path.iterdir())                      # refused before anything was written
+    assert not runs.exists() or not list(runs.iterdir())  # refused before anything was written
