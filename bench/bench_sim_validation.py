@@ -1409,13 +1409,38 @@ def _curve(hw: str, model: str, precision: str | None, framework: str, isl: int 
             np.array([p.total_tput_per_accelerator for p in r.frontier])[::-1])
 
 
-def trends(points: list[MeasuredPoint], rows: list[SiliconRow]) -> list[tuple[str, str, str, bool]]:
-    """(statement, published, predicted, holds) for the published trends the issue names, each side searched over
-    the kind of deployment its published curve ran: GB200 NVL72 as InferenceX's Dynamo disaggregated pools, B200
-    as single-node unified instances. The GB200/B200 ones also give the ratio on InferenceX's own runs in
-    silicon_sample.csv, B200 unified against two GB200 sets (the blog's curves are of October 2025 stacks): the
-    Dynamo runs of November 2025 whose GPU totals the file gives, and those of March 2026 (Dynamo 0.8.1.post2)
-    whose totals the recipes give."""
+@dataclass(frozen=True)
+class Trend:
+    """A published trend against the default search's curves and against InferenceX's own recipes (what
+    ``simulate --deployments inferencex`` prices; None where the recipes on file lack a side)."""
+
+    statement: str
+    published: str
+    predicted: str
+    holds: bool
+    on_recipes: str | None = None
+    holds_on_recipes: bool | None = None
+
+
+def _recipe_curve(hw: str, model: str, precision: str, framework: str, unified: bool | None = None,
+                  isl: int = 8192, osl: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """The frontier ``simulate --deployments inferencex`` prices for a group (its unified recipes only, its
+    disaggregated ones only, or both: ``unified`` True, False, None), as ``_curve`` returns a search's."""
+    mine = [r for r in recipes_for(model, hw, precision, framework, isl, osl)
+            if unified is None or (r.unified is not None) == unified]
+    r = recipe_frontier(mine, _precision(model, precision, hw), isl * RANGE, osl * RANGE, osl_spread=1 / RANGE,
+                        points=64)
+    return (np.array([p.interactivity for p in r.frontier])[::-1],
+            np.array([p.total_tput_per_accelerator for p in r.frontier])[::-1])
+
+
+def trends(points: list[MeasuredPoint], rows: list[SiliconRow]) -> list[Trend]:
+    """The published trends the issue names, each side searched over the kind of deployment its published curve
+    ran (GB200 NVL72 as InferenceX's Dynamo disaggregated pools, B200 as single-node unified instances), and
+    each read again on the recipes InferenceX ran for those curves. The GB200/B200 ones also give the ratio on
+    InferenceX's own runs in silicon_sample.csv, B200 unified against two GB200 sets (the blog's curves are of
+    October 2025 stacks): the Dynamo runs of November 2025 whose GPU totals the file gives, and those of March
+    2026 (Dynamo 0.8.1.post2) whose totals the recipes give."""
     out = []
     gb200 = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm", unified=False)
     b200 = _curve("b200", "deepseek-r1", "nvfp4", "trtllm", disagg=False)
@@ -1430,14 +1455,14 @@ def trends(points: list[MeasuredPoint], rows: list[SiliconRow]) -> list[tuple[st
              and (r.model, r.hardware, r.precision, r.framework, r.isl, r.osl) == group]
     measured_march = [MeasuredPoint(group, r.split, 1e3 / r.tpot_ms, measured_tput(r), "silicon_recipe")
                       for r in march]
-    recipes = load_recipes()
+    gb200_recipes = _recipe_curve("gb200", "deepseek-r1", "fp4", "trtllm", unified=False)
+    b200_recipes = _recipe_curve("b200", "deepseek-r1", "fp4", "trtllm", unified=True)
 
-    def recipe_curve(hw: str, unified: bool) -> tuple[np.ndarray, np.ndarray]:
-        mine = [r for r in recipes if (r.model, r.hardware, r.precision, r.framework, r.isl, r.osl)
-                == ("deepseek-r1", hw, "fp4", "trtllm", 8192, 1024) and (r.unified is not None) == unified]
-        return recipe_envelope(mine, "nvfp4", RANGE)
+    def every_run(hw: str, unified: bool) -> tuple[np.ndarray, np.ndarray]:     # view 2c's envelope of every run
+        return recipe_envelope([r for r in recipes_for("deepseek-r1", hw, "fp4", "trtllm", 8192, 1024)
+                                if (r.unified is not None) == unified], "nvfp4", RANGE)
 
-    gb200_recipes, b200_recipes = recipe_curve("gb200", unified=False), recipe_curve("b200", unified=True)
+    gb200_runs, b200_runs = every_run("gb200", unified=False), every_run("b200", unified=True)
     for x, want, ok in ((60, "slightly less than 3x", lambda r: 2.0 <= r <= 3.5),
                         (130, "~1x ('nearly no advantage')", lambda r: 0.7 <= r <= 1.5)):
         r = (_curve_at(gb200, x) or math.nan) / (_curve_at(b200, x) or math.nan)
@@ -1445,21 +1470,40 @@ def trends(points: list[MeasuredPoint], rows: list[SiliconRow]) -> list[tuple[st
         later = (_measured_at(measured_gb200, x) or math.nan) / b200_at
         latest = (_achievable(np.array([p.interactivity for p in measured_march]),
                               np.array([p.tput for p in measured_march]), x) or math.nan) / b200_at
-        on_recipes = (_achievable(*gb200_recipes, x) or math.nan) / (_achievable(*b200_recipes, x) or math.nan)
-        out.append((f"GB200 NVL72 / B200 per GPU at {x} tok/s/user (DeepSeek-R1 FP4 8k/1k)",
-                    f"{want} (InferenceX's runs in silicon_sample.csv: GB200 of Nov 2025 {later:.2f}x, "
-                    f"of Mar 2026 {latest:.2f}x)",
-                    f"{r:.2f}x (on InferenceX's own TRT-LLM recipes, view 2c: {on_recipes:.2f}x)", bool(ok(r))))
+        on_recipes = (_curve_at(gb200_recipes, x) or math.nan) / (_curve_at(b200_recipes, x) or math.nan)
+        runs = (_achievable(*gb200_runs, x) or math.nan) / (_achievable(*b200_runs, x) or math.nan)
+        out.append(Trend(f"GB200 NVL72 / B200 per GPU at {x} tok/s/user (DeepSeek-R1 FP4 8k/1k)",
+                         f"{want} (InferenceX's runs in silicon_sample.csv: GB200 of Nov 2025 {later:.2f}x, "
+                         f"of Mar 2026 {latest:.2f}x)", f"{r:.2f}x", bool(ok(r)),
+                         f"{on_recipes:.2f}x [the best predicted run at least that fast, as view 2c reads: "
+                         f"{runs:.2f}x]", bool(ok(on_recipes))))
     unified = _curve("gb200", "deepseek-r1", "nvfp4", "trtllm", disagg=False)
     xs = np.geomspace(max(gb200[0].min(), unified[0].min()), min(gb200[0].max(), unified[0].max()), 24)
     wins = [(_curve_at(gb200, x) or 0) >= 0.999 * (_curve_at(unified, x) or 0) for x in xs]
-    out.append(("disaggregated >= unified for DeepSeek-R1 on NVL72, over interactivity", "at almost all levels",
-                f"at {np.mean(wins):.0%} of levels", bool(np.mean(wins) >= 0.75)))
+    out.append(Trend("disaggregated >= unified for DeepSeek-R1 on NVL72, over interactivity", "at almost all levels",
+                     f"at {np.mean(wins):.0%} of levels", bool(np.mean(wins) >= 0.75),
+                     "not read: no unified GB200 recipe on file"))
     h100 = _curve("h100", "deepseek-r1", None, "trtllm")
+    h100_recipes = _recipe_curve("h100", "deepseek-r1", "fp8", "trtllm")
     r75 = (_curve_at(gb200, 75) or math.nan) / (_curve_at(h100, 75) or math.nan)
-    out.append(("GB200 FP4 / H100 FP8 per GPU at 75 tok/s/user (DeepSeek-R1 8k/1k)", "up to 55x",
-                f"{r75:.1f}x", bool(10 <= r75 <= 100)))
+    r75_recipes = (_curve_at(gb200_recipes, 75) or math.nan) / (_curve_at(h100_recipes, 75) or math.nan)
+    out.append(Trend("GB200 FP4 / H100 FP8 per GPU at 75 tok/s/user (DeepSeek-R1 8k/1k)", "up to 55x",
+                     f"{r75:.1f}x", bool(10 <= r75 <= 100), f"{r75_recipes:.1f}x", bool(10 <= r75_recipes <= 100)))
     return out
+
+
+def report_trends(found: list[Trend]) -> None:
+    print("\n4) published trends (InferenceX blog; sources in data/reference/validation_public.yaml): the default\n"
+          "   search, and InferenceX's own recipes (`simulate --deployments inferencex`, as their curves ran)")
+    for t in found:
+        recipes = "" if t.on_recipes is None else (
+            f"; on its recipes {t.on_recipes}" + ("" if t.holds_on_recipes is None else
+                                                  f" ({'holds' if t.holds_on_recipes else 'misses'})"))
+        print(f"   {'holds' if t.holds else 'MISSES':6s} {t.statement}: published {t.published}, predicted "
+              f"{t.predicted}{recipes}")
+    read = [t for t in found if t.holds_on_recipes is not None]
+    print(f"   default search: {sum(t.holds for t in found)} of {len(found)} hold; on InferenceX's recipes: "
+          f"{sum(bool(t.holds_on_recipes) for t in read)} of the {len(read)} the recipes on file can read")
 
 
 # -- 5. max-throughput tables -------------------------------------------------------------------------------
@@ -1562,9 +1606,7 @@ def main(argv: list[str] | None = None) -> int:
     report_frontier(pres, psecs, len(pcurves), PUBLISHED_TITLE, ("published",))
     report_ratios(ratios(published, pcurves), "3d) GPU-vs-GPU ratios of the newest published runs (view 2d's groups, "
                   "as view 3)")
-    print("\n4) published trends (InferenceX blog; sources in data/reference/validation_public.yaml)")
-    for statement, want, got, holds in trends(pts, rows):
-        print(f"   {'holds' if holds else 'MISSES':6s} {statement}: published {want}, predicted {got}")
+    report_trends(trends(pts, rows))
     report_max_throughput(*max_throughput())
     return 0
 

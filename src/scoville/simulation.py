@@ -193,12 +193,12 @@ def _inferencex_frontier(spec: SimulateSpec, base: SimConfig, workload: Any, isl
     """The frontier of the deployments InferenceX ran for the spec's system, model, weights and framework, each at
     the concurrencies its recipe swept (``sim/recipes.py``): the prediction that stands beside a published
     InferenceX curve like for like. The recipes carry their own layouts, drafts, pools and users, so the options
-    that shape a search are refused rather than ignored."""
+    that shape a search are refused rather than ignored, except ``--no-disagg``/``--no-unified``, which keep one
+    kind of recipe (single-node instances, or Dynamo's disaggregated pools)."""
     from scoville.catalog.models import load_model
     from scoville.sim.recipes import recipe_frontier, recipe_weights, recipes_for
 
     shaping = [flag for flag, on in (("--mtp", spec.mtp != "auto"), ("--max-accelerators", spec.max_accelerators),
-                                     ("--no-disagg", not spec.disaggregation), ("--no-unified", not spec.unified),
                                      ("--concurrency", spec.load.concurrency)) if on]
     if shaping:
         raise SimConfigError(f"--deployments inferencex runs each recipe's own layouts, drafts, pools and users; "
@@ -206,9 +206,17 @@ def _inferencex_frontier(spec: SimulateSpec, base: SimConfig, workload: Any, isl
     if getattr(workload, "kind", None) != "synthetic":
         raise SimConfigError("--deployments inferencex prices InferenceX's single-turn recipes; give --scenario "
                              "1k1k or 8k1k (or --isl/--osl)")
+    if not (spec.unified or spec.disaggregation):
+        raise SimConfigError("nothing to price: unified and disaggregated recipes are both off; drop --no-unified "
+                             "or --no-disagg")
     weights = spec.precision if spec.precision not in (None, "native") else load_model(base.model).default_precision
-    recipes = recipes_for(base.model, base.hardware, recipe_weights(weights), base.framework, workload.isl,
-                          workload.osl)
+    recipes = [r for r in recipes_for(base.model, base.hardware, recipe_weights(weights), base.framework,
+                                      workload.isl, workload.osl)
+               if (r.unified is not None and spec.unified) or (r.unified is None and spec.disaggregation)]
+    if not recipes:
+        raise SimConfigError(f"no {'unified' if spec.unified else 'disaggregated'} InferenceX recipe of "
+                             f"{base.model} on {base.hardware} under {base.framework}; drop "
+                             f"{'--no-disagg' if spec.unified else '--no-unified'}")
     return recipe_frontier(recipes, base.precision, isl, osl, osl_spread=spread, points=points, progress=progress)
 
 

@@ -52,7 +52,8 @@ def test_the_frontier_is_the_recipes_deployments_at_their_own_users(tmp_path: Pa
 
 
 @pytest.mark.parametrize(("flags", "named"), [
-    (["--mtp", "off"], "--mtp"), (["--concurrency", "1-64"], "--concurrency"), (["--no-disagg"], "--no-disagg"),
+    (["--mtp", "off"], "--mtp"), (["--concurrency", "1-64"], "--concurrency"),
+    (["--no-unified"], "no disaggregated InferenceX recipe"), (["--no-disagg", "--no-unified"], "both off"),
     (["--scenario", "chat-multiturn"], "single-turn recipes"), (["--framework", "vllm"], "--framework sglang"),
     (["--config", "pinned.yaml"], "drop --config"),
 ])
