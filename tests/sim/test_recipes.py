@@ -73,3 +73,15 @@ def test_options_a_recipe_fixes_are_refused_in_one_line(tmp_path: Path, flags: l
     assert res.exit_code != 0 and isinstance(res.exception, UserError)
     assert named in str(res.exception) and "\n" not in str(res.exception)
     assert not runs.exists() or not list(runs.iterdir())  # refused before anything was written
+
+
+def test_the_cli_says_it_priced_the_recipes_rather_than_searched(tmp_path: Path) -> None:
+    from scoville.cli import simulate_cmd
+
+    app = typer.Typer()
+    simulate_cmd.register(app)
+    app.command("noop")(lambda: None)
+    res = CliRunner().invoke(app, ["simulate", "--hardware", "mi325x", "--model", "deepseek-r1", "--framework",
+                                   "sglang", "--deployments", "inferencex", "--runs", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "InferenceX recipe deployments" in res.output and "candidates" not in res.output

@@ -141,7 +141,8 @@ def register(app: typer.Typer) -> None:
             concurrency=concurrency, rate=rate, burstiness=burstiness, max_concurrency=max_concurrency,
             num_requests=num_requests, warmup_requests=warmup_requests, duration=duration)
         with _progress() as bar:
-            search_task = bar.add_task("searching deployments", total=None, visible=spec.config is None)
+            search_task = bar.add_task("pricing InferenceX's recipes" if spec.deployments == "inferencex"
+                                       else "searching deployments", total=None, visible=spec.config is None)
             point_task = bar.add_task("simulating points", total=None, visible=False)
 
             def searched(done: int, total: int | None) -> None:
@@ -153,8 +154,10 @@ def register(app: typer.Typer) -> None:
 
             result = simulate(spec, on_search=searched, on_point=replayed)
         if result.search is not None:
-            console.print(f"searched {result.search['candidates']} candidates in {result.search['elapsed_s']:.1f} s; "
-                          f"{len(result.search['frontier'])} frontier points")
+            looked = (f"priced {result.search['candidates']} InferenceX recipe deployments"
+                      if spec.deployments == "inferencex" else f"searched {result.search['candidates']} candidates")
+            console.print(f"{looked} in {result.search['elapsed_s']:.1f} s; {len(result.search['frontier'])} frontier "
+                          f"points")
         _summary(result.run_dir, json_out)
 
 
