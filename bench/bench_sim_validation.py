@@ -80,12 +80,12 @@ from scoville.sim.acceptance import mtp_draft  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SpeculativeConfig  # noqa: E402
 from scoville.sim.defaults import resolve_kv_dtype  # noqa: E402
-from scoville.sim.recipes import load_recipes, recipe_configs, recipe_frontier, recipes_for  # noqa: E402
+from scoville.sim.recipes import load_recipes, recipe_configs, recipe_frontier, recipes_for, reference_file  # noqa: E402
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import SimulateSpec, base_config  # noqa: E402
 from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, deployment, load_silicon  # noqa: E402
-from validation_recipes import recipe_envelope, validation_public  # noqa: E402
+from validation_recipes import recipe_envelope  # noqa: E402
 
 TOL = 0.35
 RANGE = (1.0 + LENGTH_FLOOR) / 2.0   # lengths drawn uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
@@ -784,7 +784,7 @@ MODEL_REF = {"deepseek-r1": "deepseek-r1", "gpt-oss-120b": "gpt-oss-120b", "kimi
 
 
 def _public() -> list[dict]:
-    return validation_public()["points"]
+    return reference_file()["points"]
 
 
 def _public_framework(p: dict) -> str:
@@ -1518,7 +1518,7 @@ def max_throughput() -> tuple[list[Cmp], int]:
     reaches over a saturating concurrency grid (FP8 engines with an FP8 KV cache, as the tables' note says; FP16 ones
     as 16-bit). Returns the comparisons (grouped by system, precision and model) and the cells that do not fit."""
     out, unfit = [], 0
-    for r in validation_public().get("max_throughput", []):
+    for r in reference_file().get("max_throughput", []):
         try:
             cfg = SimConfig.model_validate({
                 "hardware": r["hardware"], "model": r["model"], "precision": r["precision"],

@@ -1,5 +1,5 @@
 """View 2c's read of InferenceX's recipes (``scoville.sim.recipes``: the deployments InferenceX ran behind a public
-curve, the same entries ``simulate --deployments inferencex`` prices), and the validation file they live in.
+curve, the same entries ``simulate --deployments inferencex`` prices).
 
 View 2 reads a public point off the default search, which may pick deployments InferenceX never ran (more users
 than its sweep, MTP where the recipe had none, other layouts) and then over-predicts the published curve without
@@ -11,26 +11,13 @@ where ``simulate`` keeps a frontier of 16): the error left is the cost model's. 
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
-from pathlib import Path
-
 import numpy as np
-import yaml
 
 from scoville.errors import UserError
 from scoville.sim.recipes import Recipe, recipe_configs
 from scoville.sim.steady import estimate
 
 Envelope = tuple[np.ndarray, np.ndarray]     # predicted (tok/s/user, tok/s/GPU) of every run of a group's recipes
-
-
-@lru_cache(maxsize=1)
-def validation_public() -> dict:
-    """``validation_public.yaml`` parsed once: its points, trends and recipes are read by several views, and a
-    parse of the file takes about a second."""
-    path = Path(str(resources.files("scoville") / "data" / "reference" / "validation_public.yaml"))
-    return yaml.safe_load(path.read_text())
 
 
 def recipe_envelope(recipes: list[Recipe], precision: str | None, length_factor: float) -> Envelope:

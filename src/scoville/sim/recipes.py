@@ -93,12 +93,19 @@ def _depths(mtp: bool | int) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=1)
-def load_recipes() -> tuple[Recipe, ...]:
-    """Every recipe entry on file (parsed once; the C loader reads the whole file in about 0.2 s)."""
+def reference_file() -> dict[str, Any]:
+    """``validation_public.yaml`` parsed once a process (the C loader where PyYAML has it: 0.2 s, where the pure
+    Python one takes 1.1 s): its recipes here, its points, trends and tables for the validation bench."""
     path = Path(str(resources.files("scoville") / "data" / "reference" / RECIPES_FILE))
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    parsed: dict[str, Any] = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return parsed
+
+
+@lru_cache(maxsize=1)
+def load_recipes() -> tuple[Recipe, ...]:
+    """Every recipe entry on file."""
     out = []
-    for r in yaml.load(path.read_text(), Loader=loader).get("recipes", []):
+    for r in reference_file().get("recipes", []):
         disagg = "prefill" in r
         out.append(Recipe(r["recipe"], r["model"], r["hardware"], r["precision"], r["framework"],
                           str(r["image"]).removeprefix("v").split("-")[0], int(r["isl"]), int(r["osl"]),
