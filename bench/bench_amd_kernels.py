@@ -41,10 +41,10 @@ def report_allreduce() -> None:
     for tp, timed in timings.items():
         sizes = np.array(list(timed))
         got = {}
-        for name, hw in (("mesh", mesh), ("switch", switch)):
+        for topology, hw in (("mesh", mesh), ("switch", switch)):
             allreduce = StepCost("llama-3.1-70b", hw, Parallel(tp=tp)).ops.allreduce
             assert allreduce is not None        # built for every tp > 1
-            got[name] = allreduce(sizes) * 1e6
+            got[topology] = allreduce(sizes) * 1e6
         for i, (size, us) in enumerate(timed.items()):
             print(f"  tp{tp} {size / KIB:8.0f} KiB  AMD {us:7.1f}  mesh {got['mesh'][i]:7.1f}  "
                   f"switch {got['switch'][i]:7.1f}")
