@@ -51,6 +51,16 @@ def test_the_frontier_is_the_recipes_deployments_at_their_own_users(tmp_path: Pa
     assert manifest["serving"]["framework"] == "scoville.sim (sglang)"
 
 
+def _app() -> typer.Typer:
+    """The ``simulate`` command alone (a second command keeps Typer from folding it into the app)."""
+    from scoville.cli import simulate_cmd
+
+    app = typer.Typer()
+    simulate_cmd.register(app)
+    app.command("noop")(lambda: None)
+    return app
+
+
 @pytest.mark.parametrize(("flags", "named"), [
     (["--mtp", "off"], "--mtp"), (["--concurrency", "1-64"], "--concurrency"),
     (["--no-unified"], "no disaggregated InferenceX recipe"), (["--no-disagg", "--no-unified"], "both off"),
@@ -58,17 +68,12 @@ def test_the_frontier_is_the_recipes_deployments_at_their_own_users(tmp_path: Pa
     (["--config", "pinned.yaml"], "drop --config"),
 ])
 def test_options_a_recipe_fixes_are_refused_in_one_line(tmp_path: Path, flags: list[str], named: str) -> None:
-    from scoville.cli import simulate_cmd
-
-    app = typer.Typer()
-    simulate_cmd.register(app)
-    app.command("noop")(lambda: None)
     (tmp_path / "pinned.yaml").write_text("hardware: mi325x\nmodel: deepseek-r1\n")
     runs = tmp_path / "runs"
     args = ["simulate", "--hardware", "mi325x", "--model", "deepseek-r1", "--framework", "sglang",
             "--deployments", "inferencex", "--runs", str(runs),
             *[str(tmp_path / f) if f.endswith(".yaml") else f for f in flags]]
-    res = CliRunner().invoke(app, args)
+    res = CliRunner().invoke(_app(), args)
     # a UserError, which the scoville CLI prints as its one red line (cli.main)
     assert res.exit_code != 0 and isinstance(res.exception, UserError)
     assert named in str(res.exception) and "\n" not in str(res.exception)
@@ -76,12 +81,7 @@ def test_options_a_recipe_fixes_are_refused_in_one_line(tmp_path: Path, flags: l
 
 
 def test_the_cli_says_it_priced_the_recipes_rather_than_searched(tmp_path: Path) -> None:
-    from scoville.cli import simulate_cmd
-
-    app = typer.Typer()
-    simulate_cmd.register(app)
-    app.command("noop")(lambda: None)
-    res = CliRunner().invoke(app, ["simulate", "--hardware", "mi325x", "--model", "deepseek-r1", "--framework",
+    res = CliRunner().invoke(_app(), ["simulate", "--hardware", "mi325x", "--model", "deepseek-r1", "--framework",
                                    "sglang", "--deployments", "inferencex", "--runs", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "InferenceX recipe deployments" in res.output and "candidates" not in res.output
