@@ -38,6 +38,8 @@ ourselves; every figure here is validation. Five views:
    curves are reported apart. **2c** reads measured frontier points off the envelope of InferenceX's own recipes
    (``scoville.sim.recipes``): the public compare-page points, and the frontiers of the Dynamo rows whose GPU totals
    the recipes give; what the default search of view 2 adds beyond it is deployments InferenceX never ran.
+   **2e** (``validation_search_gap``) names that gain point by point: each public point off both frontiers, the
+   deployment the search serves it with, and what that deployment runs that no recipe of its group ran.
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted; **3c** pairs the Dynamo frontiers of view
    2c (GB200 against GB300, B200, H100...), both sides read off their recipes. **3b** takes the predicted side
    from the envelopes of view 2b instead of the search (each group's own measured deployments, pinned): how
@@ -80,12 +82,22 @@ from scoville.sim.acceptance import mtp_draft  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SpeculativeConfig  # noqa: E402
 from scoville.sim.defaults import resolve_kv_dtype  # noqa: E402
-from scoville.sim.recipes import load_recipes, recipe_configs, recipe_frontier, recipes_for, reference_file  # noqa: E402
+from scoville.sim.recipes import (  # noqa: E402
+    Recipe as InferenceXRecipe,
+)
+from scoville.sim.recipes import (
+    load_recipes,
+    recipe_configs,
+    recipe_frontier,
+    recipes_for,
+    reference_file,
+)
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import SimulateSpec, base_config  # noqa: E402
 from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, deployment, load_silicon  # noqa: E402
 from validation_recipes import recipe_envelope  # noqa: E402
+from validation_search_gap import SearchGap, report_search_gaps, search_gap  # noqa: E402
 
 TOL = 0.35
 RANGE = (1.0 + LENGTH_FLOOR) / 2.0   # lengths drawn uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
@@ -969,15 +981,10 @@ def frontier(points: list[MeasuredPoint],
         model, hw, prec, fw, isl, osl = g
         t0 = time.perf_counter()
         try:
-            front = []
-            for framework in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
-                base = simulate_base(hw, model, _precision(model, prec, hw), framework, pts[0].kv_dtype)
-                front += _search_measured_space(base, isl, osl, pts, mtp)
+            front = _group_front(g, pts, mtp)
         except UserError as e:
             print(f"   {g}: {e}")
             continue
-        if fw == ANY_FRAMEWORK:
-            front = _pareto_points(front)
         t_total += time.perf_counter() - t0
         xs = np.array([p.interactivity for p in front])[::-1]
         ys = np.array([p.total_tput_per_accelerator for p in front])[::-1]
@@ -998,6 +1005,18 @@ def frontier(points: list[MeasuredPoint],
                            speed=(p.interactivity, _fastest_at(xs, ys, p.tput)),
                            interpolated=_interpolated(xs, ys, p.interactivity)))
     return out, curves, t_total
+
+
+def _group_front(group: tuple, pts: list[MeasuredPoint], mtp: str = "auto") -> list[FrontierPoint]:
+    """The predicted frontier a group's points are read off: the search over its measured deployment space
+    (``_search_measured_space``), under every framework InferenceX runs on the GPU where a compare page names none
+    (their envelope, as the page plots it)."""
+    model, hw, prec, fw, isl, osl = group
+    front = []
+    for framework in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
+        base = simulate_base(hw, model, _precision(model, prec, hw), framework, pts[0].kv_dtype)
+        front += _search_measured_space(base, isl, osl, pts, mtp)
+    return _pareto_points(front) if fw == ANY_FRAMEWORK else front
 
 
 def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[MeasuredPoint],
@@ -1204,15 +1223,7 @@ def cli_recipe_frontiers(points: list[MeasuredPoint]) -> list[Cmp]:
         if p.split == "public":
             groups[p.group].append(p)
     for (model, hw, prec, fw, isl, osl), pts in sorted(groups.items(), key=str):
-        frameworks = _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,)
-        front = []
-        for f in frameworks:
-            try:
-                recipes = recipes_for(model, hw, prec, f, isl, osl)
-            except UserError:
-                continue
-            front += recipe_frontier(recipes, _precision(model, prec, hw), isl * RANGE, osl * RANGE,
-                                     osl_spread=1.0 / RANGE).frontier
+        front, _ = _cli_recipe_front((model, hw, prec, fw, isl, osl))
         if not front:
             continue
         xs = np.array([f.interactivity for f in front])
@@ -1221,6 +1232,46 @@ def cli_recipe_frontiers(points: list[MeasuredPoint]) -> list[Cmp]:
         out += [Cmp(name, p.split, p.tput, _achievable(xs, ys, p.interactivity),
                     speed=(p.interactivity, _fastest_at(xs, ys, p.tput)),
                     interpolated=_interpolated(xs, ys, p.interactivity)) for p in pts]
+    return out
+
+
+def _cli_recipe_front(group: tuple) -> tuple[list[FrontierPoint], list[InferenceXRecipe]]:
+    """What ``simulate --deployments inferencex`` writes for a public group, under every framework with recipes
+    for it (a compare page's envelope spans them), and those recipes."""
+    model, hw, prec, fw, isl, osl = group
+    front: list[FrontierPoint] = []
+    mine: list[InferenceXRecipe] = []
+    for f in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
+        try:
+            recipes = recipes_for(model, hw, prec, f, isl, osl)
+        except UserError:
+            continue
+        mine += recipes
+        front += recipe_frontier(recipes, _precision(model, prec, hw), isl * RANGE, osl * RANGE,
+                                 osl_spread=1.0 / RANGE).frontier
+    return front, mine
+
+
+def public_search_gaps(points: list[MeasuredPoint]) -> list[SearchGap]:
+    """View 2e (``validation_search_gap``): each public compare-page point read off the default search (view 2's
+    frontier) and off its group's recipes (view 2c's CLI read), with what the search's deployment runs that no
+    recipe did."""
+    groups: dict[tuple, list[MeasuredPoint]] = defaultdict(list)
+    for p in points:
+        if p.split == "public":
+            groups[p.group].append(p)
+    out = []
+    for g, pts in sorted(groups.items(), key=str):
+        recipe_front, recipes = _cli_recipe_front(g)
+        if not recipes:
+            continue
+        search_front = _group_front(g, pts)
+        model, hw, prec, fw, isl, osl = g
+        name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}"
+        for p in sorted(pts, key=lambda p: p.interactivity):
+            gap = search_gap(name, p.interactivity, p.tput, search_front, recipe_front, recipes)
+            if gap is not None:
+                out.append(gap)
     return out
 
 
@@ -1594,6 +1645,7 @@ def main(argv: list[str] | None = None) -> int:
     space = recipe_space(pts, rows)
     report_recipe_space(space.cmps, space.without, res, frontier(within_recipe_users(pts))[0],
                         frontier([p for p in pts if p.split == "public"], mtp="off")[0], cli_recipe_frontiers(pts))
+    report_search_gaps(public_search_gaps(pts))
     report_measured_deployments(*measured_deployments(pts, envelopes))
     report_search_layouts(res, measured_layouts(rows))
     report_ratios(ratios(pts, curves))
