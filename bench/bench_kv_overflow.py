@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_sim_validation import _lengths, _precision, inferencex_recipe, served_layout  # noqa: E402
+from bench_sim_validation import _lengths, inferencex_recipe, served_layout  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.load import LoadPoint  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
@@ -34,7 +34,7 @@ from scoville.sim.driver import point_rows  # noqa: E402
 from scoville.sim.engine import step_cost  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.workload.synthetic import scenario  # noqa: E402
-from validation_data import SiliconRow, load_silicon  # noqa: E402
+from validation_data import SiliconRow, checkpoint_precision, load_silicon  # noqa: E402
 
 TOL = 0.35
 
@@ -53,7 +53,8 @@ def config_of(row: SiliconRow) -> SimConfig:
     recipe = inferencex_recipe(row)
     tp, dp, ep = served_layout(row)
     return SimConfig.model_validate({
-        "hardware": row.hardware, "model": row.model, "precision": _precision(row.model, row.precision, row.hardware),
+        "hardware": row.hardware, "model": row.model,
+        "precision": checkpoint_precision(row.model, row.precision, row.hardware),
         "kv_dtype": recipe.kv_dtype or resolve_kv_dtype(None, row.hardware, row.model, row.framework),
         "framework": row.framework, "parallel": {"tp": tp, "dp": dp, "ep": ep}, "max_num_seqs": 4096,
         **recipe.settings()})

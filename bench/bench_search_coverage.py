@@ -40,11 +40,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sim_validation import RANGE, _precision, simulate_base  # noqa: E402
+from bench_sim_validation import simulate_base  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.sim.recipes import Recipe, load_recipes, recipe_configs  # noqa: E402
 from scoville.sim.search import SearchSpace, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
+from validation_data import RANGE, checkpoint_precision  # noqa: E402
 from validation_recipes import recipe_envelope  # noqa: E402
 
 SAME_SPEED = 0.995     # a search point this close in interactivity counts as as fast (estimates differ in rounding)
@@ -82,7 +83,7 @@ def _best_recipe_deployment(recipes: list[Recipe], precision: str | None, isl: f
 def coverage(model: str, hw: str, prec: str, fw: str, isl: int, osl: int, disaggregated: bool,
              recipes: list[Recipe]) -> Coverage | None:
     """The group's recipe envelope against the search over the same GPUs and users (None: nothing fits)."""
-    precision = _precision(model, prec, hw)
+    precision = checkpoint_precision(model, prec, hw)
     xs, ys = recipe_envelope(recipes, precision, RANGE)
     if not xs.size:
         return None
@@ -129,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     for c in rows:
         if c.ratio > args.worst:
             model, hw, prec, fw, isl, osl, disagg = c.group
-            beaten = _best_recipe_deployment(groups[c.group], _precision(model, prec, hw), isl * RANGE, osl * RANGE,
-                                             c.interactivity)
+            beaten = _best_recipe_deployment(groups[c.group], checkpoint_precision(model, prec, hw), isl * RANGE,
+                                             osl * RANGE, c.interactivity)
             print(f"   {model} {hw} {prec} {fw} {isl}/{osl}: x{c.ratio:.2f} at {c.interactivity:.0f} tok/s/user "
                   f"by {beaten}")
     return 0

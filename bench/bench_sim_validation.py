@@ -33,6 +33,8 @@ ourselves; every figure here is validation. Five views:
    response held back some iterations, keeps its count as steps lengthen; a per-request cost does not).
    **1s** pins the runs view 1 leaves out as speculative on their InferenceX MTP script's draft depth and settings
    (``mtp_recipe``), at the acceptance rates the search assumes; view 2b's envelopes include them.
+   **1p** pins InferenceX's own published DeepSeek-R1 runs (its dashboard API's rows, October 2025 to June 2026, AMD's
+   systems among them; ``validation_inferencex_api``) on the deployment each names, with their TPOT bias month by month.
    **1g** pins the file's Dynamo (disaggregated) rows the same way, on the deployment their InferenceX recipe
    names (``validation_data``: pools, worker counts, MTP depth, decode batch limit); rows of the seed points'
    curves are reported apart. **2c** reads measured frontier points off the envelope of InferenceX's own recipes
@@ -95,12 +97,19 @@ from scoville.sim.recipes import (
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import SimulateSpec, base_config  # noqa: E402
-from validation_data import LENGTH_FLOOR, PRECISION, SiliconRow, deployment, load_silicon  # noqa: E402
+from validation_data import (  # noqa: E402
+    PRECISION,
+    RANGE,
+    SiliconRow,
+    checkpoint_precision,
+    deployment,
+    load_silicon,
+)
+from validation_inferencex_api import load_api_runs, pinned_api, report_pinned_api  # noqa: E402
 from validation_recipes import recipe_envelope  # noqa: E402
 from validation_search_gap import SearchGap, report_search_gaps, search_gap  # noqa: E402
 
 TOL = 0.35
-RANGE = (1.0 + LENGTH_FLOOR) / 2.0   # lengths drawn uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
 
 
 @dataclass
@@ -196,7 +205,8 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None, speculative: boo
         isl, osl, spread = _lengths(rs[0])
         users = np.array([r.concurrency for r in rs], dtype=float)
         try:
-            cfg = SimConfig.model_validate({"hardware": hw, "model": model, "precision": _precision(model, prec, hw),
+            cfg = SimConfig.model_validate({"hardware": hw, "model": model,
+                                            "precision": checkpoint_precision(model, prec, hw),
                                             "kv_dtype": kv_dtype or recipe.kv_dtype
                                             or resolve_kv_dtype(None, hw, model, fw),
                                             "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
@@ -705,7 +715,7 @@ def pinned_disaggregated(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], 
     for r in rows:
         if r.recipe is None:
             continue
-        cfgs = recipe_configs(r.recipe, _precision(r.model, r.precision, r.hardware))
+        cfgs = recipe_configs(r.recipe, checkpoint_precision(r.model, r.precision, r.hardware))
         if len(cfgs) != 1:
             open_depth += 1
             continue
@@ -905,7 +915,7 @@ def pinned_public() -> dict[str, list[Cmp]]:
         dp = max(int(p["gpus"]) // tp, 1)
         fixed = "range ratio 1" in (p.get("note") or "")
         f = 1.0 if fixed else RANGE
-        prec = _precision(model, p.get("precision"), p["hardware"])
+        prec = checkpoint_precision(model, p.get("precision"), p["hardware"])
         fw = _public_framework(p)
         try:
             cfg = SimConfig.model_validate({"hardware": p["hardware"], "model": model, "precision": prec,
@@ -958,16 +968,6 @@ def simulate_base(hw: str, model: str, precision: str | None, framework: str, kv
                                     kv_dtype=kv_dtype or "auto"), None)
 
 
-def _precision(model: str, prec: str | None, hw: str) -> str | None:
-    """The ``--precision`` a group's checkpoint needs: gpt-oss ships in MXFP4 (its native format); a 4-bit
-    float group is the vendor's FP4 (NVFP4 on NVIDIA, MXFP4 on AMD); FP8 and INT4 are themselves."""
-    if prec is None or model == "gpt-oss-120b":
-        return None
-    if prec in ("fp4", "nvfp4", "mxfp4"):
-        return "mxfp4" if load_hardware(hw).vendor == "amd" else "nvfp4"
-    return prec
-
-
 def frontier(points: list[MeasuredPoint],
              mtp: str = "auto") -> tuple[list[Cmp], dict[tuple, tuple[np.ndarray, np.ndarray]], float]:
     by_group: dict[tuple, list[MeasuredPoint]] = defaultdict(list)
@@ -1014,7 +1014,7 @@ def _group_front(group: tuple, pts: list[MeasuredPoint], mtp: str = "auto") -> l
     model, hw, prec, fw, isl, osl = group
     front = []
     for framework in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
-        base = simulate_base(hw, model, _precision(model, prec, hw), framework, pts[0].kv_dtype)
+        base = simulate_base(hw, model, checkpoint_precision(model, prec, hw), framework, pts[0].kv_dtype)
         front += _search_measured_space(base, isl, osl, pts, mtp)
     return _pareto_points(front) if fw == ANY_FRAMEWORK else front
 
@@ -1202,7 +1202,7 @@ def recipe_space(points: list[MeasuredPoint], rows: list[SiliconRow]) -> RecipeS
         if not mine:
             without += len(pts)
             continue
-        xs, ys = recipe_envelope(mine, _precision(model, prec, hw), RANGE)
+        xs, ys = recipe_envelope(mine, checkpoint_precision(model, prec, hw), RANGE)
         curves[g] = (pts, (xs, ys))
         tag = "public" if version is None else f"{version} disagg"
         name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl} [{tag}, {len(mine)} recipe entries]"
@@ -1247,7 +1247,7 @@ def _cli_recipe_front(group: tuple) -> tuple[list[FrontierPoint], list[Inference
         except UserError:
             continue
         mine += recipes
-        front += recipe_frontier(recipes, _precision(model, prec, hw), isl * RANGE, osl * RANGE,
+        front += recipe_frontier(recipes, checkpoint_precision(model, prec, hw), isl * RANGE, osl * RANGE,
                                  osl_spread=1.0 / RANGE).frontier
     return front, mine
 
@@ -1479,8 +1479,8 @@ def _recipe_curve(hw: str, model: str, precision: str, framework: str, unified: 
     disaggregated ones only, or both: ``unified`` True, False, None), as ``_curve`` returns a search's."""
     mine = [r for r in recipes_for(model, hw, precision, framework, isl, osl)
             if unified is None or (r.unified is not None) == unified]
-    r = recipe_frontier(mine, _precision(model, precision, hw), isl * RANGE, osl * RANGE, osl_spread=1 / RANGE,
-                        points=64)
+    r = recipe_frontier(mine, checkpoint_precision(model, precision, hw), isl * RANGE, osl * RANGE,
+                        osl_spread=1 / RANGE, points=64)
     return (np.array([p.interactivity for p in r.frontier])[::-1],
             np.array([p.total_tput_per_accelerator for p in r.frontier])[::-1])
 
@@ -1637,6 +1637,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"   never fitted (seed curves left out) {m}: n={errs.size} within 35% {np.mean(errs <= TOL):.0%}")
     print(f"   ({open_depth} rows of recipes that run MTP without naming its depth left out)")
     report_pinned_public(pinned_public())
+    report_pinned_api(*pinned_api(load_api_runs()))
     if args.quick:
         return 0
     pts = silicon_frontier_points(rows) + public_points()

@@ -79,6 +79,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from scoville.catalog.hardware import load_hardware
 from scoville.catalog.models import load_model
 from scoville.errors import UserError
 from scoville.sim.config import SimConfig
@@ -112,6 +113,7 @@ DECODE_MONOTONE_SLACK = 1.3   # a run this much faster per token than the same d
 SERIES_SPLIT = 1.2        # ... at the other concurrencies of a deployment that has such a pair (MTP's gain shrinks
                           # as the batch grows: 1.6x at 4 users, 1.3-1.4x at 32-64 on H200)
 LENGTH_FLOOR = 0.8        # InferenceX draws prompt and output lengths from [0.8 L, L] (--random-range-ratio 0.8)
+RANGE = (1.0 + LENGTH_FLOOR) / 2.0   # lengths drawn uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
 SERIES_PAIRS = 2          # ... or a deployment split by more than SERIES_SPLIT at this many concurrencies: SGLang's MTP
                           # gains 1.2-1.5x on B200 (InferenceX's dsr1-fp8-b200-sglang-mtp, depth 2), never 1.5x
 
@@ -412,3 +414,13 @@ def _attach_recipes(rows: list[SiliconRow]) -> list[SiliconRow]:
         out.append(replace(row, gpus_total=total, recipe=chosen[0] if len(deployments) == 1 else None,
                            total_source="recipes" if total is not None else None))
     return out
+
+
+def checkpoint_precision(model: str, prec: str | None, hw: str) -> str | None:
+    """The ``--precision`` a group's checkpoint needs: gpt-oss ships in MXFP4 (its native format); a 4-bit
+    float group is the vendor's FP4 (NVFP4 on NVIDIA, MXFP4 on AMD); FP8 and INT4 are themselves."""
+    if prec is None or model == "gpt-oss-120b":
+        return None
+    if prec in ("fp4", "nvfp4", "mxfp4"):
+        return "mxfp4" if load_hardware(hw).vendor == "amd" else "nvfp4"
+    return prec

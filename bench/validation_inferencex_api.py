@@ -1,0 +1,205 @@
+"""View 1p: InferenceX's published DeepSeek-R1 runs, as its dashboard's API serves them, each pinned on its own
+deployment.
+
+``bench/data/inferencex_api_dsr1.csv`` (written by ``import_inferencex_api.py``, which says where the rows come
+from) holds 1,667 runs of October 2025 to June 2026 on B200, B300, GB200, GB300, H100, H200, MI300X, MI325X and
+MI355X, each with its serving stack and image, weights, layout, lengths, concurrency, date and medians. They are
+validation only: nothing here was fitted on them. Unlike silicon_sample.csv they include AMD's systems (SGLang,
+ATOM and MoRI-SGLang runs), and unlike the compare pages every row names its deployment and date.
+
+Priced here: every run without MTP drafts (the API says only that a run drafted, not how deep), aggregated ones on
+their layout and disaggregated ones on their pools and worker counts. Left out too: rows with no worker count
+(GB200's Dynamo runs of late 2025 that write the deployment's GPU total as its tensor parallelism) and rows whose
+stated layout cannot hold the weights (GB200's Dynamo SGLang runs, which write each worker as one GPU). ATOM,
+AMD's serving engine (``rocm/atom``), is priced with vLLM's scheduler and host costs, as view 1b prices its runs;
+MoRI-SGLang and Dynamo SGLang with SGLang's, Dynamo TensorRT-LLM with TensorRT-LLM's.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from scoville.catalog.hardware import load_hardware
+from scoville.errors import UserError
+from scoville.sim.analytic import band
+from scoville.sim.config import SimConfig
+from scoville.sim.defaults import default_attention_dp_balance, resolve_kv_dtype
+from scoville.sim.engine import step_cost
+from scoville.sim.recipes import Pool, Recipe, recipe_configs
+from scoville.sim.steady import estimate
+from validation_data import RANGE, checkpoint_precision
+
+DATA = Path(__file__).resolve().parent / "data" / "inferencex_api_dsr1.csv"
+MODEL = "deepseek-r1"
+# the API's serving stacks -> the framework whose scheduler and host costs price them
+FRAMEWORK = {"sglang": "sglang", "trt": "trtllm", "atom": "vllm", "dynamo-sglang": "sglang",
+             "dynamo-trt": "trtllm", "mori-sglang": "sglang"}
+TOL = 0.35
+
+
+@dataclass(frozen=True)
+class ApiRun:
+    """One published run: its deployment (InferenceX's convention: ``tp`` counts an instance's GPUs) and medians."""
+
+    date: str
+    hardware: str
+    stack: str                    # the API's framework name (sglang, trt, atom, dynamo-trt, mori-sglang, ...)
+    image: str
+    precision: str                # the API's weights (fp8, fp4)
+    drafts: bool                  # ran MTP (depth not recorded)
+    disaggregated: bool
+    isl: int
+    osl: int
+    concurrency: int
+    decode: Pool                  # the instance that decodes (the only one when aggregated)
+    prefill: Pool | None          # disaggregated only
+    ttft_ms: float
+    tpot_ms: float
+    tput_per_gpu: float           # total tokens/s per GPU
+
+    @property
+    def framework(self) -> str:
+        return FRAMEWORK[self.stack]
+
+
+@dataclass(frozen=True)
+class ApiCmp:
+    """One run beside its prediction (bands: the prediction's 80% band)."""
+
+    group: str
+    date: str                     # the run's, YYYY-MM-DD
+    amd: bool
+    measured: dict[str, float]    # tpot, ttft, tput
+    predicted: dict[str, float]
+    bands: dict[str, tuple[float, float]]
+
+
+def load_api_runs(path: Path = DATA) -> list[ApiRun]:
+    """Every run on file (an empty list when the file is missing)."""
+    if not path.exists():
+        return []
+    out = []
+    with path.open() as f:
+        for r in csv.DictReader(f):
+            disagg = r["disagg"] == "1"
+            decode = Pool(int(r["decode_workers"]) if disagg else 1, int(r["tp"]), int(r["ep"]),
+                          r["dp_attention"] == "1")
+            prefill = (Pool(int(r["prefill_workers"]), int(r["prefill_tp"]), int(r["prefill_ep"]),
+                            r["prefill_dp_attention"] == "1") if disagg else None)
+            out.append(ApiRun(r["date"], r["hardware"], r["framework"], r["image"], r["precision"],
+                              r["spec"] == "mtp", disagg, int(r["isl"]), int(r["osl"]), int(r["conc"]), decode,
+                              prefill, float(r["ttft_ms"]), float(r["tpot_ms"]), float(r["tput_per_gpu"])))
+    return out
+
+
+def priceable(run: ApiRun) -> bool:
+    """A plain run whose deployment the row states in full (a disaggregated one with its worker counts)."""
+    if run.drafts:
+        return False
+    return not run.disaggregated or (run.decode.workers > 0 and run.prefill is not None and run.prefill.workers > 0)
+
+
+def run_config(run: ApiRun) -> SimConfig:
+    """The deployment a run names, as the simulator prices it: an aggregated instance on its layout, or its
+    disaggregated pools through the same path as InferenceX's recipes (``recipes.recipe_configs``)."""
+    precision = checkpoint_precision(MODEL, run.precision, run.hardware)
+    fw = run.framework
+    if not run.disaggregated:
+        return SimConfig.model_validate({"hardware": run.hardware, "model": MODEL, "precision": precision,
+                                         "kv_dtype": resolve_kv_dtype(None, run.hardware, MODEL, fw),
+                                         "framework": fw, "parallel": run.decode.parallel(),
+                                         "attention_dp_balance": default_attention_dp_balance(fw),
+                                         "max_num_seqs": 4096})
+    recipe = Recipe(f"api-{run.stack}", MODEL, run.hardware, run.precision, fw, run.image, run.isl, run.osl, (),
+                    (run.concurrency,), None, run.prefill, run.decode, None)
+    (cfg,) = recipe_configs(recipe, precision)
+    return cfg
+
+
+def holds_weights(cfg: SimConfig) -> bool:
+    """Whether every instance of ``cfg`` holds the model's weights: GB200's Dynamo SGLang rows write each worker as
+    one GPU with attention DP (tp 1), a layout no DeepSeek-R1 fits, so the row does not state its deployment."""
+    pools = ([cfg.parallel] if cfg.disaggregation is None
+             else [cfg.disaggregation.prefill.parallel, cfg.disaggregation.decode.parallel])
+    return all(step_cost(cfg, par).fits for par in pools)
+
+
+def pinned_api(runs: list[ApiRun]) -> tuple[list[ApiCmp], int]:
+    """Each priceable run predicted at its concurrency (lengths drawn as InferenceX draws them); (comparisons,
+    runs left out: drafted, or a deployment the row does not state in full or that cannot hold the weights)."""
+    out, left = [], 0
+    for run in runs:
+        if not priceable(run):
+            left += 1
+            continue
+        try:
+            cfg = run_config(run)
+            if not holds_weights(cfg):
+                left += 1
+                continue
+            est = estimate(cfg, run.isl * RANGE, run.osl * RANGE, np.array([float(run.concurrency)]),
+                           osl_spread=1.0 / RANGE)
+        except (UserError, ValueError):
+            left += 1
+            continue
+        tpot, ttft, tput = est.tpot[0] * 1e3, est.ttft[0] * 1e3, float(est.total_tput_per_accelerator[0])
+        if not (np.isfinite(tpot) and tpot > 0):
+            left += 1
+            continue
+        kind = "disagg" if run.disaggregated else "agg"
+        group = f"{run.hardware} {run.stack} {run.precision} {kind}"
+        out.append(ApiCmp(group, run.date, load_hardware(run.hardware).vendor == "amd",
+                          {"tpot": run.tpot_ms, "ttft": run.ttft_ms, "tput": run.tput_per_gpu},
+                          {"tpot": tpot, "ttft": ttft, "tput": tput},
+                          {"tpot": band(tpot, est.sigma[0]), "ttft": band(ttft, est.sigma_ttft[0]),
+                           "tput": band(tput, est.sigma[0])}))
+    return out, left
+
+
+def _cells(cmps: list[ApiCmp], metric: str) -> tuple[float, float, float]:
+    """(median |error|, share within ``TOL``, share inside the 80% band) of one metric."""
+    err = np.array([c.predicted[metric] / c.measured[metric] - 1.0 for c in cmps])
+    inside = np.mean([c.bands[metric][0] <= c.measured[metric] <= c.bands[metric][1] for c in cmps])
+    return float(np.median(np.abs(err))), float(np.mean(np.abs(err) <= TOL)), float(inside)
+
+
+def report_pinned_api(cmps: list[ApiCmp], left: int) -> None:
+    print("\n1p) InferenceX's published DeepSeek-R1 runs (its dashboard API, Oct 2025 - Jun 2026; "
+          "bench/data/inferencex_api_dsr1.csv),\n   each pinned on its deployment: |error| median, share within 35% "
+          "(runs with MTP drafts left out: the API does not record their depth)")
+    groups: dict[str, list[ApiCmp]] = defaultdict(list)
+    for c in cmps:
+        groups[c.group].append(c)
+    print(f"   {'group':36s} {'n':>4s} {'TPOT':>12s} {'TTFT':>12s} {'tok/s/GPU':>12s}")
+    for name in sorted(groups):
+        cells = [_cells(groups[name], m) for m in ("tpot", "ttft", "tput")]
+        print(f"   {name:36s} {len(groups[name]):4d} " + " ".join(f"{med:5.0%} {w:5.0%}" for med, w, _ in cells))
+    for label, part in (("ALL", cmps), ("NVIDIA", [c for c in cmps if not c.amd]), ("AMD", [c for c in cmps if c.amd])):
+        if not part:
+            continue
+        summary = {m: _cells(part, m) for m in ("tpot", "ttft", "tput")}
+        print(f"   {label:7s} n={len(part):4d}  " + " | ".join(
+            f"{m} med {med:.0%} within35 {within:.0%} in band {inside:.0%}"
+            for m, (med, within, inside) in summary.items()))
+    print(f"   ({left} runs left out: MTP drafts of unrecorded depth, pools without worker counts, or a stated layout "
+          "that cannot hold the weights)")
+    report_vintage(groups)
+
+
+def report_vintage(groups: dict[str, list[ApiCmp]]) -> None:
+    """The TPOT bias of each group month by month. The cost model prices recent stacks (aiconfigurator-core's tables
+    of TensorRT-LLM 1.3.0rc*, SGLang up to 0.5.14 and vLLM up to 0.24; AMD's GEMMs from AITER of 2026-08), so a run
+    of an older image reads slower than predicted by what its stack has gained since."""
+    print("   TPOT bias (median, predicted / measured - 1) by the run's month, groups run in three months or more:")
+    for name in sorted(groups):
+        months: dict[str, list[float]] = defaultdict(list)
+        for c in groups[name]:
+            months[c.date[:7]].append(c.predicted["tpot"] / c.measured["tpot"] - 1.0)
+        if len(months) >= 3:
+            cells = [f"{m} {np.median(e):+4.0%} ({len(e)})" for m, e in sorted(months.items())]
+            print(f"   {name:36s} " + "  ".join(cells))
