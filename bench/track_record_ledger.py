@@ -2,7 +2,8 @@
 
 Every run the validation set holds on a stated deployment, predicted on it as ``bench_sim_validation.py`` views 1
 (aggregated InferenceX runs), 1s (those read as MTP runs), 1g (disaggregated runs on their recipes; the seed
-curves that TensorRT-LLM's host costs were fitted on left out) and 1b (public points that name their deployment),
+curves that TensorRT-LLM's host costs were fitted on left out), 1b (public points that name their deployment) and
+1p (InferenceX's published runs, on the systems silicon_sample.csv does not cover),
 grouped by model, system and framework, by system and framework, by system, and over every system priced from
 its datasheet. Nothing here is fitted: the file only records how often the predictions were right.
 
@@ -43,6 +44,7 @@ from scoville.sim.track_record import (  # noqa: E402
     track_record_path,
 )
 from validation_data import load_silicon  # noqa: E402
+from validation_inferencex_api import load_api_runs, pinned_api  # noqa: E402
 
 COMMAND = "python bench/track_record_ledger.py"
 
@@ -50,9 +52,23 @@ COMMAND = "python bench/track_record_ledger.py"
 def pinned_runs() -> dict[str, list[Cmp]]:
     """Every pinned comparison of the validation set, by metric (module docstring)."""
     rows = [r for r in load_silicon() if not (r.inconsistent or r.beyond_bandwidth)]
-    views = [pinned(rows).cmps, pinned(rows, speculative=True).cmps, pinned_disaggregated(rows)[0], pinned_public()]
+    views = [pinned(rows).cmps, pinned(rows, speculative=True).cmps, pinned_disaggregated(rows)[0], pinned_public(),
+             api_runs({r.hardware for r in rows})]
     return {m: [c for v in views for c in v.get(m, []) if c.scope is not None and SEED_TAG not in c.group]
             for m in ("tpot", "ttft", "tput")}
+
+
+def api_runs(silicon_systems: set[str]) -> dict[str, list[Cmp]]:
+    """View 1p's runs on the systems silicon_sample.csv does not cover (AMD's): InferenceX's API repeats runs the
+    file holds on the others, which would count twice."""
+    out: dict[str, list[Cmp]] = {"tpot": [], "ttft": [], "tput": []}
+    for c in pinned_api(load_api_runs())[0]:
+        if c.scope[1] in silicon_systems:
+            continue
+        for metric, cmps in out.items():
+            cmps.append(Cmp(c.group, "public", c.measured[metric], c.predicted[metric], band=c.bands[metric],
+                            scope=c.scope))
+    return out
 
 
 def _metric(cmps: list[Cmp]) -> MetricRecord | None:
@@ -84,8 +100,8 @@ def ledger() -> TrackRecord:
                                    tpot=tpot, ttft=_metric(by_metric["ttft"]), tput=_metric(by_metric["tput"])))
     return TrackRecord(
         tolerance=TOL, regenerate=COMMAND,
-        basis="each run of the validation set on a stated deployment (bench_sim_validation.py views 1, 1s, 1g and "
-              "1b), predicted on that deployment; no coefficient was fitted to any of them (the seed curves are "
+        basis="each run of the validation set on a stated deployment (bench_sim_validation.py views 1, 1s, 1g, 1b "
+              "and 1p), predicted on that deployment; no coefficient was fitted to any of them (the seed curves are "
               "left out)",
         aiconfigurator_core=version("aiconfigurator-core"), records=tuple(records))
 

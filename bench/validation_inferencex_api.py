@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from scoville.catalog.hardware import load_hardware
+from scoville.catalog.models import load_model
 from scoville.errors import UserError
 from scoville.sim.analytic import band
 from scoville.sim.config import SimConfig
@@ -73,6 +74,7 @@ class ApiCmp:
 
     group: str
     date: str                     # the run's, YYYY-MM-DD
+    scope: tuple[str, str, str]   # the model's name, the system and the framework that priced it (track record)
     amd: bool
     measured: dict[str, float]    # tpot, ttft, tput
     predicted: dict[str, float]
@@ -153,7 +155,8 @@ def pinned_api(runs: list[ApiRun]) -> tuple[list[ApiCmp], int]:
             continue
         kind = "disagg" if run.disaggregated else "agg"
         group = f"{run.hardware} {run.stack} {run.precision} {kind}"
-        out.append(ApiCmp(group, run.date, load_hardware(run.hardware).vendor == "amd",
+        out.append(ApiCmp(group, run.date, (load_model(MODEL).name, run.hardware, run.framework),
+                          load_hardware(run.hardware).vendor == "amd",
                           {"tpot": run.tpot_ms, "ttft": run.ttft_ms, "tput": run.tput_per_gpu},
                           {"tpot": tpot, "ttft": ttft, "tput": tput},
                           {"tpot": band(tpot, est.sigma[0]), "ttft": band(ttft, est.sigma_ttft[0]),
