@@ -84,16 +84,8 @@ from scoville.sim.acceptance import mtp_draft  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import AttentionDpBalanceConfig, SimConfig, SpeculativeConfig  # noqa: E402
 from scoville.sim.defaults import resolve_kv_dtype  # noqa: E402
-from scoville.sim.recipes import (  # noqa: E402
-    Recipe as InferenceXRecipe,
-)
-from scoville.sim.recipes import (
-    load_recipes,
-    recipe_configs,
-    recipe_frontier,
-    recipes_for,
-    reference_file,
-)
+from scoville.sim.recipes import Recipe as InferenceXRecipe  # noqa: E402
+from scoville.sim.recipes import load_recipes, recipe_configs, recipe_frontier, recipes_for, reference_file  # noqa: E402
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import SimulateSpec, base_config  # noqa: E402
