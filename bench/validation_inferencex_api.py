@@ -7,8 +7,11 @@ MI355X, each with its serving stack and image, weights, layout, lengths, concurr
 validation only: nothing here was fitted on them. Unlike silicon_sample.csv they include AMD's systems (SGLang,
 ATOM and MoRI-SGLang runs), and unlike the compare pages every row names its deployment and date.
 
-Priced here: every run without MTP drafts (the API says only that a run drafted, not how deep), aggregated ones on
-their layout and disaggregated ones on their pools and worker counts. Left out too: rows with no worker count
+Priced here: aggregated runs on their layout and disaggregated ones on their pools and worker counts. The API says
+only that a run drafted, not how deep: an aggregated MTP run takes its InferenceX script's depth (``SCRIPT_MTP_DEPTH``,
+the scripts of August 2026), a disaggregated one its Dynamo recipe's where the recipes on file name one depth for its
+pools (else it is left out), at the search's acceptance for that depth, as view 1b prices MTP points (the scripts'
+other settings, which view 1s applies to silicon_sample.csv's runs, are not). Left out: rows with no worker count
 (GB200's Dynamo runs of late 2025 that write the deployment's GPU total as its tensor parallelism) and rows whose
 stated layout cannot hold the weights (GB200's Dynamo SGLang runs, which write each worker as one GPU). ATOM,
 AMD's serving engine (``rocm/atom``), is priced with vLLM's scheduler and host costs, as view 1b prices its runs;
@@ -27,11 +30,12 @@ import numpy as np
 from scoville.catalog.hardware import load_hardware
 from scoville.catalog.models import load_model
 from scoville.errors import UserError
+from scoville.sim.acceptance import mtp_draft
 from scoville.sim.analytic import band
 from scoville.sim.config import SimConfig
 from scoville.sim.defaults import default_attention_dp_balance, resolve_kv_dtype
 from scoville.sim.engine import step_cost
-from scoville.sim.recipes import Pool, Recipe, recipe_configs
+from scoville.sim.recipes import Pool, Recipe, recipe_configs, recipes_for
 from scoville.sim.steady import estimate
 from validation_data import RANGE, checkpoint_precision
 
@@ -41,6 +45,12 @@ MODEL = "deepseek-r1"
 FRAMEWORK = {"sglang": "sglang", "trt": "trtllm", "atom": "vllm", "dynamo-sglang": "sglang",
              "dynamo-trt": "trtllm", "mori-sglang": "sglang"}
 TOL = 0.35
+# InferenceX's aggregated MTP scripts (benchmarks/single_node/fixed_seq_len/dsr1_*_mtp.sh @ 843c6254, 2026-08):
+# TensorRT-LLM's num_nextn_predict_layers 3, 1 under attention DP; SGLang's --speculative-num-steps 2 on NVIDIA's
+# systems, 3 on AMD's; ATOM's --num-speculative-tokens 3. (stack, AMD system?) -> depth; TensorRT-LLM's under
+# attention DP is ``TRT_ADP_MTP_DEPTH``.
+SCRIPT_MTP_DEPTH = {("trt", False): 3, ("sglang", False): 2, ("sglang", True): 3, ("atom", True): 3}
+TRT_ADP_MTP_DEPTH = 1
 
 
 @dataclass(frozen=True)
@@ -99,9 +109,28 @@ def load_api_runs(path: Path = DATA) -> list[ApiRun]:
     return out
 
 
+def _amd(run: ApiRun) -> bool:
+    return load_hardware(run.hardware).vendor == "amd"
+
+
+def mtp_depth(run: ApiRun) -> int | None:
+    """The draft depth a drafting run ran (module docstring), None where no script or single recipe says."""
+    if not run.disaggregated:
+        if run.stack == "trt" and run.decode.dp_attn:
+            return TRT_ADP_MTP_DEPTH
+        return SCRIPT_MTP_DEPTH.get((run.stack, _amd(run)))
+    try:
+        recipes = recipes_for(MODEL, run.hardware, run.precision, run.framework, run.isl, run.osl)
+    except UserError:
+        return None
+    depths = {d for r in recipes if (r.prefill, r.decode) == (run.prefill, run.decode) for d in r.mtp_depths}
+    return depths.pop() if len(depths) == 1 else None
+
+
 def priceable(run: ApiRun) -> bool:
-    """A plain run whose deployment the row states in full (a disaggregated one with its worker counts)."""
-    if run.drafts:
+    """A run whose deployment the row states in full (a disaggregated one with its worker counts) and, when it
+    drafted, whose depth a script or recipe gives."""
+    if run.drafts and mtp_depth(run) is None:
         return False
     return not run.disaggregated or (run.decode.workers > 0 and run.prefill is not None and run.prefill.workers > 0)
 
@@ -111,14 +140,16 @@ def run_config(run: ApiRun) -> SimConfig:
     disaggregated pools through the same path as InferenceX's recipes (``recipes.recipe_configs``)."""
     precision = checkpoint_precision(MODEL, run.precision, run.hardware)
     fw = run.framework
+    depth = mtp_depth(run) if run.drafts else None
     if not run.disaggregated:
+        drafts = mtp_draft(depth) if depth else None
         return SimConfig.model_validate({"hardware": run.hardware, "model": MODEL, "precision": precision,
                                          "kv_dtype": resolve_kv_dtype(None, run.hardware, MODEL, fw),
                                          "framework": fw, "parallel": run.decode.parallel(),
                                          "attention_dp_balance": default_attention_dp_balance(fw),
-                                         "max_num_seqs": 4096})
-    recipe = Recipe(f"api-{run.stack}", MODEL, run.hardware, run.precision, fw, run.image, run.isl, run.osl, (),
-                    (run.concurrency,), None, run.prefill, run.decode, None)
+                                         "max_num_seqs": 4096, "speculative": drafts.model_dump() if drafts else None})
+    recipe = Recipe(f"api-{run.stack}", MODEL, run.hardware, run.precision, fw, run.image, run.isl, run.osl,
+                    (depth,) if depth else (), (run.concurrency,), None, run.prefill, run.decode, None)
     (cfg,) = recipe_configs(recipe, precision)
     return cfg
 
@@ -133,7 +164,8 @@ def holds_weights(cfg: SimConfig) -> bool:
 
 def pinned_api(runs: list[ApiRun]) -> tuple[list[ApiCmp], int]:
     """Each priceable run predicted at its concurrency (lengths drawn as InferenceX draws them); (comparisons,
-    runs left out: drafted, or a deployment the row does not state in full or that cannot hold the weights)."""
+    runs left out: drafts of unknown depth, or a deployment the row does not state in full or that cannot hold the
+    weights)."""
     out, left = [], 0
     for run in runs:
         if not priceable(run):
@@ -153,10 +185,9 @@ def pinned_api(runs: list[ApiRun]) -> tuple[list[ApiCmp], int]:
         if not (np.isfinite(tpot) and tpot > 0):
             left += 1
             continue
-        kind = "disagg" if run.disaggregated else "agg"
+        kind = ("disagg" if run.disaggregated else "agg") + (f" mtp{mtp_depth(run)}" if run.drafts else "")
         group = f"{run.hardware} {run.stack} {run.precision} {kind}"
-        out.append(ApiCmp(group, run.date, (load_model(MODEL).name, run.hardware, run.framework),
-                          load_hardware(run.hardware).vendor == "amd",
+        out.append(ApiCmp(group, run.date, (load_model(MODEL).name, run.hardware, run.framework), _amd(run),
                           {"tpot": run.tpot_ms, "ttft": run.ttft_ms, "tput": run.tput_per_gpu},
                           {"tpot": tpot, "ttft": ttft, "tput": tput},
                           {"tpot": band(tpot, est.sigma[0]), "ttft": band(ttft, est.sigma_ttft[0]),
@@ -173,8 +204,8 @@ def _cells(cmps: list[ApiCmp], metric: str) -> tuple[float, float, float]:
 
 def report_pinned_api(cmps: list[ApiCmp], left: int) -> None:
     print("\n1p) InferenceX's published DeepSeek-R1 runs (its dashboard API, Oct 2025 - Jun 2026; "
-          "bench/data/inferencex_api_dsr1.csv),\n   each pinned on its deployment: |error| median, share within 35% "
-          "(runs with MTP drafts left out: the API does not record their depth)")
+          "bench/data/inferencex_api_dsr1.csv),\n   each pinned on its deployment (MTP runs at their script's or "
+          "recipe's depth): |error| median, share within 35%")
     groups: dict[str, list[ApiCmp]] = defaultdict(list)
     for c in cmps:
         groups[c.group].append(c)
@@ -189,8 +220,8 @@ def report_pinned_api(cmps: list[ApiCmp], left: int) -> None:
         print(f"   {label:7s} n={len(part):4d}  " + " | ".join(
             f"{m} med {med:.0%} within35 {within:.0%} in band {inside:.0%}"
             for m, (med, within, inside) in summary.items()))
-    print(f"   ({left} runs left out: MTP drafts of unrecorded depth, pools without worker counts, or a stated layout "
-          "that cannot hold the weights)")
+    print(f"   ({left} runs left out: MTP drafts no script or single recipe gives the depth of, pools without worker "
+          "counts, or a stated layout that cannot hold the weights)")
     report_vintage(groups)
 
 
