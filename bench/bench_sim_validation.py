@@ -45,7 +45,8 @@ ourselves; every figure here is validation. Five views:
 3. **GPU-vs-GPU ratios** at matched interactivity, measured vs predicted; **3c** pairs the Dynamo frontiers of view
    2c (GB200 against GB300, B200, H100...), both sides read off their recipes. **3b** takes the predicted side
    from the envelopes of view 2b instead of the search (each group's own measured deployments, pinned): how
-   well the cost model alone ranks two systems on the deployments that were run.
+   well the cost model alone ranks two systems on the deployments that were run. **3p** sets two systems' runs of one
+   deployment side by side from view 1p's InferenceX runs, run in the same month.
    **2d** and **3d** do views 2 and 3 over InferenceX's newest published runs (its PR tables of May-September
    2026), where the silicon groups of the same deployments ran older images.
 4. **Published trends** (InferenceX blog statements, with their sources).
@@ -97,7 +98,7 @@ from validation_data import (  # noqa: E402
     deployment,
     load_silicon,
 )
-from validation_inferencex_api import load_api_runs, pinned_api, report_pinned_api  # noqa: E402
+from validation_inferencex_api import api_ratios, load_api_runs, pinned_api, report_api_ratios, report_pinned_api  # noqa: E402
 from validation_recipes import recipe_envelope  # noqa: E402
 from validation_search_gap import SearchGap, report_search_gaps, search_gap  # noqa: E402
 
@@ -1629,7 +1630,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"   never fitted (seed curves left out) {m}: n={errs.size} within 35% {np.mean(errs <= TOL):.0%}")
     print(f"   ({open_depth} rows of recipes that run MTP without naming its depth left out)")
     report_pinned_public(pinned_public())
-    report_pinned_api(*pinned_api(load_api_runs()))
+    api, api_left = pinned_api(load_api_runs())
+    report_pinned_api(api, api_left)
     if args.quick:
         return 0
     pts = silicon_frontier_points(rows) + public_points()
@@ -1646,6 +1648,7 @@ def main(argv: list[str] | None = None) -> int:
                   "measured deployments (view 2b's envelopes, no search)")
     report_ratios(recipe_ratios(space), "3c) GPU-vs-GPU ratios of the Dynamo (disaggregated) frontiers, both sides on "
                   "InferenceX's recipes (view 2c's envelopes)")
+    report_api_ratios(api_ratios(api))
     published = published_points()
     pres, pcurves, psecs = frontier(published)
     report_frontier(pres, psecs, len(pcurves), PUBLISHED_TITLE, ("published",))

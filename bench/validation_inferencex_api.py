@@ -21,6 +21,7 @@ MoRI-SGLang and Dynamo SGLang with SGLang's, Dynamo TensorRT-LLM with TensorRT-L
 from __future__ import annotations
 
 import csv
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +84,7 @@ class ApiCmp:
     """One run beside its prediction (bands: the prediction's 80% band)."""
 
     group: str
-    date: str                     # the run's, YYYY-MM-DD
+    run: ApiRun
     scope: tuple[str, str, str]   # the model's name, the system and the framework that priced it (track record)
     amd: bool
     measured: dict[str, float]    # tpot, ttft, tput
@@ -187,7 +188,7 @@ def pinned_api(runs: list[ApiRun]) -> tuple[list[ApiCmp], int]:
             continue
         kind = ("disagg" if run.disaggregated else "agg") + (f" mtp{mtp_depth(run)}" if run.drafts else "")
         group = f"{run.hardware} {run.stack} {run.precision} {kind}"
-        out.append(ApiCmp(group, run.date, (load_model(MODEL).name, run.hardware, run.framework), _amd(run),
+        out.append(ApiCmp(group, run, (load_model(MODEL).name, run.hardware, run.framework), _amd(run),
                           {"tpot": run.tpot_ms, "ttft": run.ttft_ms, "tput": run.tput_per_gpu},
                           {"tpot": tpot, "ttft": ttft, "tput": tput},
                           {"tpot": band(tpot, est.sigma[0]), "ttft": band(ttft, est.sigma_ttft[0]),
@@ -233,7 +234,63 @@ def report_vintage(groups: dict[str, list[ApiCmp]]) -> None:
     for name in sorted(groups):
         months: dict[str, list[float]] = defaultdict(list)
         for c in groups[name]:
-            months[c.date[:7]].append(c.predicted["tpot"] / c.measured["tpot"] - 1.0)
+            months[c.run.date[:7]].append(c.predicted["tpot"] / c.measured["tpot"] - 1.0)
         if len(months) >= 3:
             cells = [f"{m} {np.median(e):+4.0%} ({len(e)})" for m, e in sorted(months.items())]
             print(f"   {name:36s} " + "  ".join(cells))
+
+
+@dataclass(frozen=True)
+class ApiRatio:
+    """Two systems' throughput per GPU on one deployment, measured and predicted."""
+
+    pair: str            # "b200/h200 sglang fp8 agg"
+    amd: bool            # either side an AMD system
+    measured: float
+    predicted: float
+
+
+def api_ratios(cmps: list[ApiCmp]) -> list[ApiRatio]:
+    """View 3p: every two runs on different systems with the same stack, weights, drafts, layout, lengths and
+    concurrency, run in the same month (so that neither side's image is a season older; a system's repeated runs of
+    it that month count once): the measured ratio of their throughput per GPU beside the predicted one. A ratio the
+    cost model gets right on identical deployments is what a what-if for an unowned system rests on."""
+    same: dict[tuple, dict[str, list[ApiCmp]]] = defaultdict(lambda: defaultdict(list))
+    for c in cmps:
+        r = c.run
+        same[(r.stack, r.precision, r.drafts, r.disaggregated, r.isl, r.osl, r.concurrency, r.decode, r.prefill,
+              r.date[:7])][r.hardware].append(c)
+    out = []
+    for key, systems in same.items():
+        stack, precision, drafts, disaggregated = key[:4]
+        kind = ("disagg" if disaggregated else "agg") + (" mtp" if drafts else "")
+        # a system's repeated runs of the deployment that month count once, at their medians
+        tput = {hw: (float(np.median([c.measured["tput"] for c in cs])),
+                     float(np.median([c.predicted["tput"] for c in cs]))) for hw, cs in systems.items()}
+        for a, b in itertools.combinations(sorted(tput), 2):
+            amd = any(load_hardware(hw).vendor == "amd" for hw in (a, b))
+            out.append(ApiRatio(f"{a}/{b} {stack} {precision} {kind}", amd, tput[a][0] / tput[b][0],
+                                tput[a][1] / tput[b][1]))
+    return out
+
+
+RATIO_TOL = 0.25
+
+
+def report_api_ratios(ratios: list[ApiRatio]) -> None:
+    print("\n3p) GPU-vs-GPU throughput ratios of view 1p's runs: two systems, one deployment (stack, weights, layout, "
+          "lengths,\n   users), run in the same month; measured ratio beside the predicted one")
+    pairs: dict[str, list[ApiRatio]] = defaultdict(list)
+    for r in ratios:
+        pairs[r.pair].append(r)
+    for name in sorted(pairs):
+        rs = pairs[name]
+        err = np.array([r.predicted / r.measured - 1.0 for r in rs])
+        print(f"   {name:36s} n={len(rs):3d} measured ratio {np.median([r.measured for r in rs]):6.2f}  "
+              f"|err| median {np.median(np.abs(err)):4.0%}  within 25%: {np.mean(np.abs(err) <= RATIO_TOL):4.0%}")
+    for label, part in (("ALL", ratios), ("NVIDIA / NVIDIA", [r for r in ratios if not r.amd]),
+                        ("with an AMD side", [r for r in ratios if r.amd])):
+        if part:
+            err = np.array([r.predicted / r.measured - 1.0 for r in part])
+            print(f"   {label:16s} n={len(part):4d}  within 25%: {np.mean(np.abs(err) <= RATIO_TOL):.0%}  |err| median "
+                  f"{np.median(np.abs(err)):.0%}")
