@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_sim_validation import _lengths, inferencex_recipe, served_layout  # noqa: E402
+from bench_sim_validation import _lengths  # noqa: E402
 from scoville.errors import UserError  # noqa: E402
 from scoville.load import LoadPoint  # noqa: E402
 from scoville.sim.config import SimConfig  # noqa: E402
@@ -35,6 +35,7 @@ from scoville.sim.engine import step_cost  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.workload.synthetic import scenario  # noqa: E402
 from validation_data import SiliconRow, checkpoint_precision, load_silicon  # noqa: E402
+from validation_settings import inferencex_recipe, served_layout  # noqa: E402
 
 TOL = 0.35
 
