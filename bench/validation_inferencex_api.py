@@ -10,8 +10,10 @@ ATOM and MoRI-SGLang runs), and unlike the compare pages every row names its dep
 Priced here: aggregated runs on their layout and disaggregated ones on their pools and worker counts. The API says
 only that a run drafted, not how deep: an aggregated MTP run takes its InferenceX script's depth (``SCRIPT_MTP_DEPTH``,
 the scripts of August 2026), a disaggregated one its Dynamo recipe's where the recipes on file name one depth for its
-pools (else it is left out), at the search's acceptance for that depth, as view 1b prices MTP points (the scripts'
-other settings, which view 1s applies to silicon_sample.csv's runs, are not). Left out: rows with no worker count
+pools (else it is left out), at the search's acceptance for that depth. An aggregated run takes what its script set
+beyond that as view 1 and 1s take it for silicon_sample.csv's runs (``validation_settings``: SGLang's poll for new
+requests, TensorRT-LLM's batch waiting, token budgets and attention-DP balance, the drafts' overlap scheduling), read
+off NVIDIA's scripts, so AMD's runs take their defaults. Left out: rows with no worker count
 (GB200's Dynamo runs of late 2025 that write the deployment's GPU total as its tensor parallelism) and rows whose
 stated layout cannot hold the weights (GB200's Dynamo SGLang runs, which write each worker as one GPU). ATOM,
 AMD's serving engine (``rocm/atom``), is priced with vLLM's scheduler and host costs, as view 1b prices its runs;
@@ -23,7 +25,7 @@ from __future__ import annotations
 import csv
 import itertools
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,14 +33,14 @@ import numpy as np
 from scoville.catalog.hardware import load_hardware
 from scoville.catalog.models import load_model
 from scoville.errors import UserError
-from scoville.sim.acceptance import mtp_draft
 from scoville.sim.analytic import band
 from scoville.sim.config import SimConfig
-from scoville.sim.defaults import default_attention_dp_balance, resolve_kv_dtype
+from scoville.sim.defaults import resolve_kv_dtype
 from scoville.sim.engine import step_cost
 from scoville.sim.recipes import Pool, Recipe, recipe_configs, recipes_for
 from scoville.sim.steady import estimate
-from validation_data import RANGE, checkpoint_precision
+from validation_data import PRECISION, RANGE, SiliconRow, checkpoint_precision
+from validation_settings import inferencex_recipe, served_layout
 
 DATA = Path(__file__).resolve().parent / "data" / "inferencex_api_dsr1.csv"
 MODEL = "deepseek-r1"
@@ -143,16 +145,29 @@ def run_config(run: ApiRun) -> SimConfig:
     fw = run.framework
     depth = mtp_depth(run) if run.drafts else None
     if not run.disaggregated:
-        drafts = mtp_draft(depth) if depth else None
+        row = as_silicon_row(run)
+        settings = replace(inferencex_recipe(row), mtp_depth=depth)
+        tp, dp, ep = served_layout(row)
         return SimConfig.model_validate({"hardware": run.hardware, "model": MODEL, "precision": precision,
-                                         "kv_dtype": resolve_kv_dtype(None, run.hardware, MODEL, fw),
-                                         "framework": fw, "parallel": run.decode.parallel(),
-                                         "attention_dp_balance": default_attention_dp_balance(fw),
-                                         "max_num_seqs": 4096, "speculative": drafts.model_dump() if drafts else None})
+                                         "kv_dtype": settings.kv_dtype or resolve_kv_dtype(None, run.hardware, MODEL,
+                                                                                           fw),
+                                         "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
+                                         "max_num_seqs": 4096, **settings.settings()})
     recipe = Recipe(f"api-{run.stack}", MODEL, run.hardware, run.precision, fw, run.image, run.isl, run.osl,
                     (depth,) if depth else (), (run.concurrency,), None, run.prefill, run.decode, None)
     (cfg,) = recipe_configs(recipe, precision)
     return cfg
+
+
+def as_silicon_row(run: ApiRun) -> SiliconRow:
+    """An aggregated run as silicon_sample.csv would hold it (attention DP as ``dp``), so that what its InferenceX
+    script set reads off it as off view 1's rows (``validation_settings``)."""
+    par = run.decode.parallel()
+    return SiliconRow(f"api-{run.hardware}-{run.stack}-{run.date}-{run.concurrency}", "public", MODEL,
+                      "deepseek-ai/DeepSeek-R1-0528", run.hardware, run.framework, run.image.rpartition(":")[2],
+                      PRECISION.get(run.precision, run.precision), "agg", run.isl, run.osl, run.concurrency,
+                      par["tp"], par["dp"], par["ep"], None, None, run.ttft_ms, run.tpot_ms, "",
+                      suspected_speculative=run.drafts, measured=run.date)
 
 
 def holds_weights(cfg: SimConfig) -> bool:
