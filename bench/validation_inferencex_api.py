@@ -148,10 +148,9 @@ def run_config(run: ApiRun) -> SimConfig:
         row = as_silicon_row(run)
         settings = replace(inferencex_recipe(row), mtp_depth=depth)
         tp, dp, ep = served_layout(row)
+        kv = settings.kv_dtype or resolve_kv_dtype(None, run.hardware, MODEL, fw)
         return SimConfig.model_validate({"hardware": run.hardware, "model": MODEL, "precision": precision,
-                                         "kv_dtype": settings.kv_dtype or resolve_kv_dtype(None, run.hardware, MODEL,
-                                                                                           fw),
-                                         "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
+                                         "kv_dtype": kv, "framework": fw, "parallel": {"tp": tp, "dp": dp, "ep": ep},
                                          "max_num_seqs": 4096, **settings.settings()})
     recipe = Recipe(f"api-{run.stack}", MODEL, run.hardware, run.precision, fw, run.image, run.isl, run.osl,
                     (depth,) if depth else (), (run.concurrency,), None, run.prefill, run.decode, None)
