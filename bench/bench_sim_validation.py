@@ -85,8 +85,14 @@ from scoville.sim.acceptance import mtp_draft  # noqa: E402
 from scoville.sim.analytic import Z90, band  # noqa: E402
 from scoville.sim.config import SimConfig, SpeculativeConfig  # noqa: E402
 from scoville.sim.defaults import resolve_kv_dtype  # noqa: E402
-from scoville.sim.recipes import Recipe as InferenceXRecipe  # noqa: E402
-from scoville.sim.recipes import load_recipes, recipe_configs, recipe_frontier, recipes_for, reference_file  # noqa: E402
+from scoville.sim.recipes import (  # noqa: E402
+    Recipe,
+    load_recipes,
+    recipe_configs,
+    recipe_frontier,
+    recipes_for,
+    reference_file,
+)
 from scoville.sim.search import FrontierPoint, SearchSpace, pareto, search  # noqa: E402
 from scoville.sim.steady import estimate  # noqa: E402
 from scoville.simulation import SimulateSpec, base_config  # noqa: E402
@@ -938,12 +944,12 @@ def cli_recipe_frontiers(points: list[MeasuredPoint]) -> list[Cmp]:
     return out
 
 
-def _cli_recipe_front(group: tuple) -> tuple[list[FrontierPoint], list[InferenceXRecipe]]:
+def _cli_recipe_front(group: tuple) -> tuple[list[FrontierPoint], list[Recipe]]:
     """What ``simulate --deployments inferencex`` writes for a public group, under every framework with recipes
     for it (a compare page's envelope spans them), and those recipes."""
     model, hw, prec, fw, isl, osl = group
     front: list[FrontierPoint] = []
-    mine: list[InferenceXRecipe] = []
+    mine: list[Recipe] = []
     for f in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
         try:
             recipes = recipes_for(model, hw, prec, f, isl, osl)

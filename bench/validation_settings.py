@@ -16,8 +16,9 @@ from validation_data import SiliconRow
 
 
 @dataclass(frozen=True)
-class Recipe:
-    """The SimConfig settings a row's InferenceX recipe set beyond the defaults (part of its deployment)."""
+class ScriptSettings:
+    """The SimConfig settings a row's InferenceX script set beyond the defaults (part of its deployment; not
+    ``scoville.sim.recipes.Recipe``, the deployments InferenceX's master configs sweep)."""
 
     max_num_batched_tokens: int | None = None
     batch_wait: tuple[int, float] | None = None     # TensorRT-LLM's (batch_wait_timeout_iters, ..._max_tokens_ratio)
@@ -153,7 +154,7 @@ VLLM_TWICE_THE_PROMPT_BUDGET = {("MiniMaxAI/MiniMax-M2.5", "b200", "fp8"): "2026
                                 ("moonshotai/Kimi-K2.5", "b200", "nvfp4"): "2026-04-20"}
 
 
-def inferencex_recipe(row: SiliconRow) -> Recipe:
+def inferencex_recipe(row: SiliconRow) -> ScriptSettings:
     """What InferenceX's recipes set, at the row's date, that the simulator models (benchmarks/ in the InferenceX
     repository; its versions from 2025-10 to 2026-04 were read):
     - TensorRT-LLM Llama-70B on B200 and H200 (70b_fp{8,4}_{b200,h200}_trt_slurm.sh, 2025-10; the rows were
@@ -198,7 +199,7 @@ def script_kv_cache(row: SiliconRow) -> str | None:
     return "bf16" if row.measured < until else "fp8"
 
 
-def _recipe_settings(row: SiliconRow) -> Recipe:
+def _recipe_settings(row: SiliconRow) -> ScriptSettings:
     """``inferencex_recipe`` of a plain run, but its KV cache."""
     one_k = row.isl == row.osl == 1024
     if row.framework == "trtllm" and "" < row.measured < IN_SCRIPT_LAYOUT_UNTIL:
@@ -206,29 +207,30 @@ def _recipe_settings(row: SiliconRow) -> Recipe:
         if in_script is not None:
             return in_script
     if row.framework == "trtllm" and row.model == "llama-3.1-70b" and row.hardware in ("b200", "h200"):
-        return Recipe(16384, (20, 0.9) if one_k and row.tp < 8 else None)
+        return ScriptSettings(16384, (20, 0.9) if one_k and row.tp < 8 else None)
     if (row.framework == "trtllm" and row.model == "deepseek-r1" and row.hardware == "b200"
             and row.precision == "fp8" and one_k and row.concurrency >= 64 and row.dp == 1
             and row.measured >= "2026-01-27"):
-        return Recipe(batch_wait=(40, 0.8))
+        return ScriptSettings(batch_wait=(40, 0.8))
     if row.framework == "trtllm" and row.dp > 1:
-        return Recipe(adp_balance=trtllm_adp_balance(row.model))
+        return ScriptSettings(adp_balance=trtllm_adp_balance(row.model))
     if row.framework == "sglang" and row.model == "deepseek-r1" and row.hardware in ("b200", "b300"):
         if row.precision == "fp8" and row.tp == 4:
-            return Recipe(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
+            return ScriptSettings(scheduler_recv_interval=10, gpu_memory_utilization=0.95)
         # the NVFP4 script of 2025-11-02 passed --enable-ep-moe, which its rows do not record
         ep_moe = row.precision == "nvfp4" and "" < row.measured < IN_SCRIPT_LAYOUT_UNTIL
-        return Recipe(scheduler_recv_interval=sglang_recv_interval(row.concurrency),
-                      layout=(row.tp, 1, row.tp) if ep_moe else None)
+        return ScriptSettings(scheduler_recv_interval=sglang_recv_interval(row.concurrency),
+                              layout=(row.tp, 1, row.tp) if ep_moe else None)
     if row.framework == "vllm":
         key = (row.model_id, row.hardware, row.precision or "")
         since = VLLM_TWICE_THE_PROMPT_BUDGET.get(key)
         start, end = VLLM_EXPERT_PARALLEL_ALWAYS.get(key, ("", ""))
         marlin_from, marlin_until = VLLM_MARLIN_MOE.get((row.model_id, row.hardware), ("", ""))
-        return Recipe(max_num_batched_tokens=2 * row.isl if since is not None and row.measured >= since else None,
-                      experts_over_every_gpu=start <= row.measured < end,
-                      moe_kernel="marlin" if marlin_from <= row.measured < marlin_until else "auto")
-    return Recipe()
+        twice_the_prompt = since is not None and row.measured >= since
+        return ScriptSettings(max_num_batched_tokens=2 * row.isl if twice_the_prompt else None,
+                              experts_over_every_gpu=start <= row.measured < end,
+                              moe_kernel="marlin" if marlin_from <= row.measured < marlin_until else "auto")
+    return ScriptSettings()
 
 
 # Under attention DP, TensorRT-LLM's B200 MTP scripts cap a rank's batch at the concurrency over this, or at the
@@ -237,7 +239,7 @@ def _recipe_settings(row: SiliconRow) -> Recipe:
 TRTLLM_MTP_DP_BATCH_DIVISOR = {("b200", "fp8"): 8, ("b200", "nvfp4"): 4}
 
 
-def mtp_recipe(row: SiliconRow) -> Recipe:
+def mtp_recipe(row: SiliconRow) -> ScriptSettings:
     """What InferenceX's MTP scripts set for a DeepSeek-R1 run read as speculative (the scripts from 2026-02 to
     2026-06 were read; the runs date from 2026-01 to 2026-03):
     - TensorRT-LLM (dsr1_fp{8,4}_b200_trt_mtp.sh, dsr1_fp8_h200_trt_mtp.sh): ``num_nextn_predict_layers`` 3, and 1
@@ -261,12 +263,12 @@ def mtp_recipe(row: SiliconRow) -> Recipe:
             batch = max(row.concurrency // row.dp, 1)
         budget = trtllm_one_prompt_budget((depth + 1) * batch, row.isl)
         balance = trtllm_adp_balance(row.model) if row.dp > 1 else None
-        return Recipe(max_num_batched_tokens=budget, adp_balance=balance, mtp_depth=depth)
+        return ScriptSettings(max_num_batched_tokens=budget, adp_balance=balance, mtp_depth=depth)
     if row.framework == "sglang":
         poll = sglang_recv_interval(row.concurrency) if row.hardware in ("b200", "b300") else 1
-        return Recipe(scheduler_recv_interval=poll, mtp_depth=2,
-                      async_scheduling=sglang_drafts_overlap(row.hardware, row.precision))
-    return Recipe()
+        return ScriptSettings(scheduler_recv_interval=poll, mtp_depth=2,
+                              async_scheduling=sglang_drafts_overlap(row.hardware, row.precision))
+    return ScriptSettings()
 
 
 def served_layout(row: SiliconRow) -> tuple[int, int, int]:
@@ -279,7 +281,7 @@ def served_layout(row: SiliconRow) -> tuple[int, int, int]:
     return row.tp, row.dp, row.tp * row.dp if recipe.experts_over_every_gpu else row.ep
 
 
-def _trtllm_script_recipe(row: SiliconRow) -> Recipe | None:
+def _trtllm_script_recipe(row: SiliconRow) -> ScriptSettings | None:
     """What InferenceX's TensorRT-LLM scripts of 2025-09 to 2025-11-02 chose themselves (IN_SCRIPT_LAYOUT_UNTIL),
     for the models whose rows of that date record tp only; None for the others.
     - DeepSeek-R1 (dsr1_fp8_{b200,h200}_trt_slurm.sh, dsr1_fp4_b200_trt_slurm.sh): FP8 ran EP = TP always and
@@ -303,4 +305,5 @@ def _trtllm_script_recipe(row: SiliconRow) -> Recipe | None:
     else:
         return None
     balance = trtllm_adp_balance(row.model) if dp else None
-    return Recipe(max_num_batched_tokens=budget, adp_balance=balance, layout=(1, tp, ep) if dp else (tp, 1, ep))
+    layout = (1, tp, ep) if dp else (tp, 1, ep)
+    return ScriptSettings(max_num_batched_tokens=budget, adp_balance=balance, layout=layout)
