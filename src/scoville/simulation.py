@@ -209,7 +209,7 @@ def _inferencex_frontier(spec: SimulateSpec, base: SimConfig, workload: Any, isl
     if not (spec.unified or spec.disaggregation):
         raise SimConfigError("nothing to price: unified and disaggregated recipes are both off; drop --no-unified "
                              "or --no-disagg")
-    weights = spec.precision if spec.precision not in (None, "native") else load_model(base.model).default_precision
+    weights = load_model(base.model).served_precision(spec.precision)
     recipes = [r for r in recipes_for(base.model, base.hardware, recipe_weights(weights), base.framework,
                                       workload.isl, workload.osl)
                if (r.unified is not None and spec.unified) or (r.unified is None and spec.disaggregation)]

@@ -173,6 +173,11 @@ class ModelArch(msgspec.Struct, kw_only=True):
             return self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.num_kv_heads * self.head_dim
 
+    def served_precision(self, override: str | None) -> str:
+        """The precision label a deployment serves this model in: ``override``, or the checkpoint's own for
+        ``None``/``"native"``."""
+        return override if override not in (None, "native") else self.default_precision
+
     def with_precision(self, override: str | None) -> dict[str, str]:
         """Weight-group formats for a deployment precision label.
 

@@ -19,8 +19,7 @@ def resolve_kv_dtype(value: str | None, hardware: str, model: str | None = None,
 
     v = (value or "auto").lower()
     if v == "auto":
-        served = precision if precision not in (None, "native") else (
-            load_model(model).default_precision if model is not None else None)
+        served = load_model(model).served_precision(precision) if model is not None else precision
         if served == "fp32":                    # a server's auto cache format is its model's dtype
             return "fp32"
         if "fp8" not in load_hardware(hardware).flops_tflops:
