@@ -80,6 +80,10 @@ class ApiRun:
     def framework(self) -> str:
         return FRAMEWORK[self.stack]
 
+    @property
+    def amd(self) -> bool:
+        return load_hardware(self.hardware).vendor == "amd"
+
 
 @dataclass(frozen=True)
 class ApiCmp:
@@ -87,11 +91,14 @@ class ApiCmp:
 
     group: str
     run: ApiRun
-    scope: tuple[str, str, str]   # the model's name, the system and the framework that priced it (track record)
-    amd: bool
     measured: dict[str, float]    # tpot, ttft, tput
     predicted: dict[str, float]
     bands: dict[str, tuple[float, float]]
+
+    @property
+    def scope(self) -> tuple[str, str, str]:
+        """The model's name, the system and the framework that priced it (the track record's scope)."""
+        return load_model(MODEL).name, self.run.hardware, self.run.framework
 
 
 def load_api_runs(path: Path = DATA) -> list[ApiRun]:
@@ -112,16 +119,12 @@ def load_api_runs(path: Path = DATA) -> list[ApiRun]:
     return out
 
 
-def _amd(run: ApiRun) -> bool:
-    return load_hardware(run.hardware).vendor == "amd"
-
-
 def mtp_depth(run: ApiRun) -> int | None:
     """The draft depth a drafting run ran (module docstring), None where no script or single recipe says."""
     if not run.disaggregated:
         if run.stack == "trt" and run.decode.dp_attn:
             return TRT_ADP_MTP_DEPTH
-        return SCRIPT_MTP_DEPTH.get((run.stack, _amd(run)))
+        return SCRIPT_MTP_DEPTH.get((run.stack, run.amd))
     try:
         recipes = recipes_for(MODEL, run.hardware, run.precision, run.framework, run.isl, run.osl)
     except UserError:
@@ -130,20 +133,20 @@ def mtp_depth(run: ApiRun) -> int | None:
     return depths.pop() if len(depths) == 1 else None
 
 
-def priceable(run: ApiRun) -> bool:
+def priceable(run: ApiRun, depth: int | None) -> bool:
     """A run whose deployment the row states in full (a disaggregated one with its worker counts) and, when it
-    drafted, whose depth a script or recipe gives."""
-    if run.drafts and mtp_depth(run) is None:
+    drafted, whose depth (``mtp_depth``) a script or recipe gives."""
+    if run.drafts and depth is None:
         return False
     return not run.disaggregated or (run.decode.workers > 0 and run.prefill is not None and run.prefill.workers > 0)
 
 
-def run_config(run: ApiRun) -> SimConfig:
-    """The deployment a run names, as the simulator prices it: an aggregated instance on its layout, or its
-    disaggregated pools through the same path as InferenceX's recipes (``recipes.recipe_configs``)."""
+def run_config(run: ApiRun, depth: int | None) -> SimConfig:
+    """The deployment a run names, as the simulator prices it (with ``depth`` drafts where it drafted): an
+    aggregated instance on its layout, or its disaggregated pools through the same path as InferenceX's recipes
+    (``recipes.recipe_configs``)."""
     precision = checkpoint_precision(MODEL, run.precision, run.hardware)
     fw = run.framework
-    depth = mtp_depth(run) if run.drafts else None
     if not run.disaggregated:
         row = as_silicon_row(run)
         settings = replace(inferencex_recipe(row), mtp_depth=depth)
@@ -183,11 +186,12 @@ def pinned_api(runs: list[ApiRun]) -> tuple[list[ApiCmp], int]:
     weights)."""
     out, left = [], 0
     for run in runs:
-        if not priceable(run):
+        depth = mtp_depth(run) if run.drafts else None
+        if not priceable(run, depth):
             left += 1
             continue
         try:
-            cfg = run_config(run)
+            cfg = run_config(run, depth)
             if not holds_weights(cfg):
                 left += 1
                 continue
@@ -200,10 +204,9 @@ def pinned_api(runs: list[ApiRun]) -> tuple[list[ApiCmp], int]:
         if not (np.isfinite(tpot) and tpot > 0):
             left += 1
             continue
-        kind = ("disagg" if run.disaggregated else "agg") + (f" mtp{mtp_depth(run)}" if run.drafts else "")
+        kind = ("disagg" if run.disaggregated else "agg") + (f" mtp{depth}" if depth else "")
         group = f"{run.hardware} {run.stack} {run.precision} {kind}"
-        out.append(ApiCmp(group, run, (load_model(MODEL).name, run.hardware, run.framework), _amd(run),
-                          {"tpot": run.tpot_ms, "ttft": run.ttft_ms, "tput": run.tput_per_gpu},
+        out.append(ApiCmp(group, run, {"tpot": run.tpot_ms, "ttft": run.ttft_ms, "tput": run.tput_per_gpu},
                           {"tpot": tpot, "ttft": ttft, "tput": tput},
                           {"tpot": band(tpot, est.sigma[0]), "ttft": band(ttft, est.sigma_ttft[0]),
                            "tput": band(tput, est.sigma[0])}))
@@ -228,7 +231,8 @@ def report_pinned_api(cmps: list[ApiCmp], left: int) -> None:
     for name in sorted(groups):
         cells = [_cells(groups[name], m) for m in ("tpot", "ttft", "tput")]
         print(f"   {name:36s} {len(groups[name]):4d} " + " ".join(f"{med:5.0%} {w:5.0%}" for med, w, _ in cells))
-    for label, part in (("ALL", cmps), ("NVIDIA", [c for c in cmps if not c.amd]), ("AMD", [c for c in cmps if c.amd])):
+    for label, part in (("ALL", cmps), ("NVIDIA", [c for c in cmps if not c.run.amd]),
+                        ("AMD", [c for c in cmps if c.run.amd])):
         if not part:
             continue
         summary = {m: _cells(part, m) for m in ("tpot", "ttft", "tput")}
@@ -282,7 +286,7 @@ def api_ratios(cmps: list[ApiCmp]) -> list[ApiRatio]:
         tput = {hw: (float(np.median([c.measured["tput"] for c in cs])),
                      float(np.median([c.predicted["tput"] for c in cs]))) for hw, cs in systems.items()}
         for a, b in itertools.combinations(sorted(tput), 2):
-            amd = any(load_hardware(hw).vendor == "amd" for hw in (a, b))
+            amd = systems[a][0].run.amd or systems[b][0].run.amd
             out.append(ApiRatio(f"{a}/{b} {stack} {precision} {kind}", amd, tput[a][0] / tput[b][0],
                                 tput[a][1] / tput[b][1]))
     return out
