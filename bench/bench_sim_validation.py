@@ -127,7 +127,7 @@ class Cmp:
     # a frontier point read off the predicted frontier interpolated between its points (views 2, 2b and 2c)
     interpolated: float | None = None
     row: str | None = None      # the silicon row it compares (views 1 and 1s: pairs plain and speculative runs)
-    scope: tuple[str, str, str] | None = None   # model, system, framework of a pinned run (track_record_ledger)
+    scope: tuple[str, str, str, bool] | None = None   # model, system, framework, drafted? (track_record_ledger)
 
     @property
     def err(self) -> float:
@@ -216,7 +216,7 @@ def pinned(rows: list[SiliconRow], kv_dtype: str | None = None, speculative: boo
             skipped += len(rs)
             continue
         name = f"{_short(model)} {hw} {fw} {prec or 'native'}" + (f" mtp{recipe.mtp_depth}" if speculative else "")
-        scope = (load_model(model).name, hw, fw)
+        scope = (load_model(model).name, hw, fw, speculative)
         # the recipe's admission delays (SGLang's poll interval, TensorRT-LLM's batch waiting and attention-DP
         # balance) taken out (view 1e)
         undelayed = estimate(cfg.model_copy(update={"batch_wait": None, "scheduler_recv_interval": 1,
@@ -434,7 +434,7 @@ def pinned_disaggregated(rows: list[SiliconRow]) -> tuple[dict[str, list[Cmp]], 
         name = f"{_short(r.model)} {r.hardware} {r.framework} {r.precision or 'native'} disagg" + \
             (f" {r.isl}/{r.osl} {SEED_TAG}" if seed else "")
         tpot, ttft, tput = est.tpot[0] * 1e3, est.ttft[0] * 1e3, float(est.total_tput_per_accelerator[0])
-        scope = (load_model(r.model).name, r.hardware, r.framework)
+        scope = (load_model(r.model).name, r.hardware, r.framework, cfgs[0].speculative is not None)
         out["tpot"].append(Cmp(name, r.split, r.tpot_ms, tpot, band=band(tpot, est.sigma[0]), scope=scope))
         out["ttft"].append(Cmp(name, r.split, r.ttft_ms, ttft, band=band(ttft, est.sigma_ttft[0]), scope=scope))
         out["tput"].append(Cmp(name, r.split, measured_tput(r), tput, band=band(tput, est.sigma[0]), scope=scope))
@@ -640,7 +640,7 @@ def pinned_public() -> dict[str, list[Cmp]]:
         drafts = cfg.speculative
         name = (f"{_short(model)} {p['hardware']} {fw} {p.get('precision')} {p['isl']}/{p['osl']}"
                 + (f" mtp{drafts.num_draft_tokens}" if drafts else ""))
-        scope = (load_model(model).name, p["hardware"], fw)
+        scope = (load_model(model).name, p["hardware"], fw, drafts is not None)
         if p.get("tpot_ms"):
             tpot = est.tpot[0] * 1e3
             out["tpot"].append(Cmp(name, "public", p["tpot_ms"], tpot, band=band(tpot, est.sigma[0]), scope=scope))

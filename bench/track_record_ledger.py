@@ -5,7 +5,8 @@ Every run the validation set holds on a stated deployment, predicted on it as ``
 curves that TensorRT-LLM's host costs were fitted on left out), 1b (public points that name their deployment) and
 1p (InferenceX's published runs, on the systems silicon_sample.csv does not cover),
 grouped by model, system and framework, by system and framework, by system, and over every system priced from
-its datasheet. Nothing here is fitted: the file only records how often the predictions were right.
+its datasheet, each scope once over every run and once over the runs that drafted (MTP). Nothing here is fitted:
+the file only records how often the predictions were right.
 
     python bench/track_record_ledger.py           # write src/scoville/data/reference/track_record.json
     python bench/track_record_ledger.py --check   # exit 1 if the shipped file is not what the bench gives now
@@ -86,18 +87,20 @@ def ledger() -> TrackRecord:
     for metric, cmps in pinned_runs().items():
         for c in cmps:
             assert c.scope is not None
-            model, hw, fw = c.scope
-            for key in scope_keys(model, load_hardware(hw), fw):
+            model, hw, fw, drafted = c.scope
+            keys = scope_keys(model, load_hardware(hw), fw)
+            for key in keys + (scope_keys(model, load_hardware(hw), fw, drafts=True) if drafted else []):
                 grouped[key][metric].append(c)
     records = []
-    for key in sorted(grouped, key=lambda k: tuple(v or "" for v in k)):
+    for key in sorted(grouped, key=lambda k: tuple("" if v is None else str(v) for v in k)):
         by_metric = grouped[key]
         tpot = _metric(by_metric["tpot"])
         if tpot is None:
             continue
         covers = tuple(sorted({c.scope[1] for c in by_metric["tpot"] if c.scope is not None}))
-        records.append(ScopeRecord(model=key[0], hardware=key[1], framework=key[2], pricing=key[3], covers=covers,
-                                   tpot=tpot, ttft=_metric(by_metric["ttft"]), tput=_metric(by_metric["tput"])))
+        records.append(ScopeRecord(model=key[0], hardware=key[1], framework=key[2], pricing=key[3], drafts=key[4],
+                                   covers=covers, tpot=tpot, ttft=_metric(by_metric["ttft"]),
+                                   tput=_metric(by_metric["tput"])))
     return TrackRecord(
         tolerance=TOL, regenerate=COMMAND,
         basis="each run of the validation set on a stated deployment (bench_sim_validation.py views 1, 1s, 1g, 1b "

@@ -96,9 +96,10 @@ class ApiCmp:
     bands: dict[str, tuple[float, float]]
 
     @property
-    def scope(self) -> tuple[str, str, str]:
-        """The model's name, the system and the framework that priced it (the track record's scope)."""
-        return load_model(MODEL).name, self.run.hardware, self.run.framework
+    def scope(self) -> tuple[str, str, str, bool]:
+        """The model's name, the system, the framework that priced it and whether the run drafted (the track
+        record's scope)."""
+        return load_model(MODEL).name, self.run.hardware, self.run.framework, self.run.drafts
 
 
 def load_api_runs(path: Path = DATA) -> list[ApiRun]:
@@ -242,6 +243,7 @@ def report_pinned_api(cmps: list[ApiCmp], left: int) -> None:
     print(f"   ({left} runs left out: MTP drafts no script or single recipe gives the depth of, pools without worker "
           "counts, or a stated layout that cannot hold the weights)")
     report_vintage(groups)
+    report_drafts_by_users(cmps)
 
 
 def report_vintage(groups: dict[str, list[ApiCmp]]) -> None:
@@ -256,6 +258,28 @@ def report_vintage(groups: dict[str, list[ApiCmp]]) -> None:
         if len(months) >= 3:
             cells = [f"{m} {np.median(e):+4.0%} ({len(e)})" for m, e in sorted(months.items())]
             print(f"   {name:36s} " + "  ".join(cells))
+
+
+USER_BUCKETS = ((1, 8), (9, 32), (33, 128), (129, 100_000))
+
+
+def report_drafts_by_users(cmps: list[ApiCmp]) -> None:
+    """Measured over predicted TPOT of NVIDIA's aggregated runs by stack, drafts and users. A draft acceptance off
+    the prior scales every batch's TPOT alike; a ratio that grows with the batch is a cost per sequence or per
+    token the drafting path adds that the cost model does not price. AMD's runs are left out: their stacks' vintage
+    (``report_vintage``) would blur the batch effect."""
+    print("   measured / predicted TPOT of NVIDIA's aggregated runs by users (median, runs), plain and with drafts:")
+    print(f"   {'stack':8s} {'drafts':6s} " + " ".join(f"{f'{lo}-{hi}' if hi < 100_000 else f'>{lo - 1}':>13s}"
+                                                    for lo, hi in USER_BUCKETS))
+    runs = [c for c in cmps if not c.run.amd and not c.run.disaggregated]
+    for stack in sorted({c.run.stack for c in runs}):
+        for drafts in (False, True):
+            cells = []
+            for lo, hi in USER_BUCKETS:
+                ratios = [c.measured["tpot"] / c.predicted["tpot"] for c in runs if c.run.stack == stack
+                          and c.run.drafts == drafts and lo <= c.run.concurrency <= hi]
+                cells.append(f"{np.median(ratios):5.2f} ({len(ratios):3d})" if ratios else "")
+            print(f"   {stack:8s} {'mtp' if drafts else 'none':6s} " + " ".join(f"{c:>13s}" for c in cells))
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from scoville.sim.track_record import (
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-def _record(model, hardware, framework, runs, pricing=None, within=0.9):
+def _record(model, hardware, framework, runs, pricing=None, within=0.9, drafts=False):
     metric = MetricRecord(runs=runs, within=within, in_band=0.8)
-    return ScopeRecord(model=model, hardware=hardware, framework=framework, pricing=pricing,
+    return ScopeRecord(model=model, hardware=hardware, framework=framework, pricing=pricing, drafts=drafts,
                        covers=(hardware or "mi325x",), tpot=metric, ttft=None, tput=metric)
 
 
@@ -49,6 +49,39 @@ def test_a_system_priced_from_its_datasheet_falls_back_to_every_such_system_and_
     assert book.closest("deepseek-r1", load_hardware("jalapeno"), "trtllm").scope().startswith(
         "systems priced from their datasheets")
     assert book.closest("deepseek-r1", load_hardware("b200"), "trtllm") is None   # nothing has checked it
+
+
+def test_the_runs_that_drafted_keep_a_record_of_their_own_that_only_drafted_points_quote():
+    h200 = load_hardware("h200")
+    book = _book(_record("deepseek-r1", "h200", "sglang", 40, within=0.95),
+                 _record("deepseek-r1", "h200", "sglang", MIN_RUNS, within=0.5, drafts=True),
+                 _record(None, "h200", None, 90, within=0.8, drafts=True))
+    assert book.closest("deepseek-r1", h200, "sglang").tpot.within == 0.95
+    drafted = book.closest("deepseek-r1", h200, "sglang", drafts=True)
+    assert drafted.tpot.within == 0.5 and drafted.scope() == "deepseek-r1 on h200 under sglang with MTP drafts"
+    assert book.closest("kimi-k2.5", h200, "trtllm", drafts=True).scope() == (
+        "h200 with MTP drafts (every model and framework)")
+    assert book.closest("deepseek-r1", load_hardware("b200"), "sglang", drafts=True) is None
+
+
+def test_a_frontier_with_drafted_points_quotes_both_records_and_a_system_without_drafted_runs_says_so():
+    book, b200 = load_track_record(), load_hardware("b200")
+    general = quote("deepseek-r1", b200, "sglang")
+    drafting = book.closest("deepseek-r1", b200, "sglang", drafts=True)
+    assert drafting is not None and drafting.drafts
+    assert quote("deepseek-r1", b200, "sglang", drafted=True) == (
+        f"{general}. Its points with MTP drafts, by the runs of {drafting.scope()}: {drafting.summary(book.tolerance)}")
+    assert quote("llama-3.1-8b", load_hardware("epyc-zen4-2vcpu"), "vllm", drafted=True).endswith(
+        "Its points with MTP drafts: no measured runs of epyc-zen4-2vcpu with drafts to check them against")
+
+
+def test_simulate_quotes_the_drafted_record_only_when_its_points_draft(tmp_path, capsys):
+    jalapeno = load_hardware("jalapeno")
+    for mtp, drafted in (("1", True), ("off", False)):
+        main(["simulate", "--hardware", "jalapeno", "--model", "deepseek-r1", "--scenario", "1k1k",
+              "--concurrency", "4", "--mtp", mtp, "--no-disagg", "--runs", str(tmp_path / mtp)])
+        run_dir = Path(capsys.readouterr().out.strip().splitlines()[-1])
+        assert read_manifest(run_dir).target.track_record == quote("deepseek-r1", jalapeno, "vllm", drafted=drafted)
 
 
 def test_the_shipped_track_record_is_what_the_validation_set_gives_today():

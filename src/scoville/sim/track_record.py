@@ -9,6 +9,13 @@ shares within 35% and inside the 80% band per model, system and framework to ``d
 framework, else the system under that framework, else the system, else (for a system priced from its datasheet,
 as every AMD part and ``jalapeno`` are) every datasheet-priced system's runs. A system with measured kernel tables
 but no runs gets no record: nothing has checked it.
+
+Runs that drafted (MTP) are also kept apart, in the same scopes with ``drafts`` set, and a frontier that serves
+points with drafts quotes that record beside the general one: speculative decoding adds a cost the plain runs never
+exercise (the drafts' passes, the verify step, and the framework's handling of both), and its record differs.
+SGLang's drafts are the case in point: its plain runs read within 10% on every batch, its drafting runs read
+slower as batches grow (``bench_sim_validation.py`` view 1p's table by users), so a general record that its
+drafted points borrowed would claim a certainty they have not earned.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from scoville.catalog.hardware import Hardware
 MIN_RUNS = 5          # fewer runs than this say too little to quote
 TRACK_RECORD_FILE = "track_record.json"
 Pricing = Literal["measured", "datasheet"]
-ScopeKey = tuple[str | None, str | None, str | None, Pricing | None]   # model, system, framework, pricing
+ScopeKey = tuple[str | None, str | None, str | None, Pricing | None, bool]   # model, system, framework, pricing, drafts
 
 
 class MetricRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -43,6 +50,7 @@ class ScopeRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     hardware: str | None
     framework: str | None
     pricing: Pricing | None
+    drafts: bool = False           # True: only the runs that drafted (MTP)
     covers: tuple[str, ...]        # the systems whose runs it holds
     tpot: MetricRecord
     ttft: MetricRecord | None      # public points on a stated deployment give no TTFT
@@ -50,13 +58,14 @@ class ScopeRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
     def scope(self) -> str:
         """What the record spans, as a reader says it ("deepseek-r1 on h200 under sglang")."""
+        drafted = " with MTP drafts" if self.drafts else ""
         if self.pricing is not None:
-            return f"systems priced from their datasheets ({', '.join(self.covers)})"
+            return f"systems priced from their datasheets ({', '.join(self.covers)}){drafted}"
         if self.model is not None:
-            return f"{self.model} on {self.hardware} under {self.framework}"
+            return f"{self.model} on {self.hardware} under {self.framework}{drafted}"
         if self.framework is not None:
-            return f"{self.hardware} under {self.framework} (every model)"
-        return f"{self.hardware} (every model and framework)"
+            return f"{self.hardware} under {self.framework}{drafted} (every model)"
+        return f"{self.hardware}{drafted} (every model and framework)"
 
     def summary(self, tolerance: float) -> str:
         """The shares, TPOT first ("TPOT within 35% on 100% of 15 runs, TTFT 60%, ...")."""
@@ -76,23 +85,25 @@ class TrackRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     aiconfigurator_core: str       # the kernel-table release the predictions were priced on
     records: tuple[ScopeRecord, ...]
 
-    def closest(self, model: str, hw: Hardware, framework: str) -> ScopeRecord | None:
-        """The most specific record of a prediction's scope with at least ``MIN_RUNS`` runs (module docstring)."""
-        found = {(r.model, r.hardware, r.framework, r.pricing): r for r in self.records}
-        for key in scope_keys(model, hw, framework):
+    def closest(self, model: str, hw: Hardware, framework: str, drafts: bool = False) -> ScopeRecord | None:
+        """The most specific record of a prediction's scope with at least ``MIN_RUNS`` runs (module docstring); with
+        ``drafts``, of the runs that drafted only."""
+        found = {(r.model, r.hardware, r.framework, r.pricing, r.drafts): r for r in self.records}
+        for key in scope_keys(model, hw, framework, drafts):
             record = found.get(key)
             if record is not None and record.tpot.runs >= MIN_RUNS:
                 return record
         return None
 
 
-def scope_keys(model: str, hw: Hardware, framework: str) -> list[ScopeKey]:
+def scope_keys(model: str, hw: Hardware, framework: str, drafts: bool = False) -> list[ScopeKey]:
     """The scopes a prediction (or a run) of ``model`` on ``hw`` under ``framework`` belongs to, most specific
-    first: (model, system, framework), (system, framework), (system), and every datasheet-priced system."""
-    keys: list[ScopeKey] = [(model, hw.name, framework, None), (None, hw.name, framework, None),
-                            (None, hw.name, None, None)]
+    first: (model, system, framework), (system, framework), (system), and every datasheet-priced system; with
+    ``drafts``, the same scopes of the runs that drafted."""
+    keys: list[ScopeKey] = [(model, hw.name, framework, None, drafts), (None, hw.name, framework, None, drafts),
+                            (None, hw.name, None, None, drafts)]
     if pricing_of(hw) == "datasheet":
-        keys.append((None, None, None, "datasheet"))
+        keys.append((None, None, None, "datasheet", drafts))
     return keys
 
 
@@ -111,13 +122,22 @@ def load_track_record() -> TrackRecord:
     return msgspec.json.decode(track_record_path().read_bytes(), type=TrackRecord)
 
 
-def quote(model: str, hw: Hardware, framework: str) -> str:
+def quote(model: str, hw: Hardware, framework: str, drafted: bool = False) -> str:
     """The sentence ``simulate`` prints and a simulated run's manifest keeps (``target.track_record``): the record
     of the closest scope of ``model`` (its architecture's name) on ``hw`` under ``framework``, or that no measured
-    run has checked that system."""
+    run has checked that system; where some predicted points draft (``drafted``), the record of the runs that
+    drafted beside it."""
     book = load_track_record()
     record = book.closest(model, hw, framework)
     if record is None:
-        return (f"track record: no measured runs of {hw.name} to check these predictions against (scoville "
+        said = (f"track record: no measured runs of {hw.name} to check these predictions against (scoville "
                 "calibrate fits a profile to your own)")
-    return f"track record of {record.scope()}, on measured runs none was fitted to: {record.summary(book.tolerance)}"
+    else:
+        said = (f"track record of {record.scope()}, on measured runs none was fitted to: "
+                f"{record.summary(book.tolerance)}")
+    if not drafted:
+        return said
+    drafting = book.closest(model, hw, framework, drafts=True)
+    if drafting is None:
+        return f"{said}. Its points with MTP drafts: no measured runs of {hw.name} with drafts to check them against"
+    return f"{said}. Its points with MTP drafts, by the runs of {drafting.scope()}: {drafting.summary(book.tolerance)}"
