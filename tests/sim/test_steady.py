@@ -130,6 +130,22 @@ def test_the_ttft_band_carries_the_front_ends_host_uncertainty():
     assert sigma_ttft[50.0] <= 1.0
 
 
+def test_a_disaggregated_ttft_band_widens_where_a_few_percent_on_the_prefill_steps_moves_the_wait_many_times():
+    """Near the prefill pool's capacity the wait for it turns on how close the decode pool's arrivals come to it:
+    5% on the prefill steps moves the TTFT by far more there, and the band says so, where at light load both stay
+    the prefill steps' own."""
+    cfg = SimConfig.model_validate(CASES[2][0])
+    conc = np.array([1.0, 16.0, 256.0])
+    est = estimate(cfg, 8192, 1024, conc, Protocol.steady())
+    prior = load_framework("trtllm")
+    with overridden(msgspec.structs.replace(prior, prefill_kernel_ratio=prior.prefill_kernel_ratio * 1.05)):
+        slower = estimate(cfg, 8192, 1024, conc, Protocol.steady())
+    moved = np.log(slower.ttft / est.ttft)
+    assert moved[0] < 0.06 < 0.2 < moved[2]
+    assert est.sigma_ttft[1] == pytest.approx(est.sigma_ttft[0], rel=0.25)
+    assert est.sigma_ttft[2] > 3.0 * est.sigma_ttft[0]
+
+
 def test_a_scheduler_that_polls_every_n_decode_steps_delays_first_tokens_alike_in_estimator_and_engine():
     """SGLang's --scheduler-recv-interval: a request waits for the next poll, (N - 1) / 2 decode steps on average
     (none when it finds the instance idle); TPOT does not change. Estimator and engine agree on it."""

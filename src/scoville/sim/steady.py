@@ -64,6 +64,7 @@ import numpy as np
 
 from scoville.sim.config import AttentionDpBalanceConfig, BatchWaitConfig, SimConfig
 from scoville.sim.engine import step_cost
+from scoville.stats import Z90
 
 
 @dataclass(frozen=True)
@@ -505,26 +506,39 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     reps = float(d.decode.replicas)
     request_s = pc.framework.request_overhead_ms * 1e-3
     fronts = float(d.prefill.replicas)                                  # one front end per prefill instance
+    # the balance is solved at once under each pool's 80% band as well (``POOL_BANDS``, ``_pools_ttft_sigma``):
+    # scenario k runs the prefill steps at e^(Z sign sigma) for its first sign, the decode steps for its second
+    signs = np.array(POOL_BANDS, dtype=np.float64)
+    c = np.tile(c_all, len(signs))
+    fp = np.repeat(np.exp(Z90 * sig_p * signs[:, 0]), c_all.size)
+    decode_sign = np.repeat(signs[:, 1], c_all.size)
+
+    def decode_sigma(N: np.ndarray) -> np.ndarray:
+        return _decode_sigma(np.interp(N / reps, grid, sig_d), config)
 
     def state(N: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        s = _interp(grid, t_d, N / reps)
+        s = _interp(grid, t_d, N / reps) * np.exp(Z90 * decode_sign * decode_sigma(N))
         lam = N * AL / ((O - 1.0) * s)
-        t_step, wait = _prefill_step(batch, t_prompts, lam / d.prefill.replicas)
-        wait = np.maximum(wait, _mdl_wait(t_batch, lam / capacity))
-        ttft_min = t_step + handover + wait + _front_end(request_s, lam / fronts, c_all / fronts)
+        # a prefill pool whose steps take fp times as long: its step and wait at fp times the arrivals, x fp
+        t_step, wait = _prefill_step(batch, t_prompts, lam * fp / d.prefill.replicas)
+        wait = np.maximum(wait, _mdl_wait(t_batch, lam * fp / capacity))
+        ttft_min = (t_step + wait) * fp + handover + _front_end(request_s, lam / fronts, c / fronts)
         return s, lam, ttft_min
 
     def h(N: np.ndarray) -> np.ndarray:
         s, lam, ttft_min = state(N)
-        return np.where(lam >= capacity * 0.999, -1.0, (c_all - N) / lam - ttft_min)
+        return np.where(lam * fp >= capacity * 0.999, -1.0, (c - N) / lam - ttft_min)
 
-    hi = np.minimum(c_all, n_max * reps)
-    lo = np.minimum(np.full_like(c_all, 1e-6), hi)
-    N = _bisect(h, lo, hi)
-    s, lam, ttft_min = state(N)
-    lam = np.minimum(lam, capacity * 0.999)
-    ttft = np.maximum((c_all - N) / lam, ttft_min)
-    sigma_ttft = _ttft_sigma(sig_p, _front_end(request_s, lam / fronts, c_all / fronts), ttft, pc.framework.sigma)
+    hi = np.minimum(c, n_max * reps)
+    lo = np.minimum(np.full_like(c, 1e-6), hi)
+    N_k = _bisect(h, lo, hi)
+    s_k, lam_k, ttft_min_k = state(N_k)
+    lam_k = np.minimum(lam_k, capacity / fp * 0.999)
+    ttft_k = np.maximum((c - N_k) / lam_k, ttft_min_k).reshape(len(signs), c_all.size)
+    N, s, lam, ttft = N_k[:c_all.size], s_k[:c_all.size], lam_k[:c_all.size], ttft_k[0]
+    sig_dec = decode_sigma(N)
+    sigma_ttft = _ttft_sigma(_pools_ttft_sigma(ttft_k), _front_end(request_s, lam / fronts, c_all / fronts), ttft,
+                             pc.framework.sigma)
     overflow = kv_overflows(config, cap, P, O, c_all / reps)
     sigma_ttft = np.where(overflow, np.maximum(sigma_ttft, KV_OVERFLOW_TTFT_SIGMA), sigma_ttft)
     tpot = s / AL
@@ -535,9 +549,29 @@ def disaggregated(config: SimConfig, isl: float, osl: float, concurrency: Any,
     rate = c_all / e2e_ss / stretch
     e2e = ttft + (O - 1.0) * tpot
     return SteadyEstimate(concurrency=c_all, ttft=ttft, tpot=tpot, e2e=e2e, request_rate=rate,
-                          decoding=N, sigma=_decode_sigma(np.interp(N / reps, grid, sig_d), config),
-                          sigma_ttft=sigma_ttft, kv_overflow=overflow, accelerators=config.accelerators,
-                          isl=P, osl=float(osl))
+                          decoding=N, sigma=sig_dec, sigma_ttft=sigma_ttft, kv_overflow=overflow,
+                          accelerators=config.accelerators, isl=P, osl=float(osl))
+
+
+# (prefill, decode) signs of the disaggregated balance's scenarios: nominal, then each pool at either end of its
+# 80% band with the other nominal (``_pools_ttft_sigma`` reads them in this order)
+POOL_BANDS = ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1))
+
+
+def _pools_ttft_sigma(ttft: np.ndarray) -> np.ndarray:
+    """Log-space uncertainty of a disaggregated deployment's steady TTFT from its two pools' kernels, from the
+    balance solved with each pool's step times at the ends of their own 80% band (``ttft``: one row per
+    ``POOL_BANDS`` scenario).
+
+    Near the prefill pool's capacity the wait for it, most of the TTFT, turns on how close the decode pool's
+    arrivals come to that capacity, so a few percent on either pool's steps moves the TTFT many times as much:
+    a band that scaled the TTFT by the prefill steps' own uncertainty claimed a certainty the balance does not
+    have (view 1p's disaggregated runs: 30% inside it, 56% inside this one). The pools run different kernels
+    on different instances (context-phase against generation-phase tables), so their errors are taken as
+    independent and their effects summed in quadrature; at light load, where nothing waits, this is the prefill
+    steps' own uncertainty as before."""
+    t = np.log(np.maximum(ttft, 1e-12))
+    return np.hypot(t[1] - t[2], t[3] - t[4]) / (2.0 * Z90)
 
 
 def estimate(config: SimConfig, isl: float, osl: float, concurrency: Any, protocol: Protocol = INFERENCEX,
