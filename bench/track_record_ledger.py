@@ -88,8 +88,8 @@ def ledger() -> TrackRecord:
         for c in cmps:
             assert c.scope is not None
             model, hw, fw, drafted = c.scope
-            keys = scope_keys(model, load_hardware(hw), fw)
-            for key in keys + (scope_keys(model, load_hardware(hw), fw, drafts=True) if drafted else []):
+            system = load_hardware(hw)
+            for key in scope_keys(model, system, fw) + (scope_keys(model, system, fw, drafts=True) if drafted else []):
                 grouped[key][metric].append(c)
     records = []
     for key in sorted(grouped, key=lambda k: tuple("" if v is None else str(v) for v in k)):
