@@ -53,7 +53,7 @@ def _pair(disaggregated: bool) -> tuple[SimConfig, SimConfig]:
 
 
 @pytest.mark.parametrize("disaggregated", [False, True])
-def test_acceptance_spread_adds_in_quadrature_to_the_decode_band_only(disaggregated: bool) -> None:
+def test_acceptance_spread_widens_the_decode_band_and_ttft_only_by_the_decode_pace(disaggregated: bool) -> None:
     certain, prior = _pair(disaggregated)
     users = np.array([1.0, 16.0, 128.0])
     a, b = estimate(certain, 8192, 1024, users), estimate(prior, 8192, 1024, users)
