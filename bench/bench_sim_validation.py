@@ -68,8 +68,9 @@ import math
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -468,7 +469,7 @@ def report_pinned(res: dict[str, list[Cmp]],
 
 
 # -- 2. frontier with the default search ------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class MeasuredPoint:
     group: tuple            # (model, hardware, precision, framework, isl, osl)
     split: str
@@ -690,7 +691,7 @@ def frontier(points: list[MeasuredPoint],
         model, hw, prec, fw, isl, osl = g
         t0 = time.perf_counter()
         try:
-            front = _group_front(g, pts, mtp)
+            front = _group_front(g, tuple(pts), mtp)
         except UserError as e:
             print(f"   {g}: {e}")
             continue
@@ -716,19 +717,20 @@ def frontier(points: list[MeasuredPoint],
     return out, curves, t_total
 
 
-def _group_front(group: tuple, pts: list[MeasuredPoint], mtp: str = "auto") -> list[FrontierPoint]:
+@cache
+def _group_front(group: tuple, pts: tuple[MeasuredPoint, ...], mtp: str = "auto") -> tuple[FrontierPoint, ...]:
     """The predicted frontier a group's points are read off: the search over its measured deployment space
     (``_search_measured_space``), under every framework InferenceX runs on the GPU where a compare page names none
-    (their envelope, as the page plots it)."""
+    (their envelope, as the page plots it). Kept once searched: view 2e reads the public groups' again."""
     model, hw, prec, fw, isl, osl = group
-    front = []
+    front: list[FrontierPoint] = []
     for framework in _frameworks_ran(hw) if fw == ANY_FRAMEWORK else (fw,):
         base = simulate_base(hw, model, checkpoint_precision(model, prec, hw), framework, pts[0].kv_dtype)
         front += _search_measured_space(base, isl, osl, pts, mtp)
-    return _pareto_points(front) if fw == ANY_FRAMEWORK else front
+    return tuple(_pareto_points(front) if fw == ANY_FRAMEWORK else front)
 
 
-def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: list[MeasuredPoint],
+def _search_measured_space(base: SimConfig, isl: int, osl: int, pts: Sequence[MeasuredPoint],
                            mtp: str = "auto") -> list[FrontierPoint]:
     """The predicted frontier over the deployment space a group's points were measured in. Silicon groups are
     unified deployments of a few sizes up to the concurrency they were run at (a frontier of runs that stopped
@@ -812,7 +814,7 @@ def _fastest_at(xs: np.ndarray, ys: np.ndarray, tput: float) -> float:
     return float(rich.max()) if rich.size else 0.0
 
 
-def _chosen_layout(front: list, interactivity: float) -> tuple[int, int, int] | None:
+def _chosen_layout(front: Sequence[FrontierPoint], interactivity: float) -> tuple[int, int, int] | None:
     """(tp, dp, ep) of the frontier point that serves ``interactivity`` (the slowest one at least that fast)."""
     fast_enough = [f for f in front if f.interactivity >= interactivity and f.config.disaggregation is None]
     if not fast_enough:
@@ -944,9 +946,11 @@ def cli_recipe_frontiers(points: list[MeasuredPoint]) -> list[Cmp]:
     return out
 
 
-def _cli_recipe_front(group: tuple) -> tuple[list[FrontierPoint], list[Recipe]]:
+@cache
+def _cli_recipe_front(group: tuple) -> tuple[tuple[FrontierPoint, ...], tuple[Recipe, ...]]:
     """What ``simulate --deployments inferencex`` writes for a public group, under every framework with recipes
-    for it (a compare page's envelope spans them), and those recipes."""
+    for it (a compare page's envelope spans them), and those recipes. Kept once priced: views 2c and 2e both
+    read it."""
     model, hw, prec, fw, isl, osl = group
     front: list[FrontierPoint] = []
     mine: list[Recipe] = []
@@ -958,7 +962,7 @@ def _cli_recipe_front(group: tuple) -> tuple[list[FrontierPoint], list[Recipe]]:
         mine += recipes
         front += recipe_frontier(recipes, checkpoint_precision(model, prec, hw), isl * RANGE, osl * RANGE,
                                  osl_spread=1.0 / RANGE).frontier
-    return front, mine
+    return tuple(front), tuple(mine)
 
 
 def public_search_gaps(points: list[MeasuredPoint]) -> list[SearchGap]:
@@ -974,7 +978,7 @@ def public_search_gaps(points: list[MeasuredPoint]) -> list[SearchGap]:
         recipe_front, recipes = _cli_recipe_front(g)
         if not recipes:
             continue
-        search_front = _group_front(g, pts)
+        search_front = _group_front(g, tuple(pts))
         model, hw, prec, fw, isl, osl = g
         name = f"{_short(model)} {hw} {prec or 'native'} {fw} {isl}/{osl}"
         for p in sorted(pts, key=lambda p: p.interactivity):

@@ -14,6 +14,7 @@ what the published result cannot confirm or refute.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +54,7 @@ def _recipe_decode(r: Recipe) -> tuple[bool, int]:
     return pool.dp_attn, pool.ep
 
 
-def unrun(point: FrontierPoint, recipes: list[Recipe]) -> tuple[str, ...]:
+def unrun(point: FrontierPoint, recipes: Sequence[Recipe]) -> tuple[str, ...]:
     """What ``point``'s deployment runs that none of ``recipes`` ran: disaggregated pools, MTP drafts, attention DP,
     expert parallelism, more GPUs than the largest recipe of its kind (unified or pooled), more users than any
     recipe swept."""
@@ -78,14 +79,14 @@ def unrun(point: FrontierPoint, recipes: list[Recipe]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _fastest_enough(front: list[FrontierPoint], interactivity: float) -> FrontierPoint | None:
+def _fastest_enough(front: Sequence[FrontierPoint], interactivity: float) -> FrontierPoint | None:
     """The richest point of ``front`` at least ``interactivity`` fast (view 2's read), None when none is."""
     fast = [p for p in front if p.interactivity >= interactivity]
     return max(fast, key=lambda p: p.total_tput_per_accelerator) if fast else None
 
 
-def search_gap(group: str, interactivity: float, measured: float, search: list[FrontierPoint],
-               recipe_front: list[FrontierPoint], recipes: list[Recipe]) -> SearchGap | None:
+def search_gap(group: str, interactivity: float, measured: float, search: Sequence[FrontierPoint],
+               recipe_front: Sequence[FrontierPoint], recipes: Sequence[Recipe]) -> SearchGap | None:
     """One public point read off both frontiers (the search's over every framework the page's envelope spans, the
     recipes' likewise), None where the search reaches no point that fast."""
     chosen = _fastest_enough(search, interactivity)
