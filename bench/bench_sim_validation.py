@@ -100,6 +100,8 @@ from scoville.simulation import SimulateSpec, base_config  # noqa: E402
 from validation_data import (  # noqa: E402
     PRECISION,
     RANGE,
+    RATIO_TOL,
+    TOL,
     SiliconRow,
     checkpoint_precision,
     deployment,
@@ -109,8 +111,6 @@ from validation_inferencex_api import api_ratios, load_api_runs, pinned_api, rep
 from validation_recipes import recipe_envelope  # noqa: E402
 from validation_search_gap import SearchGap, report_search_gaps, search_gap  # noqa: E402
 from validation_settings import inferencex_recipe, script_kv_cache, served_layout, sglang_drafts_overlap  # noqa: E402
-
-TOL = 0.35
 
 
 @dataclass
@@ -1158,10 +1158,10 @@ def report_ratios(res: list[Cmp], title: str = "3) GPU-vs-GPU throughput ratios 
         errs = np.array([c.err for c in res if c.group == name])
         meas = np.array([c.measured for c in res if c.group == name])
         print(f"   {name:40s} n={errs.size:2d} measured ratio {np.median(meas):5.2f}  |err| median "
-              f"{np.median(np.abs(errs)):4.0%}  within 25%: {np.mean(np.abs(errs) <= 0.25):.0%}")
+              f"{np.median(np.abs(errs)):4.0%}  within 25%: {np.mean(np.abs(errs) <= RATIO_TOL):.0%}")
     if res:
         errs = np.array([c.err for c in res])
-        print(f"   ALL n={errs.size}  within 25%: {np.mean(np.abs(errs) <= 0.25):.0%}")
+        print(f"   ALL n={errs.size}  within 25%: {np.mean(np.abs(errs) <= RATIO_TOL):.0%}")
 
 
 # -- 4. trends ----------------------------------------------------------------------------------------------

@@ -114,6 +114,8 @@ SERIES_SPLIT = 1.2        # ... at the other concurrencies of a deployment that 
                           # as the batch grows: 1.6x at 4 users, 1.3-1.4x at 32-64 on H200)
 LENGTH_FLOOR = 0.8        # InferenceX draws prompt and output lengths from [0.8 L, L] (--random-range-ratio 0.8)
 RANGE = (1.0 + LENGTH_FLOOR) / 2.0   # lengths drawn uniformly from [0.8 L, L]: mean 0.9 L, longest / mean = 1/0.9
+TOL = 0.35                # the bar for a predicted point: within 35% of the measured figure
+RATIO_TOL = 0.25          # ... and for a predicted GPU-vs-GPU ratio: within 25% of the measured one
 SERIES_PAIRS = 2          # ... or a deployment split by more than SERIES_SPLIT at this many concurrencies: SGLang's MTP
                           # gains 1.2-1.5x on B200 (InferenceX's dsr1-fp8-b200-sglang-mtp, depth 2), never 1.5x
 

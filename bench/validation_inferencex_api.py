@@ -39,7 +39,7 @@ from scoville.sim.defaults import resolve_kv_dtype
 from scoville.sim.engine import step_cost
 from scoville.sim.recipes import Pool, Recipe, recipe_configs, recipes_for
 from scoville.sim.steady import estimate
-from validation_data import PRECISION, RANGE, SiliconRow, checkpoint_precision
+from validation_data import PRECISION, RANGE, RATIO_TOL, TOL, SiliconRow, checkpoint_precision
 from validation_settings import inferencex_recipe, served_layout
 
 DATA = Path(__file__).resolve().parent / "data" / "inferencex_api_dsr1.csv"
@@ -47,7 +47,6 @@ MODEL = "deepseek-r1"
 # the API's serving stacks -> the framework whose scheduler and host costs price them
 FRAMEWORK = {"sglang": "sglang", "trt": "trtllm", "atom": "vllm", "dynamo-sglang": "sglang",
              "dynamo-trt": "trtllm", "mori-sglang": "sglang"}
-TOL = 0.35
 # InferenceX's aggregated MTP scripts (benchmarks/single_node/fixed_seq_len/dsr1_*_mtp.sh @ 843c6254, 2026-08):
 # TensorRT-LLM's num_nextn_predict_layers 3, 1 under attention DP; SGLang's --speculative-num-steps 2 on NVIDIA's
 # systems, 3 on AMD's; ATOM's --num-speculative-tokens 3. (stack, AMD system?) -> depth; TensorRT-LLM's under
@@ -314,9 +313,6 @@ def api_ratios(cmps: list[ApiCmp]) -> list[ApiRatio]:
             out.append(ApiRatio(f"{a}/{b} {stack} {precision} {kind}", amd, tput[a][0] / tput[b][0],
                                 tput[a][1] / tput[b][1]))
     return out
-
-
-RATIO_TOL = 0.25
 
 
 def report_api_ratios(ratios: list[ApiRatio]) -> None:
