@@ -1,4 +1,5 @@
-"""Fitting a CDNA family's GEMM time factors on AITER-format tuned tables (``scoville.sim.kernels.aiter_fit``).
+"""Fitting a CDNA family's GEMM and fused-MoE time factors on AITER-format tuned tables
+(``scoville.sim.kernels.aiter_fit``).
 
 The tables here are written by the test in AITER's own CSV layout, their times made by the transfer model with
 known factors, so the fit has a right answer to find; the real tables are not shipped (bench_amd_kernels.py)."""
@@ -65,7 +66,8 @@ def test_the_fit_recovers_the_factors_the_tables_were_timed_with(tmp_path: Path)
     fit = fits[0]
     assert fit.n == len(set(_shapes()))
     assert fit.factors.compute == pytest.approx(1.7, rel=0.02) and fit.factors.memory == pytest.approx(1.3, rel=0.02)
-    assert fit.ratio_median == pytest.approx(1.0, abs=0.01) and fit.factors.source == "test tables"
+    assert fit.ratio_median == pytest.approx(1.0, abs=0.01)
+    assert fit.factors.source == "test tables tuned GEMMs, gfx942 304 CUs"
 
 
 def test_the_tables_name_their_kernel_class_by_file(tmp_path: Path):
@@ -102,6 +104,47 @@ def test_fused_moe_rows_of_the_device_are_read_per_weight_format(tmp_path: Path)
     fp4 = aiter_fit.moe_samples(tmp_path, aiter_fit.DEVICES["cdna3"], mi300x, "mxfp4")
     assert fp4 is not None and list(fp4.t * 1e6) == pytest.approx([150.0])
     assert fp4.tm[0] < s.tm[0]      # the same shape's FP4 weights are about half the FP8 bytes
+
+
+def _moe_table(root: Path, rows: list[dict[str, object]]) -> None:
+    path = root / "aiter" / "configs" / "model_configs" / "a8w8_blockscale_tuned_fmoe_test.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=MOE_HEADER, restval="")
+        out.writeheader()
+        out.writerows(rows)
+
+
+def _moe_timed_as(compute: float, memory: float, tokens: list[int]) -> list[dict[str, object]]:
+    """Block-scaled FP8 fused-MoE rows of a DeepSeek-style TP8 rank (257 experts of 256 wide, top 9) whose times
+    are the transfer's on MI300X's datasheet with these factors."""
+    hw, coeffs = load_hardware("mi300x"), load_transfer().op("moe.fp8_block")
+    rows = []
+    for n in tokens:
+        flops, nbytes = work.moe(n, 7168, 256, 9, 257, 1.0, 1.0, "fp8_block")
+        t = coeffs.time(flops / hw.peak_flops(work.rate_key("fp8_block")) * compute,
+                        nbytes / hw.hbm_bytes_per_s * memory)
+        rows.append({"cu_num": 304, "token": n, "model_dim": 7168, "inter_dim": 256, "expert": 257, "topk": 9,
+                     "q_type": "QuantType.per_1x128", "q_dtype_w": "torch.float8_e4m3fnuz", "us": t * 1e6})
+    return rows
+
+
+def test_fused_moe_is_fitted_per_format_from_decode_to_prefill_sizes(tmp_path: Path):
+    """A format's rows from one token to prefill sizes pin both factors (the compute one from the large batches);
+    a format with fewer shapes than MIN_MOE_SHAPES keeps the family's generic factors."""
+    _gemm_table(tmp_path, "a8w8_blockscale_tuned_gemm.csv", _timed_as(1.0, 1.0))
+    _moe_table(tmp_path, _moe_timed_as(0.4, 1.1, [2 ** i for i in range(17)]))
+    fits = {f.cls: f for f in aiter_fit.fit_family(tmp_path, "cdna3", load_transfer(), "test tables")}
+    assert sorted(fits) == ["gemm.fp8_block", "moe.fp8_block"]
+    moe = fits["moe.fp8_block"]
+    assert moe.n == 17 and moe.compute_bound > 0
+    assert moe.factors.compute == pytest.approx(0.4, rel=0.03) and moe.factors.memory == pytest.approx(1.1, rel=0.03)
+    assert moe.factors.source == "test tables tuned fused MoE (fp8_block), gfx942 304 CUs"
+
+    few = tmp_path / "few"
+    _gemm_table(few, "a8w8_blockscale_tuned_gemm.csv", _timed_as(1.0, 1.0))
+    _moe_table(few, _moe_timed_as(0.4, 1.1, [1, 64, 8192])[: aiter_fit.MIN_MOE_SHAPES - 1])
+    assert [f.cls for f in aiter_fit.fit_family(few, "cdna3", load_transfer(), "x")] == ["gemm.fp8_block"]
 
 
 def test_a_folder_that_is_not_an_aiter_checkout_is_one_line(tmp_path: Path):

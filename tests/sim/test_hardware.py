@@ -108,12 +108,13 @@ def test_bad_user_yaml_is_one_line_user_error_naming_file_and_field(tmp_path, te
 
 
 def test_a_kernel_class_fitted_for_a_family_or_a_file_replaces_the_generic_factors_for_that_class_only(tmp_path):
-    """cdna3's block-scaled FP8 GEMMs carry their own factors (fitted on AMD's tuned tables), its MoE the family's
-    generic ones; a user's file may set a class of its own, and the rest of its family's stay in force."""
+    """cdna3's block-scaled FP8 GEMMs and MoE carry their own factors (fitted on AMD's tuned tables), its BF16 GEMMs
+    the family's generic ones; a user's file may set a class of its own, and the rest of its family's stay in
+    force."""
     mi300x = load_hardware("mi300x")
     generic = (mi300x.eff("compute_time_factor"), mi300x.eff("memory_time_factor"))
-    assert mi300x.time_factors("moe.fp8_block") == generic
-    assert mi300x.time_factors("gemm.fp8_block") != generic
+    assert mi300x.time_factors("gemm.bfloat16") == generic
+    assert mi300x.time_factors("gemm.fp8_block") != generic and mi300x.time_factors("moe.fp8_block") != generic
     assert "gemm.fp8_block" in mi300x.to_dict()["kernel_time_factors_in_force"]
     own = load_hardware(str(_write(tmp_path, GOOD.replace("family: blackwell", "family: cdna3")
                                    + "kernel_time_factors: {moe.fp8_block: {compute: 3, memory: 1.5, sigma: 0.2}}\n")))

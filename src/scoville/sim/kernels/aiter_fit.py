@@ -2,15 +2,19 @@
 
 No aiconfigurator-core table covers an AMD GPU, so CDNA parts are priced by the transfer model (NVIDIA-fitted
 efficiency on the datasheet roofline) times per-family factors. AITER, the kernel library SGLang and vLLM run on
-ROCm, ships the result of tuning its GEMMs for each shape it serves: ``aiter/configs/**/*tuned_gemm*.csv``, one row
-per (GPU, M, N, K) with the winning kernel's measured time in microseconds (``us``). Those rows are kernel-level
+ROCm, ships the result of tuning its GEMMs and fused MoE for each shape it serves: ``aiter/configs/**/*tuned_gemm*.csv``
+one row per (GPU, M, N, K), ``*tuned*fmoe*.csv`` one per (CUs, tokens, hidden, intermediate, experts, top-k, format),
+each with the winning kernel's measured time in microseconds (``us``). Those rows are kernel-level
 measurements of exactly the kernels a served model runs, so they may set the factors (``families.yaml``
 ``kernel_time_factors``): for each kernel class, the compute and memory multipliers that bring the transfer's time
 for each row's shape to the time AITER measured, fitted by least squares on log time (soft-L1, as ``fit.py``).
 
-Only GEMMs are fitted. AITER's fused-MoE tables are tuned over uniformly random routing, where aiconfigurator's
-NVIDIA tables that the MoE class was fitted on route by a power law, so the two MoE times differ by the routing as
-well as by the kernels; ``moe_samples`` gives them to the bench, which reports them beside the model unfitted.
+The fused-MoE tables are fitted the same way, per weight format (``MOE_FORMATS``). Their rows route tokens
+uniformly at random, where the NVIDIA tables the transfer's MoE classes were fitted on route by a power law
+(exponent 1.01); aiconfigurator times both routings on the same kernels, and there the power law runs at 0.87-1.2x
+the balanced time (median by tokens an expert; ``bench/bench_amd_kernels.py`` prints it). That is small beside the
+gap the fit closes (the transfer with the family's generic factors read AITER's prefill-sized MoE 3-5x slow on
+CDNA3), so the rows are read as timed and the routing's share stays inside the fit's spread.
 
 The tables are not shipped (the package carries only the fitted factors and their source): point ``fit_family``
 at a checkout of https://github.com/ROCm/aiter (``bench/bench_amd_kernels.py --aiter DIR``). What is shipped of
@@ -69,6 +73,8 @@ MOE_FORMATS = {
     "fp8_block": ("per_1x128", "float8", "moe.fp8_block"),
     "mxfp4": ("per_1x32", "float4", "moe.w4a8_mxfp4_mxfp8"),
 }
+# Fewest tuned shapes of a MoE format the fit takes: two factors and a spread need decode- and prefill-sized rows
+MIN_MOE_SHAPES = 8
 
 
 @dataclass(frozen=True)
@@ -206,15 +212,23 @@ def fit_class(cls: str, s: Samples, transfer: TransferModel, before: tuple[float
                     before_median=float(np.median(predicted(coeffs, s, *before) / s.t)))
 
 
-def fit_family(root: Path, family: str, transfer: TransferModel, source: str) -> list[ClassFit]:
-    """Fit every GEMM class AITER tuned on ``family``'s GPU; ``source`` is written into each factor's record."""
+def fit_family(root: Path, family: str, transfer: TransferModel, checkout: str) -> list[ClassFit]:
+    """Fit every GEMM class and fused-MoE format AITER tuned on ``family``'s GPU (a MoE format with fewer than
+    ``MIN_MOE_SHAPES`` shapes is left to the generic factors); each factor's record names ``checkout`` (the tables'
+    commit), the kind of table and the device."""
     if family not in DEVICES:
         raise UserError(f"no AITER device for family {family!r}; known: {', '.join(DEVICES)}")
     device = DEVICES[family]
     hw = load_hardware(device.hardware)
     before = (hw.eff("compute_time_factor"), hw.eff("memory_time_factor"))
-    return [fit_class(cls, s, transfer, before, source)
+    where = f"{device.gfx} {device.cu_num} CUs"
+    fits = [fit_class(cls, s, transfer, before, f"{checkout} tuned GEMMs, {where}")
             for cls, s in sorted(gemm_samples(root, device, hw).items())]
+    for fmt, (_, _, cls) in MOE_FORMATS.items():
+        moe = moe_samples(root, device, hw, fmt)
+        if moe is not None and len(moe.t) >= MIN_MOE_SHAPES:
+            fits.append(fit_class(cls, moe, transfer, before, f"{checkout} tuned fused MoE ({fmt}), {where}"))
+    return fits
 
 
 def amd_allreduce_timings() -> tuple[str, dict[int, dict[float, float]]]:
