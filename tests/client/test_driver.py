@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import time
 
 import msgspec
@@ -9,8 +11,10 @@ import pytest
 from client_support import Behaviour
 
 from scoville.client.config import ClientConfig
+from scoville.client.driver import run_lanes
 from scoville.client.workers import WorkerPool, run_point_here
 from scoville.load import LoadPoint, arrival_offsets
+from scoville.load_policy import LocalSlots, PointLoad, Turn
 from scoville.workload.spec import RequestSpec, Session
 from scoville.workload.synthetic import SyntheticWorkload
 
@@ -114,3 +118,28 @@ def test_worker_processes_share_counts_warmup_and_one_clock(server):
     # Times from both workers are on the parent's clock: inside [0, t_end].
     assert all(0 <= r.t_sent <= r.t_done <= t_end for r in recs)
     assert len(second) == 4 and all(r.point == 1 and r.t_sent >= t_end for r in second)
+
+
+def test_a_failing_lane_ends_the_point_and_every_lane_s_error_is_retrieved():
+    """Two lanes both fail (each one's record hits the same full disk): the first failure is raised once the other
+    lane has finished too, the point is ended for it, and no task's error is left for asyncio to print at shutdown
+    (``run_lanes``; a plain gather left the second one unretrieved)."""
+    load = PointLoad(LoadPoint(index=0, concurrency=2, num_requests=4), WL.sessions(4), LocalSlots(4, 4), t_start=0.0)
+    order: list[str] = []
+
+    async def follow(turn: Turn) -> None:
+        await asyncio.sleep(0.01 * turn.session)          # lane 0 fails first, lane 1 after it
+        order.append(f"lane {turn.session} ends, point over: {load.over(0.0)}")
+        raise OSError(f"disk full (lane {turn.session})")
+
+    unretrieved: list[dict[str, object]] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: unretrieved.append(ctx))
+        await run_lanes(load, load.lane_starts(2), follow)
+
+    with pytest.raises(OSError, match="lane 0"):
+        asyncio.run(main())
+    gc.collect()                                           # an unretrieved task error is reported when collected
+    assert order == ["lane 0 ends, point over: False", "lane 1 ends, point over: True"]
+    assert unretrieved == []

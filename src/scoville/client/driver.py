@@ -120,7 +120,7 @@ async def drive_point(
 
         try:
             if load.closed:
-                await asyncio.gather(*(follow(turn) for turn in load.lane_starts(lanes)))
+                await run_lanes(load, load.lane_starts(lanes), follow)
             else:
                 await run_arrivals(load, load.arrivals(seed, workload, open_sessions), follow, stop, t0)
         finally:
@@ -129,6 +129,27 @@ async def drive_point(
 
 
 Follow = Callable[[Turn, Awaitable[None] | None, asyncio.Future[None]], Awaitable[None]]
+
+
+async def run_lanes(load: PointLoad, starts: Sequence[Turn], follow: Callable[[Turn], Awaitable[None]]) -> None:
+    """Closed loop: each lane's turns in a task of its own. The first lane to fail (a record that cannot be written,
+    no socket left) ends the point for the others (``load.end``), and its error is raised once every lane has
+    finished the request it had in flight: a plain ``gather`` raised the first error at once and left the other
+    lanes' (the same full disk) unretrieved, which asyncio printed as a traceback at shutdown beside the one-line
+    error."""
+    failure: list[BaseException] = []
+
+    async def lane(turn: Turn) -> None:
+        try:
+            await follow(turn)
+        except Exception as e:
+            if not failure:
+                failure.append(e)
+            load.end()
+
+    await asyncio.gather(*(lane(turn) for turn in starts))
+    if failure:
+        raise failure[0]
 
 
 async def run_arrivals(load: PointLoad, arrivals: Iterable[Turn], follow: Follow, stop: Callable[[], bool],
