@@ -78,7 +78,11 @@ class ScriptSettings:
 # minimaxm2.5_fp8_{b200,h100,h200}.sh, kimik2.5_int4_{b200,h200}.sh, every version. A row of that very date is
 # taken as after it. kimik2.5_fp4_{b200,b300}.sh leave it to auto too, but serve NVIDIA's ModelOpt NVFP4
 # checkpoint, whose kv_cache_quant_algo FP8 vLLM's auto has honoured since PR #29980 (2025-12; the rows ran
-# vLLM 0.15 and later): an FP8 cache. The other InferenceX scripts the rows ran set FP8, as ``simulate`` assumes.
+# vLLM 0.15 and later): an FP8 cache. AMD's SGLang DeepSeek-R1 FP8 scripts (dsr1_fp8_{mi300x,mi325x,mi355x}.sh and
+# their _docker/_slurm forerunners, read back to 2025-09) left SGLang's auto, the model's BF16, until they passed
+# --kv-cache-dtype fp8_e4m3 (32772c579 / e9b6e0fde on MI300X / MI325X, 9d39c92ee on MI355X; their MTP scripts were
+# cut from those in May 2026 and set it from the start). The other InferenceX scripts the rows ran set FP8, as
+# ``simulate`` assumes.
 AUTO_KV_UNTIL = {("openai/gpt-oss-120b", "b200", "nvfp4", "vllm"): "2025-12-05",
                  ("openai/gpt-oss-120b", "h100", "nvfp4", "vllm"): "9999",
                  ("openai/gpt-oss-120b", "h200", "nvfp4", "vllm"): "9999",
@@ -87,7 +91,10 @@ AUTO_KV_UNTIL = {("openai/gpt-oss-120b", "b200", "nvfp4", "vllm"): "2025-12-05",
                  ("MiniMaxAI/MiniMax-M2.5", "h100", "fp8", "vllm"): "9999",
                  ("MiniMaxAI/MiniMax-M2.5", "h200", "fp8", "vllm"): "2026-05-26",
                  ("moonshotai/Kimi-K2.5", "b200", "int4", "vllm"): "9999",
-                 ("moonshotai/Kimi-K2.5", "h200", "int4", "vllm"): "9999"}
+                 ("moonshotai/Kimi-K2.5", "h200", "int4", "vllm"): "9999",
+                 ("deepseek-ai/DeepSeek-R1-0528", "mi300x", "fp8", "sglang"): "2026-01-23",
+                 ("deepseek-ai/DeepSeek-R1-0528", "mi325x", "fp8", "sglang"): "2026-01-23",
+                 ("deepseek-ai/DeepSeek-R1-0528", "mi355x", "fp8", "sglang"): "2026-03-05"}
 
 # InferenceX's SGLang MTP scripts that export SGLANG_ENABLE_SPEC_V2=1 (dsr1_fp4_b200_mtp.sh, dsr1_fp8_h200_mtp.sh),
 # keeping the overlap scheduler on under drafts; the FP8 B200/B300 ones set it without export (mtp_recipe), and the
