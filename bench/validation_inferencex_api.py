@@ -181,9 +181,10 @@ def holds_weights(cfg: SimConfig) -> bool:
 
 
 def pinned_api(runs: list[ApiRun]) -> tuple[list[ApiCmp], int]:
-    """Each priceable run predicted at its concurrency (lengths drawn as InferenceX draws them); (comparisons,
-    runs left out: drafts of unknown depth, or a deployment the row does not state in full or that cannot hold the
-    weights)."""
+    """Each priceable run predicted at its concurrency (lengths drawn as InferenceX draws them), its TTFT the
+    estimate's median as the API's is a median (``SteadyEstimate.ttft_median``; silicon_sample.csv's views read the
+    mean); (comparisons, runs left out: drafts of unknown depth, or a deployment the row does not state in full or
+    that cannot hold the weights)."""
     out, left = [], 0
     for run in runs:
         depth = mtp_depth(run) if run.drafts else None
@@ -200,7 +201,7 @@ def pinned_api(runs: list[ApiRun]) -> tuple[list[ApiCmp], int]:
         except (UserError, ValueError):
             left += 1
             continue
-        tpot, ttft, tput = est.tpot[0] * 1e3, est.ttft[0] * 1e3, float(est.total_tput_per_accelerator[0])
+        tpot, ttft, tput = est.tpot[0] * 1e3, est.ttft_median[0] * 1e3, float(est.total_tput_per_accelerator[0])
         if not (np.isfinite(tpot) and tpot > 0):
             left += 1
             continue
@@ -223,7 +224,8 @@ def _cells(cmps: list[ApiCmp], metric: str) -> tuple[float, float, float]:
 def report_pinned_api(cmps: list[ApiCmp], left: int) -> None:
     print("\n1p) InferenceX's published DeepSeek-R1 runs (its dashboard API, Oct 2025 - Jun 2026; "
           "bench/data/inferencex_api_dsr1.csv),\n   each pinned on its deployment (MTP runs at their script's or "
-          "recipe's depth): |error| median, share within 35%")
+          "recipe's depth), the API's medians against the estimate's (TTFT: the window's median, which its\n"
+          "   opening burst leaves at the steady figure): |error| median, share within 35%")
     groups: dict[str, list[ApiCmp]] = defaultdict(list)
     for c in cmps:
         groups[c.group].append(c)

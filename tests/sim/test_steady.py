@@ -55,6 +55,24 @@ def test_estimator_agrees_with_the_engine(cfg, isl, osl):
     engine_beside_estimator(SimConfig.model_validate(cfg), isl, osl)
 
 
+def test_inferencex_s_window_lifts_the_mean_ttft_and_leaves_the_median_at_the_steady_one():
+    """InferenceX's window (ten requests a user, opening with every user's first prompt at once) replayed by the
+    engine: the burst lifts the mean TTFT well above the median, which stays near the steady estimate. The
+    estimator's mean and median read the engine's, so a median measured by InferenceX (its dashboard's figure)
+    is compared with a median."""
+    config = SimConfig.model_validate(CASES[1][0])
+    users = 64
+    (row,) = point_rows(config, scenario(None, isl=1024, osl=1024),
+                        [LoadPoint(index=0, concurrency=users, num_requests=10 * users, warmup_requests=0)])
+    est = estimate(config, 0.9 * 1024, 0.9 * 1024, np.array([float(users)]))
+    steady = estimate(config, 0.9 * 1024, 0.9 * 1024, np.array([float(users)]), Protocol.steady())
+    assert row["ttft_s_mean"] > 1.3 * row["ttft_s_median"]                 # the burst: the mean, not the median
+    assert est.ttft[0] == pytest.approx(row["ttft_s_mean"], rel=0.35)
+    assert est.ttft_median[0] == pytest.approx(row["ttft_s_median"], rel=0.35)
+    assert est.ttft_median[0] == steady.ttft[0] < est.ttft[0]
+    assert steady.ttft_median[0] == steady.ttft[0]                          # no burst: one figure
+
+
 def test_a_step_starts_together_every_prompt_that_arrived_during_the_last():
     """Short answers at load bring several prompts a decode step; the scheduler starts every waiting prompt its
     budget holds in the next step (the engine does), so the prefill slot is not a one-prompt queue: the estimator's

@@ -112,7 +112,8 @@ class FrontierPoint:
     interactivity: float              # tok/s/user = 1 / TPOT
     total_tput_per_accelerator: float
     output_tput_per_accelerator: float
-    ttft: float
+    ttft: float                       # the measured window's mean (its opening burst included)
+    ttft_median: float                # ... and its median, the TTFT p50 tables show
     tpot: float
     e2e: float
     request_rate: float               # completed requests/s of the deployment
@@ -476,7 +477,8 @@ def _envelope(curves: list[_Curve], points: int) -> list[FrontierPoint]:
                                  interactivity=float(e.interactivity[j]),
                                  total_tput_per_accelerator=float(e.total_tput_per_accelerator[j]),
                                  output_tput_per_accelerator=float(e.output_tput_per_accelerator[j]),
-                                 ttft=float(e.ttft[j]), tpot=float(e.tpot[j]), e2e=float(e.e2e[j]),
+                                 ttft=float(e.ttft[j]), ttft_median=float(e.ttft_median[j]),
+                                 tpot=float(e.tpot[j]), e2e=float(e.e2e[j]),
                                  request_rate=float(e.request_rate[j]),
                                  sigma=float(e.sigma[j]), sigma_ttft=float(e.sigma_ttft[j]),
                                  kv_overflow=bool(e.kv_overflow[j])))
