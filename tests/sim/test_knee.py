@@ -50,3 +50,15 @@ def test_e2e_at_a_rate_is_read_where_the_closed_loop_reaches_it(curve):
     mid = float(curve.request_rate[99])
     assert curve.e2e_at_rate(mid) == pytest.approx(float(curve.e2e[99]))
     assert curve.e2e_at_rate(1e9, max_in_flight=40) == pytest.approx(float(curve.e2e[39]))   # 40 requests at most
+
+
+def test_a_ttft_median_limit_reads_the_predicted_median_and_a_tail_limit_the_burst_lifted_mean(curve):
+    """A point opens with a burst of its users' first prompts: it lifts the mean TTFT, not the median, so a
+    median limit is met at more users than a p90 limit of the same bound (which reads the mean, the safer side)."""
+    loaded = slice(32, None)
+    assert (curve.ttft_median[loaded] < curve.ttft[loaded]).all()
+    bound = float(curve.ttft_median[127]) * 1.01
+    median, tail = Slo.parse(f"ttft_median={bound}"), Slo.parse(f"ttft_p90={bound}")
+    assert curve.predicted(median, 128) == {"ttft_median": pytest.approx(float(curve.ttft_median[127]))}
+    assert curve.predicted(tail, 128) == {"ttft_p90": pytest.approx(float(curve.ttft[127]))}
+    assert curve.knee(tail) < curve.knee(median) >= 128

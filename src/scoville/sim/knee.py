@@ -23,7 +23,7 @@ import numpy as np
 
 from scoville.sim.config import SimConfig, SimConfigError, pinned_config
 from scoville.sim.steady import Protocol, estimate
-from scoville.slo import Slo
+from scoville.slo import Slo, SloLimit
 
 
 @dataclass(frozen=True)
@@ -32,20 +32,25 @@ class PredictedCurve:
 
     config: SimConfig
     concurrency: np.ndarray
-    ttft: np.ndarray
+    ttft: np.ndarray                 # the points' mean TTFT (their opening burst included)
+    ttft_median: np.ndarray          # ... and median (``SteadyEstimate.ttft_median``)
     tpot: np.ndarray
     e2e: np.ndarray
     request_rate: np.ndarray
 
-    def value(self, metric: str) -> np.ndarray:
-        return {"ttft": self.ttft, "tpot": self.tpot, "itl": self.tpot, "e2e": self.e2e}[metric]
+    def value(self, lim: SloLimit) -> np.ndarray:
+        """The predicted statistic a limit reads: a TTFT median its median, every other statistic the estimate
+        (for a TTFT mean or tail the burst-lifted mean, the higher and so the safer of the two)."""
+        if lim.metric == "ttft" and lim.stat == "median":
+            return self.ttft_median
+        return {"ttft": self.ttft, "tpot": self.tpot, "itl": self.tpot, "e2e": self.e2e}[lim.metric]
 
     def knee(self, slo: Slo, scale: Mapping[str, float] | None = None) -> int:
         """The highest concurrency whose predicted statistics all meet the SLO (1 when none does);
         ``scale`` multiplies the prediction of each limit (by key) first."""
         ok = np.ones(self.concurrency.size, dtype=bool)
         for lim in slo.statistic_limits:
-            ok &= self.value(lim.metric) * (scale or {}).get(lim.key, 1.0) <= lim.limit_s
+            ok &= self.value(lim) * (scale or {}).get(lim.key, 1.0) <= lim.limit_s
         # the highest passing concurrency below the first predicted failure (monotone by assumption)
         first_fail = int(np.argmin(ok)) if not ok.all() else ok.size
         return int(self.concurrency[first_fail - 1]) if first_fail > 0 else 1
@@ -57,7 +62,7 @@ class PredictedCurve:
             return None
         scale = {}
         for lim in slo.statistic_limits:
-            ratio, predicted = ratios.get(lim.key), float(self.value(lim.metric)[concurrency - 1])
+            ratio, predicted = ratios.get(lim.key), float(self.value(lim)[concurrency - 1])
             if ratio is None or not math.isfinite(ratio) or not predicted > 0:
                 return None
             scale[lim.key] = ratio * lim.limit_s / predicted
@@ -76,7 +81,7 @@ class PredictedCurve:
     def predicted(self, slo: Slo, concurrency: int) -> dict[str, float]:
         """The predicted value of each limited statistic at one concurrency (for the manifest)."""
         i = int(np.clip(np.searchsorted(self.concurrency, concurrency), 0, self.concurrency.size - 1))
-        return {lim.key: float(self.value(lim.metric)[i]) for lim in slo.statistic_limits}
+        return {lim.key: float(self.value(lim)[i]) for lim in slo.statistic_limits}
 
 
 def predict_config(predict: str, profile: Path | None = None) -> SimConfig:
@@ -98,5 +103,5 @@ def predict_curve(config: SimConfig, isl: float, osl: float, max_concurrency: in
     c = np.arange(1, max(int(max_concurrency), 1) + 1, dtype=np.float64)
     est = estimate(config, isl, osl, c, Protocol(requests_per_user=max(requests_per_user, 1.0)),
                    osl_spread=osl_spread)
-    return PredictedCurve(config=config, concurrency=c, ttft=est.ttft, tpot=est.tpot, e2e=est.e2e,
-                          request_rate=est.request_rate)
+    return PredictedCurve(config=config, concurrency=c, ttft=est.ttft, ttft_median=est.ttft_median, tpot=est.tpot,
+                          e2e=est.e2e, request_rate=est.request_rate)
