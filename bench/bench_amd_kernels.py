@@ -62,17 +62,14 @@ def report_routing() -> None:
     ratios: dict[str, list[float]] = {}
     for system in fit.FIT_SYSTEMS:
         for framework in tables.FRAMEWORKS:
-            path = tables.table_path(system, "moe", framework, "moe_perf.parquet")
-            t = tables.read(path) if path is not None else None
+            t = fit.fastest_per_shape(system, "moe", framework, "moe_perf.parquet")
             if t is None or "distribution" not in t.column_names:
                 continue
             for dtype in ("fp8_block", "w4a8_mxfp4_mxfp8"):
                 rows = t.filter(pc.equal(t["moe_dtype"], dtype))
                 shapes = zip(*(rows[c].to_pylist() for c in shape_cols), strict=True)
-                fastest: dict[tuple[str, tuple[float, ...]], float] = {}
-                for shape, dist, latency in zip(shapes, rows["distribution"].to_pylist(),
-                                                rows["latency"].to_pylist(), strict=True):
-                    fastest[dist, shape] = min(latency, fastest.get((dist, shape), math.inf))
+                fastest = {(dist, shape): latency for shape, dist, latency in
+                           zip(shapes, rows["distribution"].to_pylist(), rows["latency"].to_pylist(), strict=True)}
                 for (dist, shape), latency in fastest.items():
                     balanced = fastest.get(("balanced", shape))
                     if dist == "power_law_1.01" and balanced:

@@ -81,7 +81,7 @@ def _col(t, name: str) -> np.ndarray:
 _NOT_SHAPE = {"framework", "version", "device", "op_name", "kernel_source", "latency", "backend", "step_time"}
 
 
-def _table(system: str, op: str, framework: str, filename: str):
+def fastest_per_shape(system: str, op: str, framework: str, filename: str):
     """A table with one row per shape: the fastest kernel measured for it (what a framework would pick)."""
     path = tables.table_path(system, op, framework, filename)
     if path is None:
@@ -111,7 +111,7 @@ def collect(rng: np.random.Generator) -> dict[str, Samples]:
             f, b = work.gemm(m[real], n[real], k[real], dtype)
             put(f"gemm.{dtype}", system, f, b, _rate(hw, dtype), hw, t.ravel()[real] * 1e3)
         for fw in tables.FRAMEWORKS:
-            t = _table(system, "moe", fw, "moe_perf.parquet")
+            t = fastest_per_shape(system, "moe", fw, "moe_perf.parquet")
             if t is not None:
                 t = t.filter(pc.equal(t["distribution"], "power_law_1.01"))
                 for dtype in MOE_FORMATS:
@@ -121,7 +121,7 @@ def collect(rng: np.random.Generator) -> dict[str, Samples]:
                                         _col(s, "topk"), _col(s, "num_experts"), _col(s, "moe_tp_size"),
                                         _col(s, "moe_ep_size"), dtype)
                         put(f"moe.{dtype}", system, f, b, _rate(hw, dtype), hw, _col(s, "latency"))
-            t = _table(system, "attention", fw, "generation_attention_perf.parquet")
+            t = fastest_per_shape(system, "attention", fw, "generation_attention_perf.parquet")
             if t is not None:
                 if "window_size" in t.column_names:
                     t = t.filter(pc.equal(t["window_size"], 0))
@@ -132,18 +132,18 @@ def collect(rng: np.random.Generator) -> dict[str, Samples]:
                                                _col(s, "num_key_value_heads"), _col(s, "head_dim"), kv)
                         put(f"gqa_decode.{kv}", system, f, b, hw.peak_flops(work.attention_rate_key(kv)), hw,
                             _col(s, "latency"))
-            t = _table(system, "attention", fw, "context_attention_perf.parquet")
+            t = fastest_per_shape(system, "attention", fw, "context_attention_perf.parquet")
             if t is not None:
                 if "window_size" in t.column_names:
                     t = t.filter(pc.equal(t["window_size"], 0))
                 f, b = work.gqa_prefill(_col(t, "batch_size"), _col(t, "isl"), _col(t, "num_heads"),
                                         _col(t, "num_key_value_heads"), _col(t, "head_dim"))
                 put("gqa_prefill.bfloat16", system, f, b, hw.peak_flops("bf16"), hw, _col(t, "latency"))
-            t = _table(system, "mla_bmm", fw, "mla_bmm_perf.parquet")
+            t = fastest_per_shape(system, "mla_bmm", fw, "mla_bmm_perf.parquet")
             if t is not None:
                 f, b = work.bmm(_col(t, "num_tokens"), _col(t, "num_heads"), 128, 512)
                 put("bmm.bfloat16", system, f, b, hw.peak_flops("bf16"), hw, _col(t, "latency"))
-        t = _table(system, "mla", "sglang", "generation_mla_perf.parquet")
+        t = fastest_per_shape(system, "mla", "sglang", "generation_mla_perf.parquet")
         if t is not None:
             t = t.filter(pc.equal(t["tp_size"], 1))
             for kv in ("bfloat16", "fp8"):
@@ -152,7 +152,7 @@ def collect(rng: np.random.Generator) -> dict[str, Samples]:
                     f, b = work.mla_decode(_col(s, "batch_size"), _col(s, "step"), _col(s, "num_heads"), 512, 64, kv)
                     put(f"mla_decode.{kv}", system, f, b, hw.peak_flops(work.attention_rate_key(kv)), hw,
                         _col(s, "latency"))
-        t = _table(system, "mla", "sglang", "context_mla_perf.parquet")
+        t = fastest_per_shape(system, "mla", "sglang", "context_mla_perf.parquet")
         if t is not None:
             t = t.filter(pc.equal(t["tp_size"], 1))
             f, b = work.mla_prefill(_col(t, "batch_size"), _col(t, "isl"), _col(t, "num_heads"), 192, 128)
