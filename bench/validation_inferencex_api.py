@@ -13,7 +13,8 @@ the scripts of August 2026), a disaggregated one its Dynamo recipe's where the r
 pools (else it is left out), at the search's acceptance for that depth. An aggregated run takes what its script set
 beyond that as view 1 and 1s take it for silicon_sample.csv's runs (``validation_settings``: SGLang's poll for new
 requests, TensorRT-LLM's batch waiting, token budgets and attention-DP balance, the drafts' overlap scheduling), read
-off NVIDIA's scripts, so AMD's runs take their defaults. Left out: rows with no worker count
+off NVIDIA's scripts, so AMD's runs take their defaults but for the KV cache their scripts ran (``AUTO_KV_UNTIL``).
+Its TTFT is the estimate's median, as the API's is. Left out: rows with no worker count
 (GB200's Dynamo runs of late 2025 that write the deployment's GPU total as its tensor parallelism) and rows whose
 stated layout cannot hold the weights (GB200's Dynamo SGLang runs, which write each worker as one GPU). ATOM,
 AMD's serving engine (``rocm/atom``), is priced with vLLM's scheduler and host costs, as view 1b prices its runs;

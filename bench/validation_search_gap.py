@@ -22,10 +22,11 @@ import numpy as np
 from scoville.sim.config import SimConfig
 from scoville.sim.recipes import Recipe
 from scoville.sim.search import FrontierPoint
+from validation_data import TOL
 
-# the share of a point's throughput beyond which the search's gain over the recipes is named in the summary (the
-# validation's tolerance: a gain inside it cannot be told from the cost model's own error)
-GAIN = 0.35
+# the share of a point's throughput beyond which the search's gain over the recipes is named in the summary: the
+# validation's tolerance, since a gain inside it cannot be told from the cost model's own error
+GAIN = TOL
 
 
 @dataclass(frozen=True)
